@@ -223,7 +223,8 @@ def test_scorer_non_number_raises_type_error(bad):
     """A non-real score names the entry."""
     with pytest.raises(
         TypeError,
-        match=r"^scorer must return a real number, got .* for entries\[0\] \(id=None\)$",
+        match=r"^scorer must return a real number, got .* "
+        r"for entries\[0\] \(id=None\)$",
     ):
         retrieve([{}], Pool("p", 1, 1), scorer=flat(bad), now=NOW)
 
@@ -365,7 +366,8 @@ def test_entry_bad_base_priority_names_entry():
     store = [{"id": "ok"}, {"id": "bad", "base_priority": "high"}]
     with pytest.raises(
         TypeError,
-        match=r"^entries\[1\] \(id='bad'\): base_priority must be a real number, got str 'high'$",
+        match=r"^entries\[1\] \(id='bad'\): "
+        r"base_priority must be a real number, got str 'high'$",
     ):
         retrieve(store, Pool("p", 10, 5), now=NOW)
     store[1]["base_priority"] = float("nan")
@@ -380,7 +382,8 @@ def test_entry_bad_tags_names_entry():
     """tags of a wrong type name the entry."""
     with pytest.raises(
         TypeError,
-        match=r"^entries\[0\] \(id='t'\): tags must be a str or a list of str, got int$",
+        match=r"^entries\[0\] \(id='t'\): "
+        r"tags must be a str or a list of str, got int$",
     ):
         retrieve([{"id": "t", "tags": 5}], Pool("p", 10, 5), now=NOW)
 
