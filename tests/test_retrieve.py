@@ -591,3 +591,8 @@ def test_clear_caches_keeps_results():
     assert poolsplit._parse_iso.cache_info().currsize == 0
     assert poolsplit._content_words.cache_info().currsize == 0
     assert poolsplit.default_scorer(store[0], ctx, now=NOW) == before
+
+
+def test_unhashable_bucket_repr():
+    """The bucket for unhashable types has a readable repr."""
+    assert repr(poolsplit._UNHASHABLE) == "<unhashable type>"

@@ -4,6 +4,7 @@ import math
 import re
 import unicodedata
 from datetime import date, datetime, timedelta, timezone
+from fractions import Fraction
 
 import pytest
 from conftest import NOW
@@ -330,3 +331,12 @@ def test_default_is_active(entry, active):
     assert default_is_active(entry) is active
     got = poolsplit.retrieve([entry], poolsplit.Pool("p", 10, 5), now=NOW)
     assert (got == [entry]) is active
+
+
+@pytest.mark.parametrize(
+    ("priority", "expected"),
+    [(Fraction(5, 2), 2.5), (type("IntSub", (int,), {})(7), 7.0)],
+)
+def test_base_priority_other_reals(priority, expected):
+    """Any numbers.Real (a Fraction, an int subclass) is a valid base_priority."""
+    assert score({"base_priority": priority}) == expected

@@ -1,0 +1,80 @@
+from datetime import datetime
+
+import pytest
+
+from poolsplit import Audit, Pool, TypeAudit, audit
+
+NOW = datetime(2026, 1, 1)
+
+
+def test_hand_computed():
+    store = [
+        {
+            "id": "c",
+            "type": "correction",
+            "scope": "always",
+            "content": "x" * 40,
+            "base_priority": 1,
+        },
+        {"id": "t", "type": "task", "content": "y" * 40, "base_priority": 9},
+        {"id": "s", "type": "skill", "content": "z" * 20, "base_priority": 2},
+        {"id": "off", "type": "skill", "scope": "always", "status": "old"},
+        {"id": "n", "base_priority": 0},
+    ]
+    pools = [
+        Pool("core", 0, 0, ["correction"]),
+        Pool("work", 10, 1, ["task"]),
+        Pool("skills", 10, 1, ["skill"]),
+    ]
+    result = audit(store, pools, [None, {"message": "zzz"}], now=NOW)
+    # single budget: 20 tokens / 2 entries over t (10, score 9), s (5, 2), c (10, 1)
+    assert result == Audit(
+        2,
+        (
+            TypeAudit("correction", 2, 0, 20 / 50, 0.0),
+            TypeAudit("note", 0, 0, 0.0, 0.0),
+            TypeAudit("skill", 2, 2, 10 / 50, 10 / 30),
+            TypeAudit("task", 2, 2, 20 / 50, 20 / 30),
+        ),
+        1,
+        1,
+        0,
+    )
+    assert result.to_dict()["types"][0]["type"] == "correction"
+    assert result.render() == (
+        "type        queries single  queries pools  share single  share pools\n"
+        "correction  0/2             2/2            0.0%          40.0%\n"
+        "note        0/2             0/2            0.0%          0.0%\n"
+        "skill       2/2             2/2            33.3%         20.0%\n"
+        "task        2/2             2/2            66.7%         40.0%\n"
+        "\n"
+        "always-scope entries loaded on every query: single 0/1, pools 1/1\n"
+    )
+
+
+def test_no_queries_and_custom_predicate():
+    store = [{"id": "a", "scope": "always", "type": "x"}]
+    result = audit(
+        store, [Pool("p", 5, 1)], [], is_active=lambda e: e.get("id") == "a", now=NOW
+    )
+    assert result.queries == 0 and result.always_entries == 1
+    assert result.always_every_pools == 1  # vacuously every query
+    one = audit(
+        store, [Pool("p", 5, 1)], [None], is_active=lambda e: "scope" not in e, now=NOW
+    )
+    # the predicate sees the original entry, scope included, in both runs
+    assert one.always_entries == 0 and one.types[0].queries_single == 0
+
+
+def test_view_hides_scope():
+    seen = []
+    store = [{"id": "a", "scope": "always", "k": 1}]
+
+    def scorer(entry, context, *, now):
+        seen.append((dict(entry), len(entry), "scope" in entry))
+        with pytest.raises(KeyError):
+            entry["scope"]
+        return 1.0
+
+    audit(store, [Pool("p", 5, 1)], [None], scorer=scorer, now=NOW)
+    assert seen == [({"id": "a", "k": 1}, 2, False)]

@@ -1,0 +1,57 @@
+import math
+
+from poolsplit import Problem, validate
+
+
+def test_clean_store():
+    assert (
+        validate([{"id": "a", "content": "x", "base_priority": 3, "tags": ["t"]}]) == []
+    )
+
+
+def test_every_problem():
+    store = [
+        "not a mapping",
+        {
+            "id": "a",
+            "content": 5,
+            "base_priority": "high",
+            "created": "yesterday",
+            "token_count": 0,
+            "tags": {"x": 1},
+            "scope": 1,
+            "status": 2,
+            "type": [],
+        },
+        {
+            "id": "a",
+            "content": "x",
+            "base_priority": math.nan,
+            "tags": ["ok", 3],
+            "token_count": True,
+            "superseded_by": "ghost",
+        },
+        {"id": ["h"], "content": "x", "superseded_by": ["u"]},
+        {"content": "x", "superseded_by": "a", "tags": "one"},
+        {"id": "b", "content": "x", "superseded_by": True},
+    ]
+    problems = validate(store)
+    assert problems[0] == Problem(0, None, "error", "", "must be an object, got str")
+    got = [(p.index, p.severity, p.field, p.message) for p in problems[1:]]
+    assert got == [
+        (1, "warning", "content", "content should be a str, got int"),
+        (1, "error", "base_priority", "must be a real number, got 'high'"),
+        (1, "warning", "created", "cannot be read as a date, got 'yesterday'"),
+        (1, "warning", "token_count", "must be a positive int, got 0"),
+        (1, "error", "tags", "must be a list of str, got dict"),
+        (1, "warning", "scope", "should be a str, got int"),
+        (1, "warning", "status", "should be a str, got int"),
+        (1, "warning", "type", "should be a str, got list"),
+        (2, "error", "base_priority", "must not be NaN"),
+        (2, "warning", "token_count", "must be a positive int, got True"),
+        (2, "warning", "tags", "must contain only str"),
+        (2, "error", "id", "duplicate id 'a' (first at entries[1])"),
+        (2, "warning", "superseded_by", "names id 'ghost', which is not in the store"),
+        (3, "error", "id", "must be hashable, got list"),
+        (3, "warning", "superseded_by", "names id ['u'], which is not in the store"),
+    ]
