@@ -324,3 +324,10 @@ def test_run_as_main_in_process(monkeypatch, capsys):
         runpy.run_path(str(ROOT / "poolsplit.py"), run_name="__main__")
     assert exit_info.value.code == 0
     assert capsys.readouterr().out == f"{poolsplit.__version__}\n"
+
+
+def test_audit_progress_on_a_terminal(files, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    argv = ["audit", "s.jsonl", "--pools", "pools.json", "--queries", "q.jsonl"]
+    status, _, err = run(capsys, *argv, *NOW)
+    assert (status, err) == (0, "\rquery 1/2\rquery 2/2\n")

@@ -123,3 +123,12 @@ def test_custom_predicate_and_odd_values():
     assert (
         report.render().splitlines()[1].startswith("0      ('t',)  inactive:predicate")
     )
+
+
+def test_warns_when_always_tokens_exceed_budget():
+    store = [{"id": "c", "scope": "always", "content": "x" * 40}]
+    report = explain(store, [Pool("p", 5, 1)], now=NOW)
+    assert report.warnings == (
+        "always-scope entries cost 10 tokens, more than the 5 of all pools' "
+        "max_tokens together",
+    )
