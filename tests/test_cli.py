@@ -123,9 +123,9 @@ def test_validate(files, capsys, monkeypatch):
     ]
     Path("bad.json").write_text("[3]")
     assert run(capsys, "validate", "bad.json") == (
-        2,
+        1,
+        "entries[0] (id=None) error: must be an object, got int\n",
         "",
-        "poolsplit: error: bad.json:1: each entry must be a JSON object\n",
     )
 
 
@@ -211,7 +211,7 @@ def test_demo(capsys):
             "deep.json:1: invalid JSON: nested too deeply",
         ),
         (
-            ["validate", "list.jsonl"],
+            ["explain", "list.jsonl", "--pools", "pools.json"],
             ("list.jsonl", b'{"a": 1}\n[1]\n'),
             "list.jsonl:2: each entry must be a JSON object",
         ),
