@@ -238,3 +238,28 @@ def test_flood_regression_zero_budget():
     got = retrieve(store, pool, now=NOW - timedelta(days=1))
     assert got == [correction]
     assert got[0] is correction
+
+
+@given(stores, pool_lists, contexts)
+def test_trace_mode_selects_the_same(store, pools, context):
+    """The traced scan (used by explain) selects exactly what retrieve_pools does."""
+    import poolsplit
+
+    snapshot = copy.deepcopy(store)
+    plain = retrieve_pools(store, pools, context, now=NOW)
+    traced = poolsplit._select(
+        store,
+        pools,
+        context,
+        poolsplit.default_scorer,
+        poolsplit.default_token_counter,
+        default_is_active,
+        NOW,
+        trace=True,
+    )
+    check_invariants(store, pools, traced.results, snapshot)
+    assert {k: [id(e) for e in v] for k, v in traced.results.items()} == {
+        k: [id(e) for e in v] for k, v in plain.items()
+    }
+    taken = [s for s in traced.steps if s.outcome in ("always", "selected")]
+    assert len(taken) == sum(len(v) for v in plain.values())

@@ -596,3 +596,33 @@ def test_clear_caches_keeps_results():
 def test_unhashable_bucket_repr():
     """The bucket for unhashable types has a readable repr."""
     assert repr(poolsplit._UNHASHABLE) == "<unhashable type>"
+
+
+def test_trace_records_every_outcome():
+    """The traced scan records always, selected, over-token and entry-cap steps."""
+    store = [
+        {"id": "al", "scope": "always"},
+        {"id": "a", "token_count": 3, "base_priority": 9},
+        {"id": "big", "token_count": 50, "base_priority": 8},
+        {"id": "b", "token_count": 3, "base_priority": 7},
+        {"id": "c", "token_count": 1, "base_priority": 6},
+    ]
+    selection = poolsplit._select(
+        store,
+        [Pool("p", 10, 2)],
+        None,
+        poolsplit.default_scorer,
+        poolsplit.default_token_counter,
+        poolsplit.default_is_active,
+        NOW,
+        trace=True,
+    )
+    outcomes = [(store[s.index]["id"], s.outcome) for s in selection.steps]
+    assert outcomes == [
+        ("al", "always"),
+        ("a", "selected"),
+        ("big", "over_tokens"),
+        ("b", "selected"),
+        ("c", "entry_cap"),
+    ]
+    assert ids(selection.results["p"]) == ["al", "a", "b"]
