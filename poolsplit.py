@@ -39,21 +39,32 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
 from typing import Any, Final, Protocol, TypeVar, Union
 
 __all__ = [
+    "Audit",
+    "Decision",
+    "Explanation",
     "Pool",
+    "PoolSummary",
+    "Problem",
+    "Step",
+    "TypeAudit",
+    "audit",
     "clear_caches",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
+    "explain",
     "retrieve",
     "retrieve_pools",
+    "validate",
 ]
 __version__ = "0.2.0"
 
@@ -284,7 +295,8 @@ _message_words = lru_cache(maxsize=1024)(_words)
 
 @lru_cache(maxsize=_CACHE_SIZE)
 def _content_words(text: str) -> tuple[str, ...]:
-    return tuple(_words(text))
+    # Interned, so entries sharing a vocabulary share the word strings.
+    return tuple(map(sys.intern, _words(text)))
 
 
 _ISO_RE: Final = re.compile(
@@ -414,25 +426,35 @@ def _priority(entry: Entry) -> float:
 
 def _score(entry: Entry, query: _Query) -> float:
     """The default score of one entry; raises for a bad ``base_priority``/``tags``."""
-    score = _priority(entry)
+    get = entry.get
+    value: Any = get("base_priority")
+    kind = type(value)
+    if (kind is int or kind is float) and not math.isnan(value):
+        score = float(value)
+    else:
+        score = _priority(entry)
 
-    created = _created_seconds(entry.get("created"))
+    value = get("created")
+    created = _parse_iso(value) if type(value) is str else _created_seconds(value)
     if created is not None:
         days = max(0.0, (query.now - created) / _SECONDS_PER_DAY)
         score *= max(RECENCY_FLOOR, 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS)
 
-    tags = entry.get("tags")
+    tags = get("tags")
     if tags:
         tag_set = _tag_set(tags, "tags")
-        if tag_set:
-            score *= 1.0 + TAG_BOOST * len(tag_set & query.tags) / len(tag_set)
+        # max(): a truthy container that yields no items must not divide by 0.
+        score *= 1.0 + TAG_BOOST * len(tag_set & query.tags) / max(len(tag_set), 1)
 
-    project = entry.get("project")
+    project = get("project")
     if project is not None:
         score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
 
     if query.words:
-        overlap = len(query.words.intersection(_content_words(_content(entry))))
+        content = get("content")
+        if type(content) is not str:
+            content = _content(entry)
+        overlap = len(query.words.intersection(_content_words(content)))
         share = overlap / len(query.words)
         if share > MESSAGE_THRESHOLD:
             score *= 1.0 + MESSAGE_BOOST * share
@@ -668,6 +690,7 @@ def _select(
     types: list[object] = [None] * count
     always = [False] * count
     by_type: dict[object, list[int]] = {}
+    seen: dict[int, int] = {}
     default_active = is_active is default_is_active
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
@@ -688,6 +711,9 @@ def _select(
         types[index] = kind
         if not live:
             continue
+        # One object listed twice is one entry: it may land in one pool only.
+        if seen.setdefault(id(entry), index) != index:
+            continue
         active[index] = True
         always[index] = get("scope") == ALWAYS_SCOPE
         try:
@@ -704,11 +730,6 @@ def _select(
 
     def score_of(index: int) -> float:
         entry = store[index]
-        if query is not None:
-            try:
-                return _score(entry, query)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{_label(index, entry)}: {exc}") from None
         return _check_score(scorer(entry, context, now=moment), index, entry)
 
     all_active = [index for index in range(count) if active[index]]
@@ -735,16 +756,25 @@ def _select(
             else:
                 candidates.append(index)
 
-        for index in candidates:
-            if index not in scores:
-                scores[index] = score_of(index)
+        if query is not None:
+            index = -1
+            try:
+                for index in candidates:
+                    if index not in scores:
+                        scores[index] = _score(store[index], query)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
+        else:
+            for index in candidates:
+                if index not in scores:
+                    scores[index] = score_of(index)
         if tie_rank is None and candidates:
             tie_rank = _tie_ranks(store, active, always)
         rank = tie_rank if tie_rank is not None else []
         # Sort by the tie-break rank, then stably by score: the same order as
         # the key (-score, created, id, index) with one cheap float key.
         candidates.sort(key=rank.__getitem__)
-        candidates.sort(key=lambda i: -scores[i])
+        candidates.sort(key=scores.__getitem__, reverse=True)  # stable
 
         used = 0
         picked = 0
@@ -807,11 +837,26 @@ def _cost_cached(
 
 def _tie_ranks(store: list[Entry], active: list[bool], always: list[bool]) -> list[int]:
     """Rank of each context entry by ``(created, id, index)``, computed once a call."""
-    order = [i for i in range(len(store)) if active[i] and not always[i]]
-    keyed = [
-        (_created_key(store[i].get("created")), _id_key(store[i].get("id")), i)
-        for i in order
-    ]
+    keyed: list[tuple[SortKey, SortKey, int]] = []
+    append = keyed.append
+    parse = _parse_iso
+    for i, entry in enumerate(store):
+        if not active[i] or always[i]:
+            continue
+        get = entry.get
+        created: Any = get("created")
+        seconds = parse(created) if type(created) is str else None
+        created_key = (
+            (1, seconds, created) if seconds is not None else _created_key(created)
+        )
+        ident = get("id")
+        append(
+            (
+                created_key,
+                (0, ident, "") if type(ident) is str else _id_key(ident),
+                i,
+            )
+        )
     keyed.sort()
     rank = [0] * len(store)
     for position, (_, _, index) in enumerate(keyed):
@@ -911,3 +956,925 @@ def retrieve(
         is_active=is_active,
         now=now,
     )[pool.name]
+
+
+# --- Visibility: explain, validate, audit ---
+
+INACTIVE: Final = "inactive"
+NO_POOL: Final = "no_pool"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision about one entry in one pool, in the order it was made."""
+
+    index: int
+    pool: str
+    outcome: str
+    score: float | None
+    cost: int | None
+    used: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decisive outcome for one input entry.
+
+    ``outcome`` is ``always``, ``selected``, ``over_tokens``, ``entry_cap``
+    (with the first pool that considered it), ``inactive`` (``reason`` is
+    ``status``, ``superseded`` or ``predicate``) or ``no_pool``.
+    """
+
+    index: int
+    id: object
+    type: object
+    outcome: str
+    pool: str | None = None
+    reason: str | None = None
+    score: float | None = None
+    cost: int | None = None
+    used: int | None = None
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    """What one pool spent, and how many eligible entries it left out."""
+
+    name: str
+    tokens_used: int
+    max_tokens: int
+    entries_used: int
+    max_entries: int
+    left_out: int
+    always_count: int
+    always_tokens: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why each entry loaded or not; :func:`explain` builds it."""
+
+    decisions: tuple[Decision, ...]
+    pools: tuple[PoolSummary, ...]
+    warnings: tuple[str, ...]
+    steps: tuple[Step, ...]
+    entries: tuple[Entry, ...] = ()
+
+    def selected(self) -> dict[str, list[Entry]]:
+        """The selection, equal to :func:`retrieve_pools` on the same arguments."""
+        result: dict[str, list[Entry]] = {pool.name: [] for pool in self.pools}
+        for step in self.steps:
+            if step.outcome in (TAKEN, TAKEN_ALWAYS):
+                result[step.pool].append(self.entries[step.index])
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dicts: decisions, pools and warnings."""
+        return {
+            "decisions": [_json_safe(vars(d)) for d in self.decisions],
+            "pools": [vars(p).copy() for p in self.pools],
+            "warnings": list(self.warnings),
+        }
+
+    def render(self) -> str:
+        """A text table: one row per entry, then the pools, then the warnings."""
+        header = ("#", "id", "type", "outcome", "pool", "score", "cost", "total")
+        rows = [header]
+        for d in self.decisions:
+            rows.append(
+                (
+                    str(d.index),
+                    "" if d.id is None else str(d.id),
+                    str(d.type),
+                    d.outcome if d.reason is None else f"{d.outcome}:{d.reason}",
+                    d.pool or "",
+                    "" if d.score is None else f"{d.score:.3f}",
+                    "" if d.cost is None else str(d.cost),
+                    "" if d.used is None else str(d.used),
+                )
+            )
+        lines = _table(rows)
+        lines.append("")
+        for p in self.pools:
+            lines.append(
+                f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
+                f"entries {p.entries_used}/{p.max_entries}, "
+                f"left out {p.left_out}, always {p.always_count} "
+                f"({p.always_tokens} tokens)"
+            )
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines) + "\n"
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as left-aligned columns two spaces apart."""
+    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        for row in rows
+    ]
+
+
+def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
+    """Values that json.dumps accepts: ids and types not JSON-native become str."""
+    return {
+        key: value
+        if value is None or isinstance(value, (str, int, float))
+        else repr(value)
+        for key, value in data.items()
+    }
+
+
+def _inactive_reason(entry: Entry, is_active: ActivePredicate) -> str:
+    if is_active is not default_is_active:
+        return "predicate"
+    status = entry.get("status")
+    return "superseded" if status is None or status == ACTIVE_STATUS else "status"
+
+
+def explain(
+    entries: Iterable[Entry],
+    pools: Sequence[Pool] | Iterable[Pool],
+    context: Context | None = None,
+    *,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+    is_active: ActivePredicate = default_is_active,
+    now: datetime | None = None,
+) -> Explanation:
+    """Report what :func:`retrieve_pools` decides for every entry, and why.
+
+    >>> store = [{"id": "a", "content": "x" * 40}, {"id": "b", "status": "old"}]
+    >>> report = explain(store, [Pool("p", 5, 1)], now=datetime(2026, 1, 1))
+    >>> [(d.id, d.outcome, d.reason) for d in report.decisions]
+    [('a', 'over_tokens', None), ('b', 'inactive', 'status')]
+    >>> report.warnings
+    ("pool 'p' had 1 eligible entries and selected none",)
+
+    The same code path as :func:`retrieve_pools` computes it, so
+    ``explain(...).selected()`` equals ``retrieve_pools(...)``. An entry
+    skipped in one pool and taken by a later one is reported as taken; all
+    per-pool steps stay in ``steps``. Warnings: an active always-scope entry
+    that no pool admits, a pool with eligible entries that selected none, and
+    always-scope entries costing more than all pools' ``max_tokens`` together.
+    Cost: O(n log n + p * n), and every eligible entry is costed.
+
+    Raises:
+        As :func:`retrieve_pools`.
+    """
+    checked = _check_pools(pools)
+    selection = _select(
+        entries, checked, context, scorer, token_counter, is_active, now, trace=True
+    )
+    store = selection.entries
+    decisive: dict[int, Step] = {}
+    public_steps = []
+    for raw in selection.steps:
+        step = Step(raw.index, raw.pool, raw.outcome, raw.score, raw.cost, raw.used)
+        public_steps.append(step)
+        if raw.index not in decisive or raw.outcome in (TAKEN, TAKEN_ALWAYS):
+            decisive[raw.index] = step
+
+    decisions = []
+    warnings = []
+    for index, entry in enumerate(store):
+        ident = entry.get("id")
+        kind = selection.types[index]
+        if not selection.active[index]:
+            decisions.append(
+                Decision(
+                    index,
+                    ident,
+                    kind,
+                    INACTIVE,
+                    reason=_inactive_reason(entry, is_active),
+                )
+            )
+            continue
+        found = decisive.get(index)
+        if found is None:
+            decisions.append(Decision(index, ident, kind, NO_POOL))
+            if entry.get("scope") == ALWAYS_SCOPE:
+                warnings.append(
+                    f"always-scope entry {ident!r} of type {kind!r} is in no pool"
+                )
+            continue
+        decisions.append(
+            Decision(
+                index,
+                ident,
+                kind,
+                found.outcome,
+                pool=found.pool,
+                score=found.score,
+                cost=found.cost,
+                used=None if found.outcome == TAKEN_ALWAYS else found.used,
+            )
+        )
+
+    summaries = []
+    for pool in checked:
+        mine = [s for s in public_steps if s.pool == pool.name]
+        taken = [s for s in mine if s.outcome == TAKEN]
+        always = [s for s in mine if s.outcome == TAKEN_ALWAYS]
+        left_out = len(mine) - len(taken) - len(always)
+        summaries.append(
+            PoolSummary(
+                pool.name,
+                sum(s.cost or 0 for s in taken),
+                pool.max_tokens,
+                len(taken),
+                pool.max_entries,
+                left_out,
+                len(always),
+                sum(_cost(store[s.index], s.index, token_counter) for s in always),
+            )
+        )
+        if left_out and not taken:
+            warnings.append(
+                f"pool {pool.name!r} had {left_out} eligible entries and selected none"
+            )
+    always_tokens = sum(p.always_tokens for p in summaries)
+    budget = sum(p.max_tokens for p in checked)
+    if always_tokens > budget:
+        warnings.append(
+            f"always-scope entries cost {always_tokens} tokens, more than the "
+            f"{budget} of all pools' max_tokens together"
+        )
+    return Explanation(
+        tuple(decisions),
+        tuple(summaries),
+        tuple(warnings),
+        tuple(public_steps),
+        tuple(store),
+    )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding of :func:`validate`; ``severity`` is ``error`` or ``warning``."""
+
+    index: int
+    id: object
+    severity: str
+    field: str
+    message: str
+
+
+_TEXT_FIELDS: Final = ("scope", "status", "type")
+
+
+def _entry_problems(index: int, entry: Entry) -> list[Problem]:
+    """The problems of one mapping entry, field by field."""
+    ident = entry.get("id")
+    found: list[Problem] = []
+
+    def add(severity: str, field: str, message: str) -> None:
+        found.append(Problem(index, ident, severity, field, message))
+
+    content = entry.get("content")
+    if content is None:
+        add("warning", "content", "content is missing")
+    elif not isinstance(content, str):
+        add("warning", "content", f"content should be a str, got {_kind(content)}")
+    priority = entry.get("base_priority")
+    if priority is not None:
+        if not isinstance(priority, numbers.Real) or isinstance(priority, bool):
+            add("error", "base_priority", f"must be a real number, got {priority!r}")
+        elif math.isnan(priority):
+            add("error", "base_priority", "must not be NaN")
+    created = entry.get("created")
+    if created is not None and _created_seconds(created) is None:
+        add("warning", "created", f"cannot be read as a date, got {created!r}")
+    count = entry.get("token_count")
+    if count is not None and (type(count) is not int or count <= 0):
+        add("warning", "token_count", f"must be a positive int, got {count!r}")
+    tags = entry.get("tags")
+    if tags is not None and not isinstance(tags, str):
+        if not isinstance(tags, (list, tuple, set, frozenset)):
+            add("error", "tags", f"must be a list of str, got {_kind(tags)}")
+        elif not all(isinstance(tag, str) for tag in tags):
+            add("warning", "tags", "must contain only str")
+    for field in _TEXT_FIELDS:
+        value = entry.get(field)
+        if value is not None and not isinstance(value, str):
+            add("warning", field, f"should be a str, got {_kind(value)}")
+    return found
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def validate(entries: Iterable[object]) -> list[Problem]:
+    """List the problems of a store, in input order; an empty list means clean.
+
+    >>> [p.message for p in validate([{"id": 1, "content": "x"}, {"id": 1}])]
+    ['content is missing', 'duplicate id 1 (first at entries[0])']
+
+    Errors make retrieval raise or mean the store is not what it says: an
+    entry that is not a mapping, a non-numeric or NaN ``base_priority``,
+    ``tags`` that are not a list, duplicate ids. Warnings are silently
+    tolerated by retrieval but probably wrong: missing content, unparseable
+    ``created``, a ``token_count`` that is not a positive int, non-str tags,
+    ``scope``/``status``/``type`` that are not str, and ``superseded_by``
+    naming an id that is not in the store. Cost: O(n).
+    """
+    store = list(entries)
+    problems: list[Problem] = []
+    first: dict[object, int] = {}
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping):
+            message = f"must be an object, got {_kind(entry)}"
+            problems.append(Problem(index, None, "error", "", message))
+            continue
+        problems.extend(_entry_problems(index, entry))
+        ident = entry.get("id")
+        if ident is None:
+            continue
+        try:
+            earlier = first.setdefault(ident, index)
+        except TypeError:
+            message = f"must be hashable, got {_kind(ident)}"
+            problems.append(Problem(index, ident, "error", "id", message))
+            continue
+        if earlier != index:
+            problems.append(
+                Problem(
+                    index,
+                    ident,
+                    "error",
+                    "id",
+                    f"duplicate id {ident!r} (first at entries[{earlier}])",
+                )
+            )
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping):
+            continue
+        target = entry.get("superseded_by")
+        if target is None or isinstance(target, bool):
+            continue
+        try:
+            known = target in first
+        except TypeError:
+            known = False
+        if not known:
+            problems.append(
+                Problem(
+                    index,
+                    entry.get("id"),
+                    "warning",
+                    "superseded_by",
+                    f"names id {target!r}, which is not in the store",
+                )
+            )
+    problems.sort(key=lambda p: p.index)
+    return problems
+
+
+@dataclass(frozen=True)
+class TypeAudit:
+    """How one entry type fared over a batch of queries, pools vs single budget."""
+
+    type: str
+    queries_pools: int
+    queries_single: int
+    share_pools: float
+    share_single: float
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What :func:`audit` measured; ``always_*`` count every-entry loads."""
+
+    queries: int
+    types: tuple[TypeAudit, ...]
+    always_entries: int
+    always_every_pools: int
+    always_every_single: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dicts."""
+        data = vars(self).copy()
+        data["types"] = [vars(t).copy() for t in self.types]
+        return data
+
+    def render(self) -> str:
+        """The table: per type, queries with a load and token share, both ways."""
+        rows = [
+            ("type", "queries single", "queries pools", "share single", "share pools")
+        ]
+        for t in self.types:
+            rows.append(
+                (
+                    t.type,
+                    f"{t.queries_single}/{self.queries}",
+                    f"{t.queries_pools}/{self.queries}",
+                    f"{t.share_single:.1%}",
+                    f"{t.share_pools:.1%}",
+                )
+            )
+        lines = _table(rows)
+        lines.append("")
+        lines.append(
+            f"always-scope entries loaded on every query: "
+            f"single {self.always_every_single}/{self.always_entries}, "
+            f"pools {self.always_every_pools}/{self.always_entries}"
+        )
+        return "\n".join(lines) + "\n"
+
+
+class _NoScope(Mapping[str, Any]):
+    """A read-only view of an entry without ``scope``, for the baseline."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: Entry) -> None:
+        self.entry = entry
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "scope":
+            raise KeyError(key)
+        return self.entry[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in self.entry if key != "scope")
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def audit(
+    entries: Iterable[Entry],
+    pools: Sequence[Pool] | Iterable[Pool],
+    contexts: Iterable[Context | None],
+    *,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+    is_active: ActivePredicate = default_is_active,
+    now: datetime | None = None,
+) -> Audit:
+    """Measure starvation: per type, pools against one single ranked budget.
+
+    >>> store = [{"id": "c", "type": "correction", "scope": "always",
+    ...           "content": "x" * 40, "base_priority": 1},
+    ...          {"id": "t", "type": "task", "content": "y" * 40}]
+    >>> pools = [Pool("core", 0, 0, ["correction"]), Pool("work", 10, 1, ["task"])]
+    >>> result = audit(store, pools, [None], now=datetime(2026, 1, 1))
+    >>> [(t.type, t.queries_single, t.queries_pools) for t in result.types]
+    [('correction', 0, 1), ('task', 1, 1)]
+
+    For each context, :func:`retrieve_pools` runs once with ``pools`` and once
+    with the baseline: one ``Pool(types=None)`` with the summed ``max_tokens``
+    and ``max_entries``, where always-scope entries are ranked like the rest
+    (the design pools replace). Per type (as ``str``): on how many queries at
+    least one entry loaded, and its share of all loaded tokens (always-scope
+    included). ``always_every_*``: how many active always-scope entries
+    loaded on every query. Cost: two retrievals per context.
+
+    Raises:
+        As :func:`retrieve_pools`.
+    """
+    checked = _check_pools(pools)
+    store = list(entries)
+    views = [_NoScope(e) if isinstance(e, Mapping) else e for e in store]
+    single = Pool(
+        "single",
+        sum(p.max_tokens for p in checked),
+        sum(p.max_entries for p in checked),
+    )
+    position = {id(view): index for index, view in enumerate(views)}
+    position.update({id(entry): index for index, entry in enumerate(store)})
+    hits = {"pools": {}, "single": {}}  # type: dict[str, dict[str, int]]
+    tokens = {"pools": {}, "single": {}}  # type: dict[str, dict[str, int]]
+    always_loads = {"pools": {}, "single": {}}  # type: dict[str, dict[int, int]]
+    queries = 0
+    for context in contexts:
+        queries += 1
+        runs = {
+            "pools": _select(
+                store, checked, context, scorer, token_counter, is_active, now, False
+            ),
+            "single": _select(
+                views,
+                [single],
+                context,
+                scorer,
+                token_counter,
+                lambda view: is_active(view.entry),  # type: ignore[attr-defined]
+                now,
+                False,
+            ),
+        }
+        for mode, selection in runs.items():
+            seen: set[str] = set()
+            for chosen in selection.results.values():
+                for loaded in chosen:
+                    index = position[id(loaded)]
+                    original = store[index]
+                    kind = str(selection.types[index])
+                    seen.add(kind)
+                    cost = _cost(original, index, token_counter)
+                    tokens[mode][kind] = tokens[mode].get(kind, 0) + cost
+                    if original.get("scope") == ALWAYS_SCOPE:
+                        loads = always_loads[mode]
+                        loads[index] = loads.get(index, 0) + 1
+            for kind in seen:
+                hits[mode][kind] = hits[mode].get(kind, 0) + 1
+    names = sorted(
+        {str(DEFAULT_TYPE if e.get("type") is None else e.get("type")) for e in store}
+    )
+    always_ids = [
+        i
+        for i, e in enumerate(store)
+        if e.get("scope") == ALWAYS_SCOPE and is_active(e)
+    ]
+    totals = {mode: sum(tokens[mode].values()) or 1 for mode in tokens}
+    types = tuple(
+        TypeAudit(
+            name,
+            hits["pools"].get(name, 0),
+            hits["single"].get(name, 0),
+            tokens["pools"].get(name, 0) / totals["pools"],
+            tokens["single"].get(name, 0) / totals["single"],
+        )
+        for name in names
+    )
+    return Audit(
+        queries,
+        types,
+        len(always_ids),
+        sum(1 for i in always_ids if always_loads["pools"].get(i, 0) == queries),
+        sum(1 for i in always_ids if always_loads["single"].get(i, 0) == queries),
+    )
+
+
+_DEMO_NOW: Final = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+# Wording per type: (type, count, priority range, age range in days, phrases).
+_DEMO_KINDS: Final = (
+    (
+        "correction",
+        8,
+        (9, 10),
+        (0, 30),
+        (
+            "Never force-push to main; open a pull request instead",
+            "Run the migrations on staging before production",
+            "Dates in the API are UTC, never local time",
+            "Do not paste customer data into issue comments",
+        ),
+    ),
+    (
+        "task",
+        80,
+        (6, 9),
+        (0, 20),
+        (
+            "Finish the billing export for the {w} report",
+            "Review the pull request that touches {w}",
+            "Fix the flaky test in the {w} module",
+            "Reply to the support ticket about {w}",
+        ),
+    ),
+    (
+        "fact",
+        80,
+        (5, 7),
+        (0, 60),
+        (
+            "The {w} service runs on Postgres 15 behind pgbouncer",
+            "Staging deploys from the release branch of {w}",
+            "The {w} dashboard lives in Grafana under Ops",
+            "Rate limits for {w} are 100 requests per minute",
+        ),
+    ),
+    (
+        "skill",
+        30,
+        (3, 4),
+        (60, 200),
+        (
+            "How to bisect a regression in {w} with git bisect run",
+            "How to profile a slow {w} query with EXPLAIN ANALYZE",
+            "How to roll back a bad {w} deploy in one command",
+        ),
+    ),
+    (
+        "growth",
+        20,
+        (2, 3),
+        (90, 250),
+        (
+            "I rush {w} reviews on Fridays; slow down and read the tests",
+            "Ask earlier when {w} requirements are vague",
+        ),
+    ),
+    (
+        "episode",
+        80,
+        (4, 6),
+        (0, 40),
+        (
+            "Paired with Sam on the {w} outage; root cause was a stale cache",
+            "Demoed the {w} feature to the team; they asked for CSV export",
+            "Spent the afternoon on {w} alerts that turned out to be noise",
+        ),
+    ),
+)
+_DEMO_WORDS: Final = ("billing", "search", "auth", "invoices", "checkout", "reports")
+_DEMO_POOLS: Final = (
+    ("core", 0, 0, ("correction",)),
+    ("work", 600, 4, ("task",)),
+    ("facts", 400, 4, ("fact",)),
+    ("skills", 300, 2, ("skill",)),
+    ("growth", 200, 1, ("growth",)),
+    ("episodes", 300, 2, ("episode",)),
+)
+
+
+def _demo_store(flood: int = 0) -> list[dict[str, Any]]:
+    """The built-in sample store; ``flood`` adds fresh top-priority tasks."""
+    import random
+
+    rng = random.Random(3)
+    store: list[dict[str, Any]] = []
+    for kind, count, (low, high), (young, old), phrases in _DEMO_KINDS:
+        for number in range(count):
+            word = rng.choice(_DEMO_WORDS)
+            age = rng.uniform(young, old)
+            store.append(
+                {
+                    "id": f"{kind}-{number}",
+                    "type": kind,
+                    "content": rng.choice(phrases).format(w=word),
+                    "base_priority": rng.randint(low, high),
+                    "created": (_DEMO_NOW.timestamp() - age * _SECONDS_PER_DAY),
+                    "tags": [word],
+                    **({"scope": ALWAYS_SCOPE} if kind == "correction" else {}),
+                }
+            )
+    for number in range(flood):
+        word = _DEMO_WORDS[number % len(_DEMO_WORDS)]
+        store.append(
+            {
+                "id": f"flood-{number}",
+                "type": "task",
+                "content": f"URGENT: triage alert {number} from the {word} pipeline",
+                "base_priority": 10,
+                "created": _DEMO_NOW.timestamp() - 3600,
+                "tags": [word],
+            }
+        )
+    return store
+
+
+def _demo() -> str:
+    """The text ``poolsplit demo`` prints."""
+    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    queries = [
+        {"message": f"{verb} the {word} work", "tags": [word]}
+        for verb in ("plan", "debug", "review", "ship", "explain")
+        for word in _DEMO_WORDS
+    ]
+    single = sum(p.max_tokens for p in pools), sum(p.max_entries for p in pools)
+    parts = []
+    for title, flood in (("Everyday store", 0), ("Flood: 300 urgent tasks", 300)):
+        store = _demo_store(flood)
+        result = audit(store, pools, queries, now=_DEMO_NOW)
+        parts.append(
+            f"== {title}: {len(store)} entries, {len(queries)} queries; "
+            f"single budget {single[0]} tokens / {single[1]} entries "
+            f"vs {len(pools)} pools ==\n{result.render()}"
+        )
+    return "\n".join(parts)
+
+
+# --- Command line ---
+
+
+class _CliError(Exception):
+    """A user error the command line reports on one line with exit status 2."""
+
+
+def _read_text(path: str) -> str:
+    import sys
+
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _CliError(f"{path}: cannot read: {exc}") from None
+
+
+def _parse_json(text: str, where: str, line: int) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _CliError(
+            f"{where}:{line + exc.lineno - 1}: invalid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise _CliError(f"{where}:{line}: invalid JSON: nested too deeply") from None
+
+
+def _load_lines(path: str, kind: str, *, objects: bool = True) -> list[Any]:
+    """A JSON array, or JSON Lines (blank lines skipped), of objects.
+
+    With ``objects`` False any JSON value is accepted (validate reports them).
+    """
+    text = _read_text(path)
+    where = "<stdin>" if path == "-" else path
+    if text.lstrip().startswith("["):
+        items = _parse_json(text, where, 1)
+        if not isinstance(items, list):  # pragma: no cover - '[' starts a list
+            items = [items]
+        numbered = [(1, item) for item in items]
+    else:
+        numbered = [
+            (number, _parse_json(line, where, number))
+            for number, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
+    for number, item in numbered:
+        if objects and not isinstance(item, dict):
+            raise _CliError(f"{where}:{number}: each {kind} must be a JSON object")
+    return [item for _, item in numbered]
+
+
+def _load_pools(path: str) -> list[Pool]:
+    text = _read_text(path)
+    specs = _parse_json(text, path, 1)
+    if not isinstance(specs, list):
+        raise _CliError(f"{path}:1: pools must be a JSON array of objects")
+    pools = []
+    for position, spec in enumerate(specs):
+        try:
+            if not isinstance(spec, dict):
+                raise TypeError(f"must be an object, got {type(spec).__name__}")
+            unknown = sorted(set(spec) - {"name", "max_tokens", "max_entries", "types"})
+            if unknown:
+                raise ValueError(
+                    f"unknown key {unknown[0]!r}; "
+                    f"expected name, max_tokens, max_entries, types"
+                )
+            pools.append(Pool(**spec))
+        except (TypeError, ValueError) as exc:
+            raise _CliError(f"{path}: pools[{position}]: {exc}") from None
+    try:
+        return _check_pools(pools)
+    except ValueError as exc:
+        raise _CliError(f"{path}: {exc}") from None
+
+
+def _parse_now(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    seconds = _parse_iso(text)
+    if seconds is None:
+        raise _CliError(f"--now: not an ISO-8601 date or date-time: {text!r}")
+    return datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def _context(args: Any) -> dict[str, Any]:
+    context: dict[str, Any] = {}
+    if args.message is not None:
+        context["message"] = args.message
+    if args.tags is not None:
+        context["tags"] = [tag for tag in args.tags.split(",") if tag]
+    if args.project is not None:
+        context["project"] = args.project
+    return context
+
+
+def _dumps(data: object) -> str:
+    import json
+
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+
+
+def _progress(contexts: list[Any]) -> Iterator[Any]:
+    """Yield the queries, counting them on stderr when it is a terminal."""
+    import sys
+
+    show = sys.stderr.isatty()
+    for number, context in enumerate(contexts, 1):
+        if show:
+            sys.stderr.write(f"\rquery {number}/{len(contexts)}")
+        yield context
+    if show:
+        sys.stderr.write("\n")
+
+
+def _run(args: Any) -> tuple[str, int]:
+    """Execute one parsed command; return its stdout text and exit status."""
+    if args.command == "demo":
+        return _demo(), 0
+    store = _load_lines(args.store, "entry", objects=args.command != "validate")
+    if args.command == "validate":
+        problems = validate(store)
+        if args.format == "json":
+            text = _dumps([vars(p) for p in problems]) + "\n"
+        else:
+            text = "".join(
+                f"entries[{p.index}] (id={p.id!r}) {p.severity}: "
+                f"{p.field + ': ' if p.field else ''}{p.message}\n"
+                for p in problems
+            )
+        return text, int(any(p.severity == "error" for p in problems))
+    pools = _load_pools(args.pools)
+    now = _parse_now(args.now)
+    if args.command == "audit":
+        contexts = _load_lines(args.queries, "query")
+        try:
+            result = audit(store, pools, _progress(contexts), now=now)
+        except (TypeError, ValueError) as exc:
+            raise _CliError(f"{args.store}: {exc}") from None
+        if args.format == "json":
+            return _dumps(result.to_dict()) + "\n", 0
+        return result.render(), 0
+    context = _context(args)
+    try:
+        report = explain(store, pools, context, now=now)
+    except (TypeError, ValueError) as exc:
+        raise _CliError(f"{args.store}: {exc}") from None
+    if args.command == "explain":
+        if args.format == "json":
+            return _dumps(report.to_dict()) + "\n", 0
+        return report.render(), 0
+    selected = report.selected()
+    if args.format == "json":
+        return _dumps(selected) + "\n", 0
+    blocks = []
+    for name, chosen in selected.items():
+        if not chosen:
+            continue
+        if args.format == "prompt":
+            body = "".join(f"- {_content(entry)}\n" for entry in chosen)
+        else:
+            body = "".join(
+                f"- [{entry.get('id')}] {_content(entry)}\n" for entry in chosen
+            )
+        blocks.append(f"## {name}\n{body}")
+    return "\n".join(blocks), 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``poolsplit`` command line; return the exit status.
+
+    Exit 0 on success, 1 when ``validate`` finds errors, 2 on a usage error or
+    unreadable input (one line on stderr, no traceback).
+    """
+    import argparse
+    import sys
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:  # one line instead of usage + error
+            raise _CliError(message)
+
+    summary = (__doc__ or "").partition("\n")[0]  # None under python -OO
+    parser = Parser(prog="poolsplit", description=summary)
+    parser.add_argument("--version", action="version", version=__version__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, summary: str, formats: Sequence[str]) -> Any:
+        sub = commands.add_parser(name, help=summary, description=summary)
+        sub.add_argument("store", metavar="STORE", help="JSON array, JSON Lines or -")
+        sub.add_argument("--format", choices=formats, default=formats[0])
+        return sub
+
+    for name, summary, formats in (
+        ("retrieve", "print the selected entries", ("text", "json", "prompt")),
+        ("explain", "show why each entry loaded or not", ("text", "json")),
+    ):
+        sub = command(name, summary, formats)
+        sub.add_argument("--pools", required=True, metavar="POOLS")
+        sub.add_argument("--message", metavar="TEXT")
+        sub.add_argument("--tags", metavar="A,B")
+        sub.add_argument("--project", metavar="P")
+        sub.add_argument("--now", metavar="ISO")
+    command("validate", "list the problems of a store", ("text", "json"))
+    sub = command("audit", "measure starvation, pools vs one budget", ("text", "json"))
+    sub.add_argument("--pools", required=True, metavar="POOLS")
+    sub.add_argument("--queries", required=True, metavar="QUERIES")
+    sub.add_argument("--now", metavar="ISO")
+    commands.add_parser("demo", help="audit a built-in sample store")
+
+    try:
+        args = parser.parse_args(argv)
+        text, status = _run(args)
+    except SystemExit as exc:  # --help and --version
+        return int(exc.code or 0)
+    except _CliError as exc:
+        print(f"poolsplit: error: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

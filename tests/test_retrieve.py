@@ -538,16 +538,11 @@ def test_equal_dicts_are_two_entries():
     assert result["two"][0] is b
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: taken is tracked by input index, not identity, so one "
-    "object listed twice can land in two pools",
-)
 def test_same_object_twice_in_input_lands_in_one_pool():
     """The same object listed twice must not land in two pools."""
     a = {"id": "a"}
     result = retrieve_pools([a, a], [Pool("one", 100, 1), Pool("two", 100, 5)], now=NOW)
-    assert result["two"] == []
+    assert result == {"one": [a], "two": []}
 
 
 def test_scorer_called_at_most_once_per_entry():
