@@ -64,9 +64,13 @@ def make_store(n: int, seed: int = 1) -> list[dict[str, Any]]:
 def make_pools() -> list[poolsplit.Pool]:
     """The five-pool layout of the issue."""
     return [
-        poolsplit.Pool("corrections", max_tokens=0, max_entries=0, types=("correction",)),
+        poolsplit.Pool(
+            "corrections", max_tokens=0, max_entries=0, types=("correction",)
+        ),
         poolsplit.Pool("work", max_tokens=800, max_entries=8, types=("task", "fact")),
-        poolsplit.Pool("story", max_tokens=600, max_entries=6, types=("episode", "growth")),
+        poolsplit.Pool(
+            "story", max_tokens=600, max_entries=6, types=("episode", "growth")
+        ),
         poolsplit.Pool("skills", max_tokens=400, max_entries=3, types=("skill",)),
         poolsplit.Pool("rest", max_tokens=500, max_entries=5, types=None),
     ]

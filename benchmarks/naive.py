@@ -41,8 +41,16 @@ def parse(value: Any) -> float | None:
         return None
     y, mo, d, h, mi, s, frac, off = m.groups()
     try:
-        t = datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(s or 0),
-                     int((frac or "0")[:6].ljust(6, "0")), tzinfo=timezone.utc)
+        t = datetime(
+            int(y),
+            int(mo),
+            int(d),
+            int(h or 0),
+            int(mi or 0),
+            int(s or 0),
+            int((frac or "0")[:6].ljust(6, "0")),
+            tzinfo=timezone.utc,
+        )
     except ValueError:
         return None
     sec = (t - _EPOCH).total_seconds()
@@ -58,7 +66,9 @@ def score(entry: dict[str, Any], context: dict[str, Any], now: datetime) -> floa
     created = parse(entry.get("created"))
     if created is not None:
         days = max(0.0, (parse(now) - created) / 86400.0)  # type: ignore[operator]
-        s *= max(ps.RECENCY_FLOOR, 1.0 - ps.RECENCY_SLOPE * days / ps.RECENCY_HORIZON_DAYS)
+        s *= max(
+            ps.RECENCY_FLOOR, 1.0 - ps.RECENCY_SLOPE * days / ps.RECENCY_HORIZON_DAYS
+        )
     tags = entry.get("tags")
     if tags:
         tag_set = {tags} if isinstance(tags, str) else set(tags)
@@ -67,7 +77,11 @@ def score(entry: dict[str, Any], context: dict[str, Any], now: datetime) -> floa
         s *= 1.0 + ps.TAG_BOOST * len(tag_set & ctx_tags) / len(tag_set)
     project = entry.get("project")
     if project is not None:
-        s *= ps.PROJECT_MATCH if project == context.get("project") else ps.PROJECT_MISMATCH
+        s *= (
+            ps.PROJECT_MATCH
+            if project == context.get("project")
+            else ps.PROJECT_MISMATCH
+        )
     mwords = words(context.get("message") or "")  # re-tokenized per entry
     if mwords:
         share = len(mwords & words(entry.get("content") or "")) / len(mwords)
@@ -93,8 +107,10 @@ def retrieve_pools(store, pools, context, now):  # type: ignore[no-untyped-def]
     out: dict[str, list[dict[str, Any]]] = {}
     for pool in pools:
         members = [
-            i for i, e in enumerate(store)
-            if i not in taken and active(e)
+            i
+            for i, e in enumerate(store)
+            if i not in taken
+            and active(e)
             and (pool.types is None or e.get("type", "note") in pool.types)
         ]
         chosen = [store[i] for i in members if store[i].get("scope") == "always"]
@@ -104,7 +120,9 @@ def retrieve_pools(store, pools, context, now):  # type: ignore[no-untyped-def]
             rest,
             key=lambda i: (
                 -score(store[i], context, now),
-                parse(store[i].get("created")) if store[i].get("created") is not None else -math.inf,
+                parse(store[i].get("created"))
+                if store[i].get("created") is not None
+                else -math.inf,
                 store[i].get("created") or "",
                 store[i].get("id") or "",
                 i,

@@ -72,7 +72,9 @@ def cold_runs(n: int, seed: int, repeat: int) -> list[dict[str, float]]:
     for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, __file__, "--cold-child", str(n), str(seed)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         runs.append(json.loads(out.strip().splitlines()[-1]))
     return runs
@@ -89,14 +91,22 @@ def peer_setup(store: list[dict[str, Any]]) -> Any:
         if not naive.active(e):
             continue
         ts = poolsplit._created_seconds(e["created"]) or 0.0
-        items.append(pc.ContextItem(
-            content=e["content"], source=e["type"], timestamp=ts,
-            trust_level=levels[e["base_priority"] % len(levels)],
-        ))
-    return pc.ContextLedger(items), pc.TrustAwareRetriever(recency_half_life=90 * 86400.0)
+        items.append(
+            pc.ContextItem(
+                content=e["content"],
+                source=e["type"],
+                timestamp=ts,
+                trust_level=levels[e["base_priority"] % len(levels)],
+            )
+        )
+    return pc.ContextLedger(items), pc.TrustAwareRetriever(
+        recency_half_life=90 * 86400.0
+    )
 
 
-def bench_size(n: int, repeat: int, turns: int, cold_repeat: int, seed: int) -> dict[str, Any]:
+def bench_size(
+    n: int, repeat: int, turns: int, cold_repeat: int, seed: int
+) -> dict[str, Any]:
     store = generate.make_store(n, seed)
     pools = generate.make_pools()
     contexts = generate.make_contexts(turns + 1, seed=7)
@@ -112,13 +122,21 @@ def bench_size(n: int, repeat: int, turns: int, cold_repeat: int, seed: int) -> 
     warm = []
     for r in range(repeat):
         ctx = contexts[1 + r % turns]
-        warm += timed(lambda c=ctx: poolsplit.retrieve_pools(store, pools, c, now=now), 1)
+        warm += timed(
+            lambda c=ctx: poolsplit.retrieve_pools(store, pools, c, now=now), 1
+        )
     row["warm"] = warm
 
     one = pools[1]
     row["single"] = [
-        t for r in range(repeat)
-        for t in timed(lambda c=contexts[1 + r % turns]: poolsplit.retrieve(store, one, c, now=now), 1)
+        t
+        for r in range(repeat)
+        for t in timed(
+            lambda c=contexts[1 + r % turns]: poolsplit.retrieve(
+                store, one, c, now=now
+            ),
+            1,
+        )
     ]
 
     cold = cold_runs(n, seed, cold_repeat)
@@ -129,15 +147,27 @@ def bench_size(n: int, repeat: int, turns: int, cold_repeat: int, seed: int) -> 
     if n <= NAIVE_MAX:
         nrep = max(1, min(repeat, 3))
         row["naive"] = [
-            t for r in range(nrep)
-            for t in timed(lambda c=contexts[1 + r % turns]: naive.retrieve_pools(store, pools, c, now), 1)
+            t
+            for r in range(nrep)
+            for t in timed(
+                lambda c=contexts[1 + r % turns]: naive.retrieve_pools(
+                    store, pools, c, now
+                ),
+                1,
+            )
         ]
     peer = peer_setup(store)
     if peer is not None:
         ledger, retriever = peer
         row["peer"] = [
-            t for r in range(repeat)
-            for t in timed(lambda c=contexts[1 + r % turns]: retriever.retrieve(ledger, c["message"], top_k=22), 1)
+            t
+            for r in range(repeat)
+            for t in timed(
+                lambda c=contexts[1 + r % turns]: retriever.retrieve(
+                    ledger, c["message"], top_k=22
+                ),
+                1,
+            )
         ]
     return row
 
@@ -158,24 +188,63 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             if col not in row:
                 continue
             med = statistics.median(row[col])
-            label = {"warm": "warm turn, 5 pools", "cold": "cold, 5 pools",
-                     "single": "retrieve, 1 pool", "naive": "naive baseline, 5 pools",
-                     "peer": "peer pyagent-context", "floor": "floor"}[col]
-            lines.append([f"{row['n']:,}", label, fmt_ms(med), fmt_ms(min(row[col])),
-                          f"{med / base:.1f}"])
-        lines.append([f"{row['n']:,}", "peak extra mem/entry", f"{row['peak_per_entry']:.0f} B", "", ""])
-        lines.append([f"{row['n']:,}", "cache kept/entry", f"{row['cache_per_entry']:.0f} B", "", ""])
+            label = {
+                "warm": "warm turn, 5 pools",
+                "cold": "cold, 5 pools",
+                "single": "retrieve, 1 pool",
+                "naive": "naive baseline, 5 pools",
+                "peer": "peer pyagent-context",
+                "floor": "floor",
+            }[col]
+            lines.append(
+                [
+                    f"{row['n']:,}",
+                    label,
+                    fmt_ms(med),
+                    fmt_ms(min(row[col])),
+                    f"{med / base:.1f}",
+                ]
+            )
+        lines.append(
+            [
+                f"{row['n']:,}",
+                "peak extra mem/entry",
+                f"{row['peak_per_entry']:.0f} B",
+                "",
+                "",
+            ]
+        )
+        lines.append(
+            [
+                f"{row['n']:,}",
+                "cache kept/entry",
+                f"{row['cache_per_entry']:.0f} B",
+                "",
+                "",
+            ]
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     out = [
-        f"python {meta['python']} | {meta['machine']} | cpus {meta['cpus']} | commit {meta['commit']}",
-        "  ".join(h.ljust(w) if i < 2 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))),
+        f"python {meta['python']} | {meta['machine']} | cpus {meta['cpus']}"
+        f" | commit {meta['commit']}",
+        "  ".join(
+            h.ljust(w) if i < 2 else h.rjust(w)
+            for i, (h, w) in enumerate(zip(head, widths))
+        ),
         "  ".join("-" * w for w in widths),
     ]
     for line in lines:
-        out.append("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+        out.append(
+            "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(line, widths))
+            )
+        )
     by_n = {r["n"]: r for r in rows}
     if 10_000 in by_n and 100_000 in by_n:
-        g = statistics.median(by_n[100_000]["warm"]) / statistics.median(by_n[10_000]["warm"])
+        g = statistics.median(by_n[100_000]["warm"]) / statistics.median(
+            by_n[10_000]["warm"]
+        )
         out.append(f"growth 10k -> 100k (warm): {g:.1f}x")
     if not any("peer" in r for r in rows):
         out.append("peer pyagent-context: not installed (pip install pyagent-context)")
@@ -184,22 +253,38 @@ def table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 
 def meta() -> dict[str, Any]:
     try:
-        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "poolsplit.py"],
-                               capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", ROOT, "status", "--porcelain", "poolsplit.py"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         commit += "+dirty" if dirty else ""
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
-    return {"python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "commit": commit, "poolsplit": poolsplit.__version__}
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "commit": commit,
+        "poolsplit": poolsplit.__version__,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--quick", action="store_true", help="1,000 and 10,000 only, few repeats")
+    p.add_argument(
+        "--quick", action="store_true", help="1,000 and 10,000 only, few repeats"
+    )
     p.add_argument("--huge", action="store_true", help="also 1,000,000 entries")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument(
+        "--json", action="store_true", help="print JSON instead of the table"
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cold-child", nargs=2, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
