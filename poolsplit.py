@@ -634,7 +634,9 @@ SKIPPED_ENTRIES: Final = "entry_cap"
 
 
 @dataclass(frozen=True)
-class _Step:
+class Step:
+    """One decision about one entry in one pool, in the order it was made."""
+
     index: int
     pool: str
     outcome: str
@@ -651,7 +653,7 @@ class _Selection:
     results: dict[str, list[Entry]]
     active: list[bool]
     types: list[object]
-    steps: list[_Step]
+    steps: list[Step]
 
 
 def _select(
@@ -725,7 +727,7 @@ def _select(
     costs: dict[int, int] = {}
     taken = [False] * count
     results: dict[str, list[Entry]] = {}
-    steps: list[_Step] = []
+    steps: list[Step] = []
     tie_rank: list[int] | None = None
 
     def score_of(index: int) -> float:
@@ -752,7 +754,7 @@ def _select(
                 taken[index] = True
                 chosen.append(store[index])
                 if trace:
-                    steps.append(_Step(index, pool.name, TAKEN_ALWAYS, None, None, 0))
+                    steps.append(Step(index, pool.name, TAKEN_ALWAYS, None, None, 0))
             else:
                 candidates.append(index)
 
@@ -788,7 +790,7 @@ def _select(
                     break
                 outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
                 steps.append(
-                    _Step(
+                    Step(
                         index,
                         pool.name,
                         outcome,
@@ -806,11 +808,11 @@ def _select(
                 chosen.append(store[index])
                 if trace:
                     steps.append(
-                        _Step(index, pool.name, TAKEN, scores[index], cost, used)
+                        Step(index, pool.name, TAKEN, scores[index], cost, used)
                     )
             elif trace:
                 steps.append(
-                    _Step(index, pool.name, SKIPPED_TOKENS, scores[index], cost, used)
+                    Step(index, pool.name, SKIPPED_TOKENS, scores[index], cost, used)
                 )
         results[pool.name] = chosen
     return _Selection(store, results, active, types, steps)
@@ -965,18 +967,6 @@ NO_POOL: Final = "no_pool"
 
 
 @dataclass(frozen=True)
-class Step:
-    """One decision about one entry in one pool, in the order it was made."""
-
-    index: int
-    pool: str
-    outcome: str
-    score: float | None
-    cost: int | None
-    used: int
-
-
-@dataclass(frozen=True)
 class Decision:
     """The decisive outcome for one input entry.
 
@@ -1128,12 +1118,10 @@ def explain(
     )
     store = selection.entries
     decisive: dict[int, Step] = {}
-    public_steps = []
-    for raw in selection.steps:
-        step = Step(raw.index, raw.pool, raw.outcome, raw.score, raw.cost, raw.used)
-        public_steps.append(step)
-        if raw.index not in decisive or raw.outcome in (TAKEN, TAKEN_ALWAYS):
-            decisive[raw.index] = step
+    public_steps = selection.steps
+    for step in public_steps:
+        if step.index not in decisive or step.outcome in (TAKEN, TAKEN_ALWAYS):
+            decisive[step.index] = step
 
     decisions = []
     warnings = []
