@@ -1,0 +1,150 @@
+"""Inputs the fuzzers (fuzz/) and the stress runs found, kept as named tests.
+
+Each test that is marked xfail pins a bug that is reported but not yet fixed:
+it fails with the named exception today, and ``strict=True`` turns the first
+passing run into a failure so that the marker is removed with the fix. The
+proposed fix is ``_to_float`` (an int beyond the float range becomes +-inf,
+as JSON's ``1e999`` already does) plus three guards in the command line.
+"""
+
+import io
+import sys
+
+import pytest
+from conftest import NOW
+
+from poolsplit import Pool, explain, main, retrieve, retrieve_pools, validate
+
+HUGE = 10**400  # JSON allows it; float(HUGE) raises OverflowError
+
+overflow = pytest.mark.xfail(
+    raises=OverflowError, strict=True, reason="int beyond float range (issue 5)"
+)
+
+
+@overflow
+def test_huge_int_base_priority_ranks_like_infinity():
+    """fuzz_retrieve crash-3306977: a 400-digit base_priority crashed validate."""
+    store = [{"id": "b"}, {"id": "a", "base_priority": HUGE}]
+    got = retrieve(store, Pool("p", 100, 2), now=NOW)
+    assert [e["id"] for e in got] == ["a", "b"]
+
+
+@overflow
+def test_huge_negative_int_base_priority_ranks_last():
+    store = [{"id": "a", "base_priority": -HUGE}, {"id": "b"}]
+    got = retrieve(store, Pool("p", 100, 2), now=NOW)
+    assert [e["id"] for e in got] == ["b", "a"]
+
+
+@overflow
+def test_validate_accepts_huge_int_priority():
+    """The crashing input from fuzz_retrieve, as decoded by the target."""
+    store = [{}, {"base_priority": -(10**399) * 1273, "status": None}, {}, {}]
+    assert all(p.field == "content" for p in validate(store))
+
+
+@overflow
+def test_huge_int_created_means_no_decay():
+    """Like ``created: 1e999`` (inf), an instant beyond the float range."""
+    store = [{"id": "a", "created": HUGE}, {"id": "b", "created": 1e999}]
+    # Both unreadable: equal scores, then the tie-break's "garbage" order.
+    got = retrieve(store, Pool("p", 100, 2), now=NOW)
+    assert [e["id"] for e in got] == ["b", "a"]
+    assert [p.field for p in validate(store)] == ["content", "created"] * 2
+
+
+@overflow
+def test_huge_int_id_sorts_with_the_numbers():
+    store = [{"id": HUGE}, {"id": 1}, {"id": "z"}]
+    got = retrieve(store, Pool("p", 100, 3), now=NOW)
+    assert [e["id"] for e in got] == ["z", 1, HUGE]
+
+
+@overflow
+def test_scorer_returning_huge_int_counts_as_infinity():
+    def scorer(entry, context, *, now):
+        return HUGE if entry["id"] == "b" else 1.0
+
+    store = [{"id": "a"}, {"id": "b"}]
+    got = retrieve_pools(store, [Pool("p", 100, 1)], scorer=scorer, now=NOW)
+    assert [e["id"] for e in got["p"]] == ["b"]
+
+
+@overflow
+def test_explain_with_huge_numbers_in_every_field():
+    store = [
+        {
+            "id": HUGE,
+            "base_priority": HUGE,
+            "created": -HUGE,
+            "token_count": HUGE,
+            "content": "x",
+        },
+        {"id": "a", "scope": "always", "token_count": HUGE},
+    ]
+    report = explain(store, [Pool("p", HUGE, HUGE)], now=NOW)
+    assert [d.outcome for d in report.decisions] == ["selected", "always"]
+
+
+def test_huge_token_count_and_caps_are_exact_ints():
+    """Costs and caps stay Python ints: no float rounding at 10**400."""
+    store = [{"id": "a", "token_count": HUGE}, {"id": "b", "token_count": HUGE + 1}]
+    got = retrieve(store, Pool("p", HUGE, 5), now=NOW)
+    assert [e["id"] for e in got] == ["a"]
+
+
+def run(argv, capsys):
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def pools_file(tmp_path):
+    path = tmp_path / "pools.json"
+    path.write_text('[{"name": "p", "max_tokens": 100, "max_entries": 5}]')
+    return str(path)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "get_int_max_str_digits"), reason="no int digit limit"
+)
+@pytest.mark.xfail(raises=ValueError, strict=True, reason="issue 5")
+def test_cli_integer_past_the_digit_limit_is_one_line_error(tmp_path, capsys):
+    """json.loads raises a plain ValueError (not JSONDecodeError) for it."""
+    store = tmp_path / "store.jsonl"
+    store.write_text('{"id": ' + "9" * 5000 + "}\n")
+    status, out, err = run(["validate", str(store)], capsys)
+    assert status == 2
+    assert err.startswith(f"poolsplit: error: {store}:1: invalid JSON: ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.xfail(raises=(ValueError, OverflowError), strict=True, reason="issue 5")
+@pytest.mark.parametrize("now", ["9999-12-31T23:00-05:00", "0001-01-01T00:00+05:00"])
+def test_cli_now_out_of_range_is_one_line_error(tmp_path, capsys, now):
+    store = tmp_path / "store.jsonl"
+    store.write_text('{"id": "a"}\n')
+    argv = ["retrieve", str(store), "--pools", pools_file(tmp_path), "--now", now]
+    status, out, err = run(argv, capsys)
+    assert (status, out) == (2, "")
+    assert err == f"poolsplit: error: --now: out of range: {now!r}\n"
+
+
+@pytest.mark.xfail(raises=UnicodeEncodeError, strict=True, reason="issue 5")
+def test_cli_lone_surrogate_is_written_escaped(tmp_path, capsys):
+    """JSON's "\\ud800" is a str that UTF-8 output cannot encode."""
+    store = tmp_path / "store.jsonl"
+    store.write_text('{"id": "\\ud800", "content": "x\\udfff"}\n')
+    argv = ["retrieve", str(store), "--pools", pools_file(tmp_path), "--now", "2026"]
+    argv[-1] = "2026-01-01"
+    status, out, err = run(argv, capsys)
+    assert (status, err) == (0, "")
+    assert out == "## p\n- [\\ud800] x\\udfff\n"
+
+
+def test_strict_utf8_stdout_is_what_capsys_gives():
+    """The surrogate test relies on capsys encoding strictly, as a pipe does."""
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with pytest.raises(UnicodeEncodeError):
+        stream.write("\ud800")
