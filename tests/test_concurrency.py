@@ -20,7 +20,7 @@ TYPES = ["task", "fact", "skill", "correction", "note"]
 WORDS = ["deploy", "cluster", "billing", "alpha", "release", "search", "the"]
 
 
-def make_store(seed=5, size=300):
+def make_store(seed=5, size=120):
     rng = random.Random(seed)
     store = []
     for number in range(size):
@@ -101,7 +101,7 @@ def test_threads_get_the_single_threaded_results():
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
     interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)  # switch threads often, mid-call
+    sys.setswitchinterval(1e-4)  # switch threads often, mid-call
     try:
         for thread in threads:
             thread.start()
