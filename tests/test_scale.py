@@ -1,0 +1,147 @@
+"""Scale and pathological shapes at small-but-meaningful sizes.
+
+benchmarks/stress.py runs the big ones (1,000,000 entries, 10 MB content,
+10,000 pools) with figures; these keep the shapes in the default suite.
+"""
+
+import json
+import time
+
+import pytest
+from conftest import NOW
+
+from poolsplit import Pool, explain, main, retrieve, retrieve_pools, validate
+
+
+def store(n, always_every=0):
+    return [
+        {
+            "id": f"e{i}",
+            "type": ("task", "fact", "skill")[i % 3],
+            "content": f"deploy cluster item{i}",
+            "base_priority": i % 10,
+            **({"scope": "always"} if always_every and i % always_every == 0 else {}),
+        }
+        for i in range(n)
+    ]
+
+
+def seconds(run):
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def test_time_grows_about_linearly_with_entries():
+    """Ten times the entries takes well under 40 times as long: no n**2 path."""
+    small, large = store(2_000), store(20_000)
+    pools = [Pool("a", 50, 3, ("task",)), Pool("b", 50, 3)]
+    run_small = lambda: retrieve_pools(small, pools, {"message": "deploy"}, now=NOW)  # noqa: E731
+    run_large = lambda: retrieve_pools(large, pools, {"message": "deploy"}, now=NOW)  # noqa: E731
+    run_small()  # warm the caches' code paths
+    ratio = min(seconds(run_large) for _ in range(2)) / min(
+        seconds(run_small) for _ in range(3)
+    )
+    assert ratio < 40, ratio  # linear is ~10, quadratic would be ~100
+
+
+def test_many_always_scope_entries_all_load():
+    data = store(5_000, always_every=1)
+    got = retrieve(data, Pool("p", 0, 0), now=NOW)
+    assert len(got) == 5_000 and all(a is b for a, b in zip(got, data))
+    report = explain(data, [Pool("p", 10, 1)], now=NOW)
+    assert report.pools[0].always_count == 5_000
+
+
+def test_one_large_content_entry():
+    big = {"id": "big", "content": "deploy " * 150_000}  # about 1 MB
+    got = retrieve([big], Pool("p", 10**6, 1), {"message": "deploy it"}, now=NOW)
+    assert got == [big]
+
+
+def test_many_pools():
+    data = store(3_000)
+    for i, entry in enumerate(data):
+        entry["type"] = f"t{i % 1_000}"
+    pools = [Pool(f"p{i}", 100, 2, (f"t{i}",)) for i in range(1_000)]
+    result = retrieve_pools(data, pools, now=NOW)
+    assert len(result) == 1_000
+    assert all(len(chosen) == 2 for chosen in result.values())
+
+
+@pytest.mark.parametrize(
+    "value", [1e308, -1e308, float("inf"), -float("inf"), 10**300, -(10**300), 0]
+)
+def test_extreme_numbers_in_every_float_range_field(value):
+    """Within the float range every numeric field works; 10**400 is a known bug
+    kept in test_regressions.py."""
+    data = [
+        {"id": value, "base_priority": value, "created": value, "content": "x"},
+        {"id": "b", "token_count": 10**18, "scope": "always"},
+        {"id": "c", "token_count": -(10**18)},
+    ]
+    pools = [Pool("p", 10**18, 10**9)]
+
+    def scorer(entry, context, *, now):
+        return value
+
+    got = retrieve_pools(data, pools, now=NOW)["p"]
+    assert {id(e) for e in got} == {id(e) for e in data}
+    explain(data, pools, now=NOW, scorer=scorer).render()
+    validate(data)
+
+
+def run_cli(argv, capsys):
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def pools_path(tmp_path):
+    path = tmp_path / "pools.json"
+    path.write_text(json.dumps([{"name": "p", "max_tokens": 50, "max_entries": 3}]))
+    return str(path)
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+@pytest.mark.parametrize("layout", ["lines", "array", "pools"])
+def test_cli_deeply_nested_json_is_a_one_line_error(
+    tmp_path, capsys, pools_path, depth, layout
+):
+    nested = "[" * depth + "]" * depth
+    store_path = tmp_path / "store.json"
+    if layout == "lines":
+        store_path.write_text('{"id": "a"}\n{"content": ' + nested + "}\n")
+    elif layout == "array":
+        store_path.write_text('[{"id": "a"}, {"content": ' + nested + "}]")
+    else:
+        store_path.write_text('{"id": "a"}\n')
+        (tmp_path / "pools.json").write_text(nested)
+    status, out, err = run_cli(
+        ["retrieve", str(store_path), "--pools", pools_path], capsys
+    )
+    assert (status, out) == (2, "")
+    assert err.startswith("poolsplit: error: ") and err.count("\n") == 1
+    assert "nested too deeply" in err
+    line = 1 if layout != "lines" else 2
+    assert f":{line}: invalid JSON" in err
+
+
+def test_cli_very_long_json_line(tmp_path, capsys, pools_path):
+    """One 1.5 MB line: a store as one JSON array, and one broken at the end."""
+    text = json.dumps(store(20_000))
+    store_path = tmp_path / "store.json"
+    store_path.write_text(text)
+    status, out, err = run_cli(
+        ["retrieve", str(store_path), "--pools", pools_path, "--now", "2026-01-01"],
+        capsys,
+    )
+    assert (status, err) == (0, "") and out.startswith("## p\n")
+    store_path.write_text(text[:-1])  # drop the closing bracket
+    status, out, err = run_cli(
+        ["retrieve", str(store_path), "--pools", pools_path], capsys
+    )
+    assert (status, out) == (2, "")
+    assert err.startswith(f"poolsplit: error: {store_path}:1: invalid JSON: ")
+    assert err.count("\n") == 1
