@@ -34,6 +34,13 @@ INSTALL = {
     "examples-st": "pip install -e '.[examples-st]' torch==2.13.0",
 }
 POOLS = [Pool(*spec) for spec in _DEMO_POOLS]
+# An example run as a script imports poolsplit from this checkout, installed or not.
+SCRIPT_ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+    ),
+}
 
 
 def need(module, extra="examples"):
@@ -287,6 +294,7 @@ def test_sqlite_store_main_runs_as_a_script():
         capture_output=True,
         text=True,
         check=True,
+        env=SCRIPT_ENV,
     ).stdout
     assert "stored 2000 rows" in out
     assert "time per turn at 2000 rows" in out
@@ -506,6 +514,7 @@ def test_agent_loop_main_prints_each_turn():
         capture_output=True,
         text=True,
         check=True,
+        env=SCRIPT_ENV,
     ).stdout
     assert out.count("-- turn ") == 7
     assert "injected on turns [5, 6, 7]" in out
