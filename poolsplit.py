@@ -36,6 +36,7 @@ key                meaning
 
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 import re
@@ -154,6 +155,9 @@ STOPWORDS: Final = frozenset(
 _CACHE_SIZE: Final = 1 << 17
 
 _SECONDS_PER_DAY: Final = 86400.0
+# The largest factors the tag and message terms can apply (a share of 1).
+_MAX_TAG_FACTOR: Final = 1.0 + TAG_BOOST
+_MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # ---------------------------------------------------------------------------
@@ -426,6 +430,11 @@ def _priority(entry: Entry) -> float:
 
 def _score(entry: Entry, query: _Query) -> float:
     """The default score of one entry; raises for a bad ``base_priority``/``tags``."""
+    return _message_score(_base_score(entry, query), entry, query)
+
+
+def _base_score(entry: Entry, query: _Query) -> float:
+    """Priority x recency x tags x project: every factor but the message term."""
     get = entry.get
     value: Any = get("base_priority")
     kind = type(value)
@@ -449,16 +458,57 @@ def _score(entry: Entry, query: _Query) -> float:
     project = get("project")
     if project is not None:
         score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
+    return score
 
+
+_TAG_CONTAINERS: Final = (list, tuple, set, frozenset, str)
+
+
+def _score_bound(entry: Entry, index: int, query: _Query) -> float:
+    """A number no smaller than ``_score(entry, query)``, from the cheap fields.
+
+    Recency is taken at its extreme (1 for a positive priority, the 0.3 floor
+    for a negative one), tags and message at their largest boost. The factors
+    are applied in the order ``_score`` applies them, and rounding is
+    monotonic, so the bound holds in floating point too. It raises exactly
+    what ``_score`` would for a bad ``base_priority`` or ``tags``.
+    """
+    get = entry.get
+    value: Any = get("base_priority")
+    kind = type(value)
+    try:
+        if (kind is int or kind is float) and not math.isnan(value):
+            score = float(value)
+        else:
+            score = _priority(entry)
+        tags = get("tags")
+        if tags and type(tags) not in _TAG_CONTAINERS:
+            _tag_set(tags, "tags")  # raises unless it is a container subclass
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+    if score < 0:
+        score *= RECENCY_FLOOR
+    elif tags and query.tags:
+        score *= _MAX_TAG_FACTOR
+    project = get("project")
+    if project is not None:
+        score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
+    if score > 0 and query.words:
+        score *= _MAX_MESSAGE_FACTOR
+    return score
+
+
+def _message_score(base: float, entry: Entry, query: _Query) -> float:
+    """``base`` times the message term; the only factor that needs the content."""
     if query.words:
-        content = get("content")
+        content = entry.get("content")
         if type(content) is not str:
             content = _content(entry)
         overlap = len(query.words.intersection(_content_words(content)))
         share = overlap / len(query.words)
         if share > MESSAGE_THRESHOLD:
-            score *= 1.0 + MESSAGE_BOOST * share
-    return score
+            return base * (1.0 + MESSAGE_BOOST * share)
+    return base
 
 
 def default_scorer(
@@ -631,6 +681,7 @@ TAKEN_ALWAYS: Final = "always"
 TAKEN: Final = "selected"
 SKIPPED_TOKENS: Final = "over_tokens"
 SKIPPED_ENTRIES: Final = "entry_cap"
+TAKEN_EARLIER: Final = "taken_earlier"
 
 
 @dataclass(frozen=True)
@@ -654,6 +705,7 @@ class _Selection:
     active: list[bool]
     types: list[object]
     steps: list[Step]
+    duplicates: dict[int, int]  # a repeated object's position -> its first
 
 
 def _select(
@@ -668,8 +720,10 @@ def _select(
 ) -> _Selection:
     """Fill the pools in order; the single implementation of the rules.
 
-    With ``trace`` every decision is recorded and the scan never stops early,
-    so explain() can report why entries past a full pool were left out.
+    Each pool walks the eligible entries in ``(-score, created, id, index)``
+    order, produced lazily by :class:`_Ranking`. With ``trace`` every decision
+    is recorded and every walk runs to the end, so explain() can report why
+    entries past a full pool were left out.
     """
     checked_pools = _check_pools(pools)
     _check_callables(scorer=scorer, token_counter=token_counter, is_active=is_active)
@@ -690,10 +744,17 @@ def _select(
     count = len(store)
     active = [False] * count
     types: list[object] = [None] * count
-    always = [False] * count
-    by_type: dict[object, list[int]] = {}
+    keys: list[object] = [None] * count  # the type as a hashable set member
+    always: list[int] = []
+    ranked: list[int] = []
+    duplicates: dict[int, int] = {}
     seen: dict[int, int] = {}
     default_active = is_active is default_is_active
+    accepted: frozenset[object] | None = frozenset(
+        kind for pool in checked_pools if pool.types is not None for kind in pool.types
+    )
+    if any(pool.types is None for pool in checked_pools):
+        accepted = None
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
             raise TypeError(
@@ -714,91 +775,59 @@ def _select(
         if not live:
             continue
         # One object listed twice is one entry: it may land in one pool only.
-        if seen.setdefault(id(entry), index) != index:
+        first = seen.setdefault(id(entry), index)
+        if first != index:
+            duplicates[index] = first
             continue
         active[index] = True
-        always[index] = get("scope") == ALWAYS_SCOPE
         try:
-            by_type.setdefault(kind, []).append(index)
+            hash(kind)
         except TypeError:  # an unhashable type value matches only types=None
-            by_type.setdefault(_UNHASHABLE, []).append(index)
+            kind = _UNHASHABLE
+        keys[index] = kind
+        if get("scope") == ALWAYS_SCOPE:
+            always.append(index)
+        elif accepted is None or kind in accepted:
+            ranked.append(index)
 
-    scores: dict[int, float] = {}
+    ranking = _Ranking(store, ranked, query, scorer, context, moment, trace)
     costs: dict[int, int] = {}
     taken = [False] * count
     results: dict[str, list[Entry]] = {}
     steps: list[Step] = []
-    tie_rank: list[int] | None = None
-
-    def score_of(index: int) -> float:
-        entry = store[index]
-        return _check_score(scorer(entry, context, now=moment), index, entry)
-
-    all_active = [index for index in range(count) if active[index]]
     for pool in checked_pools:
-        if pool.types is None:
-            members = all_active
-        else:
-            wanted = [by_type[t] for t in dict.fromkeys(pool.types) if t in by_type]
-            members = (
-                wanted[0]
-                if len(wanted) == 1
-                else sorted(i for group in wanted for i in group)
-            )
+        wanted = None if pool.types is None else frozenset(pool.types)
         chosen: list[Entry] = []
-        candidates: list[int] = []
-        for index in members:
-            if taken[index]:
+        for index in always:
+            if wanted is not None and keys[index] not in wanted:
                 continue
-            if always[index]:
+            if not taken[index]:
                 taken[index] = True
                 chosen.append(store[index])
-                if trace:
-                    steps.append(Step(index, pool.name, TAKEN_ALWAYS, None, None, 0))
+                outcome = TAKEN_ALWAYS
+            elif trace:
+                outcome = TAKEN_EARLIER
             else:
-                candidates.append(index)
-
-        if query is not None:
-            index = -1
-            try:
-                for index in candidates:
-                    if index not in scores:
-                        scores[index] = _score(store[index], query)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
-        else:
-            for index in candidates:
-                if index not in scores:
-                    scores[index] = score_of(index)
-        if tie_rank is None and candidates:
-            tie_rank = _tie_ranks(store, active, always)
-        rank = tie_rank if tie_rank is not None else []
-        # Sort by the tie-break rank, then stably by score: the same order as
-        # the key (-score, created, id, index) with one cheap float key.
-        candidates.sort(key=rank.__getitem__)
-        candidates.sort(key=scores.__getitem__, reverse=True)  # stable
+                continue
+            if trace:
+                steps.append(Step(index, pool.name, outcome, None, None, 0))
 
         used = 0
         picked = 0
         max_tokens = pool.max_tokens
         max_entries = pool.max_entries
-        for index in candidates:
+        for index, score in ranking.walk(keys, wanted, taken):
+            if taken[index]:  # only reported when tracing
+                steps.append(Step(index, pool.name, TAKEN_EARLIER, score, None, used))
+                continue
             if picked >= max_entries or used >= max_tokens:
                 # Every cost is >= 1, so nothing more can fit: stop, unless
                 # explain() wants the reason for each entry left out.
                 if not trace:
                     break
                 outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
-                steps.append(
-                    Step(
-                        index,
-                        pool.name,
-                        outcome,
-                        scores[index],
-                        _cost_cached(costs, store, index, token_counter),
-                        used,
-                    )
-                )
+                cost = _cost_cached(costs, store, index, token_counter)
+                steps.append(Step(index, pool.name, outcome, score, cost, used))
                 continue
             cost = _cost_cached(costs, store, index, token_counter)
             if used + cost <= max_tokens:
@@ -807,15 +836,11 @@ def _select(
                 taken[index] = True
                 chosen.append(store[index])
                 if trace:
-                    steps.append(
-                        Step(index, pool.name, TAKEN, scores[index], cost, used)
-                    )
+                    steps.append(Step(index, pool.name, TAKEN, score, cost, used))
             elif trace:
-                steps.append(
-                    Step(index, pool.name, SKIPPED_TOKENS, scores[index], cost, used)
-                )
+                steps.append(Step(index, pool.name, SKIPPED_TOKENS, score, cost, used))
         results[pool.name] = chosen
-    return _Selection(store, results, active, types, steps)
+    return _Selection(store, results, active, types, steps, duplicates)
 
 
 class _Unhashable:
@@ -828,6 +853,143 @@ class _Unhashable:
 _UNHASHABLE: Final = _Unhashable()
 
 
+class _Ranking:
+    """The eligible entries of one call in ``(-score, created, id, index)`` order.
+
+    Scoring every entry exactly is most of the cost of a turn, and a pool only
+    needs its best few. So with the default scorer each entry is scored in up
+    to three steps, each a tighter upper bound than the last: the cheap fields
+    (priority, tags, project, with recency and message at their largest),
+    then every factor but the message term, then the exact score. Entries are
+    sorted once by the first bound; a pool's walk refines only entries that
+    could still outrank the best exact score found. The exact score is
+    computed the way :func:`default_scorer` computes it, so the order is
+    bit-for-bit the same. A custom scorer's bound is its exact score.
+    """
+
+    def __init__(
+        self,
+        store: list[Entry],
+        ranked: list[int],
+        query: _Query | None,
+        scorer: Scorer,
+        context: Context | None,
+        moment: datetime,
+        exhaustive: bool,
+    ) -> None:
+        self._store = store
+        self._query = query
+        self._exact: dict[int, float] = {}
+        self._partial: dict[int, float] = {}  # every factor but the message
+        self._ties: dict[int, tuple[SortKey, SortKey, int]] = {}
+        exact = self._exact
+        if query is None or exhaustive:
+            index = -1
+            try:
+                for index in ranked:
+                    entry = store[index]
+                    if query is None:
+                        score = scorer(entry, context, now=moment)
+                        exact[index] = _check_score(score, index, entry)
+                    else:
+                        exact[index] = _score(entry, query)
+            except (TypeError, ValueError) as exc:
+                if query is None:
+                    raise
+                raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
+            bound = exact
+        else:
+            bound = {
+                index: _score_bound(store[index], index, query) for index in ranked
+            }
+        # Stable: equal bounds stay in input order.
+        self._order = sorted(ranked, key=bound.__getitem__, reverse=True)
+        self._bound = bound
+        self._exhaustive = exhaustive
+
+    def _refine(self, index: int) -> tuple[float, int]:
+        """The next bound of an entry and whether it is exact (1) or not (0)."""
+        score = self._exact.get(index)
+        if score is not None:
+            return score, 1
+        query = self._query
+        assert query is not None  # only the default scorer defers
+        entry = self._store[index]
+        base = self._partial.get(index)
+        try:
+            if base is None:
+                base = self._partial[index] = _base_score(entry, query)
+                if not query.words:
+                    self._exact[index] = base
+                    return base, 1
+                return (base * _MAX_MESSAGE_FACTOR if base > 0 else base), 0
+            score = self._exact[index] = _message_score(base, entry, query)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+        return score, 1
+
+    def _tie_key(self, index: int) -> tuple[SortKey, SortKey, int]:
+        key = self._ties.get(index)
+        if key is None:
+            entry = self._store[index]
+            created: Any = entry.get("created")
+            seconds = _parse_iso(created) if type(created) is str else None
+            ident = entry.get("id")
+            key = self._ties[index] = (
+                (1, seconds, created) if seconds is not None else _created_key(created),
+                (0, ident, "") if type(ident) is str else _id_key(ident),
+                index,
+            )
+        return key
+
+    def walk(
+        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+    ) -> Iterator[tuple[int, float]]:
+        """Yield ``(index, score)`` of the pool's untaken entries, best first.
+
+        The heap holds ``(-bound, exact, index)``; at an equal value a bound
+        sorts before an exact score, so it is refined first. An exact score is
+        yielded once it beats every bound still in the sorted list; entries
+        tied with it are then all in the heap and go out by ``(created, id,
+        index)``. The caller may take entries between steps. When tracing,
+        entries an earlier pool took are yielded too.
+        """
+        order = self._order
+        bound = self._bound
+        exhaustive = self._exhaustive
+        heap: list[tuple[float, int, int]] = []
+        push = heapq.heappush
+        position = 0
+        end = len(order)
+        while True:
+            while position < end:
+                index = order[position]
+                if (wanted is None or keys[index] in wanted) and (
+                    exhaustive or not taken[index]
+                ):
+                    break
+                position += 1
+            if heap and (position == end or -heap[0][0] > bound[order[position]]):
+                negative, is_exact, index = heap[0]
+                if not is_exact:
+                    score, is_exact = self._refine(index)
+                    heapq.heapreplace(heap, (-score, is_exact, index))
+                    continue
+                tied = [heapq.heappop(heap)[2]]
+                while heap and heap[0][0] == negative and heap[0][1]:
+                    tied.append(heapq.heappop(heap)[2])
+                if len(tied) > 1:
+                    tied.sort(key=self._tie_key)
+                for index in tied:
+                    yield index, -negative
+                continue
+            if position == end:
+                return
+            position += 1
+            score, is_exact = self._refine(index)
+            push(heap, (-score, is_exact, index))
+
+
 def _cost_cached(
     costs: dict[int, int], store: list[Entry], index: int, counter: TokenCounter
 ) -> int:
@@ -835,35 +997,6 @@ def _cost_cached(
     if cost is None:
         cost = costs[index] = _cost(store[index], index, counter)
     return cost
-
-
-def _tie_ranks(store: list[Entry], active: list[bool], always: list[bool]) -> list[int]:
-    """Rank of each context entry by ``(created, id, index)``, computed once a call."""
-    keyed: list[tuple[SortKey, SortKey, int]] = []
-    append = keyed.append
-    parse = _parse_iso
-    for i, entry in enumerate(store):
-        if not active[i] or always[i]:
-            continue
-        get = entry.get
-        created: Any = get("created")
-        seconds = parse(created) if type(created) is str else None
-        created_key = (
-            (1, seconds, created) if seconds is not None else _created_key(created)
-        )
-        ident = get("id")
-        append(
-            (
-                created_key,
-                (0, ident, "") if type(ident) is str else _id_key(ident),
-                i,
-            )
-        )
-    keyed.sort()
-    rank = [0] * len(store)
-    for position, (_, _, index) in enumerate(keyed):
-        rank[index] = position
-    return rank
 
 
 def retrieve_pools(
@@ -964,6 +1097,11 @@ def retrieve(
 
 INACTIVE: Final = "inactive"
 NO_POOL: Final = "no_pool"
+DUPLICATE: Final = "duplicate"
+
+# explain() and validate() warn when always-scope entries, which bypass every
+# cap, cost more than this many tokens together (or half of all pools' room).
+ALWAYS_TOKENS_WARNING: Final = 4000
 
 
 @dataclass(frozen=True)
@@ -972,7 +1110,10 @@ class Decision:
 
     ``outcome`` is ``always``, ``selected``, ``over_tokens``, ``entry_cap``
     (with the first pool that considered it), ``inactive`` (``reason`` is
-    ``status``, ``superseded`` or ``predicate``) or ``no_pool``.
+    ``status``, ``superseded`` or ``predicate``), ``duplicate`` (the same
+    object listed earlier; ``reason`` names that position) or ``no_pool``.
+    ``taken_earlier_in`` names the later pools that also admit the entry but
+    found it already taken.
     """
 
     index: int
@@ -984,6 +1125,7 @@ class Decision:
     score: float | None = None
     cost: int | None = None
     used: int | None = None
+    taken_earlier_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1010,6 +1152,11 @@ class Explanation:
     steps: tuple[Step, ...]
     entries: tuple[Entry, ...] = ()
 
+    @property
+    def always_tokens(self) -> int:
+        """Tokens of the always-scope entries loaded, which no cap limits."""
+        return sum(p.always_tokens for p in self.pools)
+
     def selected(self) -> dict[str, list[Entry]]:
         """The selection, equal to :func:`retrieve_pools` on the same arguments."""
         result: dict[str, list[Entry]] = {pool.name: [] for pool in self.pools}
@@ -1023,12 +1170,23 @@ class Explanation:
         return {
             "decisions": [_json_safe(vars(d)) for d in self.decisions],
             "pools": [vars(p).copy() for p in self.pools],
+            "always_tokens": self.always_tokens,
             "warnings": list(self.warnings),
         }
 
     def render(self) -> str:
         """A text table: one row per entry, then the pools, then the warnings."""
-        header = ("#", "id", "type", "outcome", "pool", "score", "cost", "total")
+        header = (
+            "#",
+            "id",
+            "type",
+            "outcome",
+            "pool",
+            "score",
+            "cost",
+            "total",
+            "taken before",
+        )
         rows = [header]
         for d in self.decisions:
             rows.append(
@@ -1041,6 +1199,7 @@ class Explanation:
                     "" if d.score is None else f"{d.score:.3f}",
                     "" if d.cost is None else str(d.cost),
                     "" if d.used is None else str(d.used),
+                    ",".join(d.taken_earlier_in),
                 )
             )
         lines = _table(rows)
@@ -1052,6 +1211,7 @@ class Explanation:
                 f"left out {p.left_out}, always {p.always_count} "
                 f"({p.always_tokens} tokens)"
             )
+        lines.append(f"always-scope total: {self.always_tokens} tokens")
         lines.extend(f"warning: {w}" for w in self.warnings)
         return "\n".join(lines) + "\n"
 
@@ -1118,9 +1278,12 @@ def explain(
     )
     store = selection.entries
     decisive: dict[int, Step] = {}
+    later: dict[int, list[str]] = {}
     public_steps = selection.steps
     for step in public_steps:
-        if step.index not in decisive or step.outcome in (TAKEN, TAKEN_ALWAYS):
+        if step.outcome == TAKEN_EARLIER:
+            later.setdefault(step.index, []).append(step.pool)
+        elif step.index not in decisive or step.outcome in (TAKEN, TAKEN_ALWAYS):
             decisive[step.index] = step
 
     decisions = []
@@ -1128,6 +1291,12 @@ def explain(
     for index, entry in enumerate(store):
         ident = entry.get("id")
         kind = selection.types[index]
+        first = selection.duplicates.get(index)
+        if first is not None:
+            decisions.append(
+                Decision(index, ident, kind, DUPLICATE, reason=f"entries[{first}]")
+            )
+            continue
         if not selection.active[index]:
             decisions.append(
                 Decision(
@@ -1157,6 +1326,7 @@ def explain(
                 score=found.score,
                 cost=found.cost,
                 used=None if found.outcome == TAKEN_ALWAYS else found.used,
+                taken_earlier_in=tuple(later.get(index, ())),
             )
         )
 
@@ -1165,7 +1335,7 @@ def explain(
         mine = [s for s in public_steps if s.pool == pool.name]
         taken = [s for s in mine if s.outcome == TAKEN]
         always = [s for s in mine if s.outcome == TAKEN_ALWAYS]
-        left_out = len(mine) - len(taken) - len(always)
+        left_out = sum(s.outcome in (SKIPPED_TOKENS, SKIPPED_ENTRIES) for s in mine)
         summaries.append(
             PoolSummary(
                 pool.name,
@@ -1188,6 +1358,12 @@ def explain(
         warnings.append(
             f"always-scope entries cost {always_tokens} tokens, more than the "
             f"{budget} of all pools' max_tokens together"
+        )
+    elif always_tokens > min(ALWAYS_TOKENS_WARNING, budget / 2):
+        warnings.append(
+            f"always-scope entries cost {always_tokens} tokens, which no cap "
+            f"limits (more than {ALWAYS_TOKENS_WARNING} or half of the {budget} "
+            f"of all pools' max_tokens); check who may write scope='always'"
         )
     return Explanation(
         tuple(decisions),
@@ -1316,8 +1492,45 @@ def validate(entries: Iterable[object]) -> list[Problem]:
                     f"names id {target!r}, which is not in the store",
                 )
             )
+    problems.extend(_always_budget_problem(store))
     problems.sort(key=lambda p: p.index)
     return problems
+
+
+def _always_budget_problem(store: list[object]) -> list[Problem]:
+    """A warning on the entry where active always-scope entries pass the limit.
+
+    Always-scope entries bypass every cap, so their total is a trust decision,
+    not a budget: past ``ALWAYS_TOKENS_WARNING`` default-counted tokens the
+    host should check who may write them. Costs are counted as retrieval
+    would with the default counter; entries retrieval would reject are
+    skipped here, since they already have their own error.
+    """
+    total = 0
+    crossed: tuple[int, object] | None = None
+    count = 0
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping) or entry.get("scope") != ALWAYS_SCOPE:
+            continue
+        try:
+            if not default_is_active(entry):
+                continue
+            cost = _cost(entry, index, default_token_counter)
+        except (TypeError, ValueError):  # e.g. content too large an int for str()
+            continue
+        count += 1
+        total += cost
+        if crossed is None and total > ALWAYS_TOKENS_WARNING:
+            crossed = (index, entry.get("id"))
+    if crossed is None:
+        return []
+    index, ident = crossed
+    message = (
+        f"active always-scope entries cost {total} tokens in all ({count} "
+        f"entries; the total passes {ALWAYS_TOKENS_WARNING} here); no cap "
+        "limits them, so check who may write scope='always'"
+    )
+    return [Problem(index, ident, "warning", "scope", message)]
 
 
 @dataclass(frozen=True)

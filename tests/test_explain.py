@@ -92,16 +92,29 @@ def test_outcomes_and_summaries():
         "always-scope entry 'g' of type 'growth' is in no pool",
         "pool 'empty' had 1 eligible entries and selected none",
     )
-    assert [s.pool for s in report.steps if report.entries[s.index]["id"] == "t2"] == [
-        "work",
-        "all",
+    t2_steps = [
+        (s.pool, s.outcome)
+        for s in report.steps
+        if report.entries[s.index]["id"] == "t2"
     ]
+    assert t2_steps == [
+        ("work", "entry_cap"),
+        ("all", "selected"),
+        ("empty", "taken_earlier"),
+    ]
+    assert t1.taken_earlier_in == ("all", "empty")
+    assert report.decisions[2].taken_earlier_in == ("empty",)
+    assert report.always_tokens == 2
     text = report.render()
-    assert (
-        text.splitlines()[0]
-        == "#  id    type        outcome              pool  score  cost  total"
+    assert text.splitlines()[0] == (
+        "#  id    type        outcome              pool  score  cost  total"
+        "  taken before"
     )
-    assert "1  t1    task        selected             work  9.000  1     1" in text
+    assert (
+        "1  t1    task        selected             work  9.000  1     1      all,empty"
+        in text
+    )
+    assert "always-scope total: 2 tokens\n" in text
     assert (
         "pool work: tokens 1/10, entries 1/1, left out 2, always 0 (0 tokens)" in text
     )
@@ -132,3 +145,29 @@ def test_warns_when_always_tokens_exceed_budget():
         "always-scope entries cost 10 tokens, more than the 5 of all pools' "
         "max_tokens together",
     )
+
+
+def test_same_object_listed_twice_is_a_duplicate_decision():
+    entry = {"id": "d", "type": "task", "content": "x"}
+    report = explain([entry, {"id": "e"}, entry], [Pool("p", 10, 5)], now=NOW)
+    assert [(d.outcome, d.reason) for d in report.decisions] == [
+        ("selected", None),
+        ("selected", None),
+        ("duplicate", "entries[0]"),
+    ]
+    assert report.selected() == {"p": [entry, {"id": "e"}]}
+    assert "2  d   task  duplicate:entries[0]" in report.render()
+
+
+def test_warns_when_always_tokens_are_large_but_within_budget():
+    store = [{"id": "c", "scope": "always", "content": "x" * 4004}]
+    report = explain(store, [Pool("p", 1500, 1)], now=NOW)
+    assert report.always_tokens == 1001
+    assert report.warnings == (
+        "always-scope entries cost 1001 tokens, which no cap limits (more than "
+        "4000 or half of the 1500 of all pools' max_tokens); check who may write "
+        "scope='always'",
+    )
+    assert report.to_dict()["always_tokens"] == 1001
+    quiet = explain(store, [Pool("p", 2002, 1)], now=NOW)
+    assert quiet.warnings == ()

@@ -388,6 +388,18 @@ def test_entry_bad_tags_names_entry():
         retrieve([{"id": "t", "tags": 5}], Pool("p", 10, 5), now=NOW)
 
 
+def test_entry_tag_that_cannot_become_text_names_entry():
+    """A tag whose str() raises fails while scoring, and names the entry."""
+
+    class Unprintable:
+        def __str__(self):
+            raise ValueError("no text")
+
+    store = [{"id": "ok"}, {"id": "u", "tags": [Unprintable()]}]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='u'\): no text$"):
+        retrieve(store, Pool("p", 10, 5), {"message": "hello world"}, now=NOW)
+
+
 # --- identity, generators, read-only ---------------------------------------
 
 

@@ -55,3 +55,45 @@ def test_every_problem():
         (3, "error", "id", "must be hashable, got list"),
         (3, "warning", "superseded_by", "names id ['u'], which is not in the store"),
     ]
+
+
+def always(ident, tokens, **extra):
+    return {"id": ident, "scope": "always", "content": "x" * (4 * tokens), **extra}
+
+
+def test_always_scope_total_at_the_limit_is_clean():
+    store = [always("a", 2000), always("b", 2000)]
+    assert validate(store) == []
+
+
+def test_always_scope_total_past_the_limit_warns_where_it_crosses():
+    store = [
+        always("a", 3000),
+        always("off", 5000, status="archived"),  # inactive: not counted
+        {"id": "ctx", "content": "x" * 40000},  # context scope: not counted
+        always("b", 500, token_count=1001),  # token_count is the cost
+        always("c", 10),
+    ]
+    assert validate(store) == [
+        Problem(
+            3,
+            "b",
+            "warning",
+            "scope",
+            "active always-scope entries cost 4011 tokens in all (3 entries; "
+            "the total passes 4000 here); no cap limits them, so check who may "
+            "write scope='always'",
+        )
+    ]
+
+
+def test_always_scope_total_skips_entries_retrieval_rejects():
+    class Unprintable:
+        def __str__(self):
+            raise ValueError("no text")
+
+    store = [
+        always("a", 4000),
+        {"id": "u", "scope": "always", "content": Unprintable()},
+    ]
+    assert [p.field for p in validate(store)] == ["content"]
