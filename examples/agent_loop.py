@@ -12,8 +12,14 @@ written: it is always-scope, and the flood can only fill the task pool.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
+
+# Run as a script from a checkout: poolsplit.py is one folder up; an installed
+# poolsplit comes earlier on sys.path and wins.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import Pool, retrieve_pools
 

@@ -22,6 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+# Run as a script from a checkout: poolsplit.py is one folder up; an installed
+# poolsplit comes earlier on sys.path and wins.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sqlite_store import columns, synthetic_rows

@@ -13,9 +13,15 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+
+# Run as a script from a checkout: poolsplit.py is one folder up; an installed
+# poolsplit comes earlier on sys.path and wins.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import Pool, Scorer, default_is_active, default_scorer, retrieve_pools
 

@@ -16,11 +16,14 @@ import os
 import sys
 from pathlib import Path
 
+# Run as a script from a checkout: poolsplit.py is one folder up; an installed
+# poolsplit comes earlier on sys.path and wins.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedding_scorer import QUERIES, Embed, EmbeddingScorer, Vector, moved
 
-from poolsplit import _DEMO_POOLS, Pool, _demo_store
+from poolsplit import _DEMO_NOW, _DEMO_POOLS, Pool, _demo_store, retrieve_pools
 
 
 def minilm_embed() -> Embed:
@@ -39,18 +42,38 @@ def minilm_embed() -> Embed:
 
 
 def main(argv: list[str] | None = None) -> int:
-    store = _demo_store()
+    import argparse
+    import time
+
+    parser = argparse.ArgumentParser(
+        description="Embedding scorer with all-MiniLM-L6-v2 for poolsplit."
+    )
+    parser.add_argument("--flood", type=int, default=0, help="urgent tasks to add")
+    args = parser.parse_args(argv)
+
+    store = _demo_store(args.flood)
     by_id = {e["id"]: e for e in store}
     pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    start = time.perf_counter()
     scorer = EmbeddingScorer(minilm_embed())
+    print(f"model loaded in {time.perf_counter() - start:.1f} s")
+    start = time.perf_counter()
+    count = scorer.warm(store)  # one batch: ~10x faster than one text per call
+    print(
+        f"embedded {count} distinct contents of {len(store)} entries in one batch: "
+        f"{(time.perf_counter() - start) * 1e3:.0f} ms"
+    )
     for context in QUERIES:
         print(f"== {context['message']!r}")
         for pool, (out_ids, in_ids) in moved(store, pools, context, scorer).items():
             for tag, ids in (("-", out_ids), ("+", in_ids)):
                 for i in ids:
                     print(f"   {pool:8} {tag} {i:12} {by_id[i]['content']}")
+    start = time.perf_counter()
+    retrieve_pools(store, pools, QUERIES[0], scorer=scorer, now=_DEMO_NOW)
     print(
-        f"\n{scorer.embedded} texts embedded for {len(store)} entries x "
+        f"\nwarm turn with embeddings: {(time.perf_counter() - start) * 1e3:.1f} ms; "
+        f"{scorer.embedded} texts embedded for {len(store)} entries x "
         f"{len(QUERIES)} queries"
     )
     return 0

@@ -16,11 +16,16 @@ The ``tokenizer.json`` is the Llama-2 tokenizer shipped inside ``wordllama``.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+# Run as a script from a checkout: poolsplit.py is one folder up; an installed
+# poolsplit comes earlier on sys.path and wins.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
     _DEMO_NOW,

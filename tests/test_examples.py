@@ -159,6 +159,36 @@ def test_embedding_scorer_embeds_message_once_and_each_content_once():
     assert len(fake.calls) == 2 + len(contents)  # warm: only the new message
 
 
+def test_embedding_scorer_warm_embeds_new_contents_in_one_batch():
+    """warm() sends every uncached content in one call; a turn then embeds
+    only the message, and the ranking is the one a cold scorer gives."""
+    import embedding_scorer
+
+    store = _demo_store()
+    contents = {e["content"] for e in store}
+    batches = []
+    fake = FakeEmbed()
+
+    def embed(texts):
+        batches.append(len(texts))
+        return fake(texts)
+
+    scorer = embedding_scorer.EmbeddingScorer(embed)
+    assert scorer.warm(store) == len(contents)
+    assert batches == [len(contents)]
+    assert scorer.warm(store) == 0 and batches == [len(contents)]
+    context = {"message": "billing"}
+    warm = retrieve_pools(store, POOLS, context, scorer=scorer, now=_DEMO_NOW)
+    assert batches == [len(contents), 1]  # only the message
+    cold = embedding_scorer.EmbeddingScorer(FakeEmbed())
+    assert ids(warm) == ids(
+        retrieve_pools(store, POOLS, context, scorer=cold, now=_DEMO_NOW)
+    )
+    small = embedding_scorer.EmbeddingScorer(FakeEmbed(), cache_size=5)
+    small.warm(store)
+    assert len(small._vectors) == 5
+
+
 def test_embedding_scorer_cache_is_bounded():
     import embedding_scorer
 
@@ -220,7 +250,7 @@ def test_sentence_transformer_scorer_main_runs(capsys):
     assert sentence_transformer_scorer.main([]) == 0
     out = capsys.readouterr().out
     assert "== 'the invoice numbers look wrong after the upgrade'" in out
-    assert "texts embedded" in out
+    assert "in one batch" in out and "texts embedded" in out
 
 
 # --- sqlite_store.py --------------------------------------------------------
