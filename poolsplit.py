@@ -360,9 +360,21 @@ def _created_seconds(value: object) -> float | None:
             datetime(value.year, value.month, value.day, tzinfo=timezone.utc) - _EPOCH
         ).total_seconds()
     if type(value) is not bool and isinstance(value, (int, float)):
-        seconds = float(value)
+        seconds = _to_float(value)
         return seconds if math.isfinite(seconds) else None
     return None
+
+
+def _to_float(value: Any) -> float:
+    """``float(value)``, with a number beyond the float range as +-inf.
+
+    JSON allows ``10**400``; ``float()`` raises OverflowError on it, while
+    ``1e999`` already parses as inf. Both mean "larger than any float".
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def _tag_set(value: object, where: str) -> frozenset[str]:
@@ -418,7 +430,7 @@ def _priority(entry: Entry) -> float:
     if value is None:
         return DEFAULT_PRIORITY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        priority = float(value)
+        priority = _to_float(value)
     else:
         raise TypeError(
             f"base_priority must be a real number, got {type(value).__name__} {value!r}"
@@ -438,8 +450,10 @@ def _base_score(entry: Entry, query: _Query) -> float:
     get = entry.get
     value: Any = get("base_priority")
     kind = type(value)
-    if (kind is int or kind is float) and not math.isnan(value):
+    if kind is float and not math.isnan(value):
         score = float(value)
+    elif kind is int:
+        score = _to_float(value)
     else:
         score = _priority(entry)
 
@@ -477,8 +491,10 @@ def _score_bound(entry: Entry, index: int, query: _Query) -> float:
     value: Any = get("base_priority")
     kind = type(value)
     try:
-        if (kind is int or kind is float) and not math.isnan(value):
+        if kind is float and not math.isnan(value):
             score = float(value)
+        elif kind is int:
+            score = _to_float(value)
         else:
             score = _priority(entry)
         tags = get("tags")
@@ -611,7 +627,7 @@ def _id_key(value: object) -> SortKey:
     if isinstance(value, str):
         return (0, value, "")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
+        number = _to_float(value)
         if not math.isnan(number):
             return (1, number, "")
     return (2, "", f"{type(value).__name__}:{value!r}")
@@ -638,7 +654,7 @@ def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
 def _check_score(value: object, index: int, entry: Entry) -> float:
     """A scorer result as a float; NaN or a non-number names the entry."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        score = float(value)
+        score = _to_float(value)
     else:
         raise TypeError(
             f"scorer must return a real number, got {type(value).__name__} "
@@ -1359,7 +1375,7 @@ def explain(
             f"always-scope entries cost {always_tokens} tokens, more than the "
             f"{budget} of all pools' max_tokens together"
         )
-    elif always_tokens > min(ALWAYS_TOKENS_WARNING, budget / 2):
+    elif always_tokens > ALWAYS_TOKENS_WARNING or 2 * always_tokens > budget:
         warnings.append(
             f"always-scope entries cost {always_tokens} tokens, which no cap "
             f"limits (more than {ALWAYS_TOKENS_WARNING} or half of the {budget} "
@@ -1405,7 +1421,7 @@ def _entry_problems(index: int, entry: Entry) -> list[Problem]:
     if priority is not None:
         if not isinstance(priority, numbers.Real) or isinstance(priority, bool):
             add("error", "base_priority", f"must be a real number, got {priority!r}")
-        elif math.isnan(priority):
+        elif math.isnan(_to_float(priority)):
             add("error", "base_priority", "must not be NaN")
     created = entry.get("created")
     if created is not None and _created_seconds(created) is None:
@@ -1881,6 +1897,8 @@ def _parse_json(text: str, where: str, line: int) -> Any:
         ) from None
     except RecursionError:
         raise _CliError(f"{where}:{line}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an int past sys.get_int_max_str_digits()
+        raise _CliError(f"{where}:{line}: invalid JSON: {exc}") from None
 
 
 def _load_lines(path: str, kind: str, *, objects: bool = True) -> list[Any]:
@@ -1938,7 +1956,10 @@ def _parse_now(text: str | None) -> datetime | None:
     seconds = _parse_iso(text)
     if seconds is None:
         raise _CliError(f"--now: not an ISO-8601 date or date-time: {text!r}")
-    return datetime.fromtimestamp(seconds, timezone.utc)
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc)
+    except (OverflowError, OSError, ValueError):  # past year 1 or 9999 in UTC
+        raise _CliError(f"--now: out of range: {text!r}") from None
 
 
 def _context(args: Any) -> dict[str, Any]:
@@ -2073,8 +2094,18 @@ def main(argv: list[str] | None = None) -> int:
     except _CliError as exc:
         print(f"poolsplit: error: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(text)
+    _write(sys.stdout, text)
     return status
+
+
+def _write(stream: Any, text: str) -> None:
+    """Write ``text``; what the stream cannot encode (a lone surrogate from a
+    JSON ``"\\ud800"``, say) is written as a backslash escape, not a crash."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,9 @@
 """Inputs the fuzzers (fuzz/) and the stress runs found, kept as named tests.
 
-Each test that is marked xfail pins a bug that is reported but not yet fixed:
-it fails with the named exception today, and ``strict=True`` turns the first
-passing run into a failure so that the marker is removed with the fix. The
-proposed fix is ``_to_float`` (an int beyond the float range becomes +-inf,
-as JSON's ``1e999`` already does) plus three guards in the command line.
+The bugs they pin are fixed: ``_to_float`` reads an int beyond the float range
+as +-inf (as JSON's ``1e999`` already is), and the command line turns an int
+past the digit limit, an out-of-range ``--now`` and a lone surrogate in the
+output into a one-line error or an escape instead of a traceback.
 """
 
 import io
@@ -17,12 +16,7 @@ from poolsplit import Pool, explain, main, retrieve, retrieve_pools, validate
 
 HUGE = 10**400  # JSON allows it; float(HUGE) raises OverflowError
 
-overflow = pytest.mark.xfail(
-    raises=OverflowError, strict=True, reason="int beyond float range (issue 5)"
-)
 
-
-@overflow
 def test_huge_int_base_priority_ranks_like_infinity():
     """fuzz_retrieve crash-3306977: a 400-digit base_priority crashed validate."""
     store = [{"id": "b"}, {"id": "a", "base_priority": HUGE}]
@@ -30,21 +24,18 @@ def test_huge_int_base_priority_ranks_like_infinity():
     assert [e["id"] for e in got] == ["a", "b"]
 
 
-@overflow
 def test_huge_negative_int_base_priority_ranks_last():
     store = [{"id": "a", "base_priority": -HUGE}, {"id": "b"}]
     got = retrieve(store, Pool("p", 100, 2), now=NOW)
     assert [e["id"] for e in got] == ["b", "a"]
 
 
-@overflow
 def test_validate_accepts_huge_int_priority():
     """The crashing input from fuzz_retrieve, as decoded by the target."""
     store = [{}, {"base_priority": -(10**399) * 1273, "status": None}, {}, {}]
     assert all(p.field == "content" for p in validate(store))
 
 
-@overflow
 def test_huge_int_created_means_no_decay():
     """Like ``created: 1e999`` (inf), an instant beyond the float range."""
     store = [{"id": "a", "created": HUGE}, {"id": "b", "created": 1e999}]
@@ -54,14 +45,12 @@ def test_huge_int_created_means_no_decay():
     assert [p.field for p in validate(store)] == ["content", "created"] * 2
 
 
-@overflow
 def test_huge_int_id_sorts_with_the_numbers():
     store = [{"id": HUGE}, {"id": 1}, {"id": "z"}]
     got = retrieve(store, Pool("p", 100, 3), now=NOW)
     assert [e["id"] for e in got] == ["z", 1, HUGE]
 
 
-@overflow
 def test_scorer_returning_huge_int_counts_as_infinity():
     def scorer(entry, context, *, now):
         return HUGE if entry["id"] == "b" else 1.0
@@ -71,7 +60,6 @@ def test_scorer_returning_huge_int_counts_as_infinity():
     assert [e["id"] for e in got["p"]] == ["b"]
 
 
-@overflow
 def test_explain_with_huge_numbers_in_every_field():
     store = [
         {
@@ -109,7 +97,6 @@ def pools_file(tmp_path):
 @pytest.mark.skipif(
     not hasattr(sys, "get_int_max_str_digits"), reason="no int digit limit"
 )
-@pytest.mark.xfail(raises=ValueError, strict=True, reason="issue 5")
 def test_cli_integer_past_the_digit_limit_is_one_line_error(tmp_path, capsys):
     """json.loads raises a plain ValueError (not JSONDecodeError) for it."""
     store = tmp_path / "store.jsonl"
@@ -120,7 +107,6 @@ def test_cli_integer_past_the_digit_limit_is_one_line_error(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
-@pytest.mark.xfail(raises=(ValueError, OverflowError), strict=True, reason="issue 5")
 @pytest.mark.parametrize("now", ["9999-12-31T23:00-05:00", "0001-01-01T00:00+05:00"])
 def test_cli_now_out_of_range_is_one_line_error(tmp_path, capsys, now):
     store = tmp_path / "store.jsonl"
@@ -131,7 +117,6 @@ def test_cli_now_out_of_range_is_one_line_error(tmp_path, capsys, now):
     assert err == f"poolsplit: error: --now: out of range: {now!r}\n"
 
 
-@pytest.mark.xfail(raises=UnicodeEncodeError, strict=True, reason="issue 5")
 def test_cli_lone_surrogate_is_written_escaped(tmp_path, capsys):
     """JSON's "\\ud800" is a str that UTF-8 output cannot encode."""
     store = tmp_path / "store.jsonl"
