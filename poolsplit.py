@@ -426,7 +426,13 @@ def _query(context: Context | None, now: datetime) -> _Query:
 
 
 def _priority(entry: Entry) -> float:
-    value = entry.get("base_priority")
+    """``base_priority`` as a float; an int or float is read without isinstance."""
+    value: Any = entry.get("base_priority")
+    kind = type(value)
+    if kind is float and not math.isnan(value):
+        return float(value)
+    if kind is int:
+        return _to_float(value)
     if value is None:
         return DEFAULT_PRIORITY
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
@@ -448,15 +454,7 @@ def _score(entry: Entry, query: _Query) -> float:
 def _base_score(entry: Entry, query: _Query) -> float:
     """Priority x recency x tags x project: every factor but the message term."""
     get = entry.get
-    value: Any = get("base_priority")
-    kind = type(value)
-    if kind is float and not math.isnan(value):
-        score = float(value)
-    elif kind is int:
-        score = _to_float(value)
-    else:
-        score = _priority(entry)
-
+    score = _priority(entry)
     value = get("created")
     created = _parse_iso(value) if type(value) is str else _created_seconds(value)
     if created is not None:
@@ -488,15 +486,8 @@ def _score_bound(entry: Entry, index: int, query: _Query) -> float:
     what ``_score`` would for a bad ``base_priority`` or ``tags``.
     """
     get = entry.get
-    value: Any = get("base_priority")
-    kind = type(value)
     try:
-        if kind is float and not math.isnan(value):
-            score = float(value)
-        elif kind is int:
-            score = _to_float(value)
-        else:
-            score = _priority(entry)
+        score = _priority(entry)
         tags = get("tags")
         if tags and type(tags) not in _TAG_CONTAINERS:
             _tag_set(tags, "tags")  # raises unless it is a container subclass
