@@ -155,9 +155,9 @@ STOPWORDS: Final = frozenset(
 _CACHE_SIZE: Final = 1 << 17
 
 _SECONDS_PER_DAY: Final = 86400.0
-# The largest factors the tag and message terms can apply (a share of 1).
-_MAX_TAG_FACTOR: Final = 1.0 + TAG_BOOST
+# The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
+_EXACT_INT: Final = 2**53  # ints up to this size are exact as floats
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 # ---------------------------------------------------------------------------
@@ -458,8 +458,7 @@ def _base_score(entry: Entry, query: _Query) -> float:
     value = get("created")
     created = _parse_iso(value) if type(value) is str else _created_seconds(value)
     if created is not None:
-        days = max(0.0, (query.now - created) / _SECONDS_PER_DAY)
-        score *= max(RECENCY_FLOOR, 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS)
+        score *= _recency(query.now, created)
 
     tags = get("tags")
     if tags:
@@ -473,36 +472,12 @@ def _base_score(entry: Entry, query: _Query) -> float:
     return score
 
 
-_TAG_CONTAINERS: Final = (list, tuple, set, frozenset, str)
-
-
-def _score_bound(entry: Entry, index: int, query: _Query) -> float:
-    """A number no smaller than ``_score(entry, query)``, from the cheap fields.
-
-    Recency is taken at its extreme (1 for a positive priority, the 0.3 floor
-    for a negative one), tags and message at their largest boost. The factors
-    are applied in the order ``_score`` applies them, and rounding is
-    monotonic, so the bound holds in floating point too. It raises exactly
-    what ``_score`` would for a bad ``base_priority`` or ``tags``.
-    """
-    get = entry.get
-    try:
-        score = _priority(entry)
-        tags = get("tags")
-        if tags and type(tags) not in _TAG_CONTAINERS:
-            _tag_set(tags, "tags")  # raises unless it is a container subclass
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
-    if score < 0:
-        score *= RECENCY_FLOOR
-    elif tags and query.tags:
-        score *= _MAX_TAG_FACTOR
-    project = get("project")
-    if project is not None:
-        score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
-    if score > 0 and query.words:
-        score *= _MAX_MESSAGE_FACTOR
-    return score
+def _recency(now: float, created: float) -> float:
+    """``max(0.3, 1 - 0.7 * days / 90)`` for the age in days (the future is 0)."""
+    age = (now - created) / _SECONDS_PER_DAY
+    days = age if age > 0.0 else 0.0
+    factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+    return factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
 
 
 def _message_score(base: float, entry: Entry, query: _Query) -> float:
@@ -516,6 +491,76 @@ def _message_score(base: float, entry: Entry, query: _Query) -> float:
         if share > MESSAGE_THRESHOLD:
             return base * (1.0 + MESSAGE_BOOST * share)
     return base
+
+
+def _score_bound(entry: Entry, index: int, query: _Query) -> float:
+    """A number no smaller than ``_score(entry, query)``, without reading the content.
+
+    Every factor is exact but the message term, which is taken at its largest
+    for a positive score and at 1 otherwise. Multiplying by a larger positive
+    factor never rounds to a smaller float, so the bound holds in floating
+    point too. Raises what ``_score`` would for a bad ``base_priority`` or
+    ``tags``, naming the entry.
+    """
+    try:
+        score = _base_score(entry, query)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+    return score * _MAX_MESSAGE_FACTOR if score > 0 and query.words else score
+
+
+def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[float]:
+    """``_score_bound`` of each ranked entry, inlined for the usual field types.
+
+    It runs over the whole store on every call, so the common case (an int
+    priority, a str or missing ``created``, a list of str tags sharing none
+    of the context's) is computed here without function calls; any other
+    entry goes through :func:`_score_bound`. The result is the same float.
+    """
+    bounds: list[float] = []
+    append = bounds.append
+    now = query.now
+    query_tags = query.tags
+    query_project = query.project
+    message = _MAX_MESSAGE_FACTOR if query.words else 1.0
+    parse = _parse_iso
+    for index in ranked:
+        entry = store[index]
+        get = entry.get
+        priority: Any = get("base_priority")
+        created = get("created")
+        tags = get("tags")
+        general = (
+            type(priority) is not int
+            or not -_EXACT_INT <= priority <= _EXACT_INT
+            or (created is not None and type(created) is not str)
+        )
+        if tags and not general:
+            if type(tags) is not list:
+                general = True
+            elif query_tags:
+                try:
+                    "".join(tags)  # raises TypeError unless every item is a str
+                    general = not query_tags.isdisjoint(tags)
+                except TypeError:  # str() of a non-str item may match a tag
+                    general = True
+        if general:
+            append(_score_bound(entry, index, query))
+            continue
+        score = float(priority)
+        if created is not None:
+            seconds = parse(created)
+            if seconds is not None:
+                age = (now - seconds) / _SECONDS_PER_DAY
+                days = age if age > 0.0 else 0.0
+                factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+                score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+        # Tags sharing none of the context's multiply by exactly 1.0: skipped.
+        project = get("project")
+        if project is not None:
+            score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
+        append(score * message if score > 0 else score)
+    return bounds
 
 
 def default_scorer(
@@ -797,8 +842,10 @@ def _select(
         elif accepted is None or kind in accepted:
             ranked.append(index)
 
-    ranking = _Ranking(store, ranked, query, scorer, context, moment, trace)
-    costs: dict[int, int] = {}
+    ranking = _Ranking(
+        store, ranked, query, scorer, context, moment, trace, token_counter
+    )
+    walk = ranking.walk
     taken = [False] * count
     results: dict[str, list[Entry]] = {}
     steps: list[Step] = []
@@ -823,27 +870,29 @@ def _select(
         picked = 0
         max_tokens = pool.max_tokens
         max_entries = pool.max_entries
-        for index, score in ranking.walk(keys, wanted, taken):
+        # Every cost is >= 1, so a full pool takes nothing more: stop, unless
+        # explain() wants the reason for each entry left out.
+        full = max_entries == 0 or max_tokens == 0
+        ranking.room = max_tokens
+        for index, score in () if full and not trace else walk(keys, wanted, taken):
             if taken[index]:  # only reported when tracing
                 steps.append(Step(index, pool.name, TAKEN_EARLIER, score, None, used))
                 continue
-            if picked >= max_entries or used >= max_tokens:
-                # Every cost is >= 1, so nothing more can fit: stop, unless
-                # explain() wants the reason for each entry left out.
-                if not trace:
-                    break
+            cost = ranking.cost(index)
+            if full:  # only reached when tracing
                 outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
-                cost = _cost_cached(costs, store, index, token_counter)
                 steps.append(Step(index, pool.name, outcome, score, cost, used))
-                continue
-            cost = _cost_cached(costs, store, index, token_counter)
-            if used + cost <= max_tokens:
+            elif used + cost <= max_tokens:
                 used += cost
                 picked += 1
                 taken[index] = True
                 chosen.append(store[index])
+                ranking.room = max_tokens - used
+                full = picked >= max_entries or used >= max_tokens
                 if trace:
                     steps.append(Step(index, pool.name, TAKEN, score, cost, used))
+                elif full:
+                    break
             elif trace:
                 steps.append(Step(index, pool.name, SKIPPED_TOKENS, score, cost, used))
         results[pool.name] = chosen
@@ -864,14 +913,13 @@ class _Ranking:
     """The eligible entries of one call in ``(-score, created, id, index)`` order.
 
     Scoring every entry exactly is most of the cost of a turn, and a pool only
-    needs its best few. So with the default scorer each entry is scored in up
-    to three steps, each a tighter upper bound than the last: the cheap fields
-    (priority, tags, project, with recency and message at their largest),
-    then every factor but the message term, then the exact score. Entries are
-    sorted once by the first bound; a pool's walk refines only entries that
-    could still outrank the best exact score found. The exact score is
-    computed the way :func:`default_scorer` computes it, so the order is
-    bit-for-bit the same. A custom scorer's bound is its exact score.
+    needs its best few. So with the default scorer each entry first gets a
+    cheap upper bound (every factor but the message term, which needs the
+    content), entries are sorted once by it, and a pool's walk computes the
+    exact score only of entries that could still outrank the best exact score
+    found. The exact score is computed the way :func:`default_scorer` computes
+    it, so the order is bit-for-bit the same. A custom scorer's bound is its
+    exact score.
     """
 
     def __init__(
@@ -883,57 +931,71 @@ class _Ranking:
         context: Context | None,
         moment: datetime,
         exhaustive: bool,
+        token_counter: TokenCounter,
     ) -> None:
         self._store = store
         self._query = query
-        self._exact: dict[int, float] = {}
-        self._partial: dict[int, float] = {}  # every factor but the message
+        self._counter = token_counter
+        # Known before scoring only when counting is cheap: the default
+        # counter, or a token_count field. A caller's counter may be slow.
+        self._cheap_cost = token_counter is default_token_counter
+        self.costs: dict[int, int] = {}
+        self.room = 0  # tokens left in the pool being walked; set by the caller
         self._ties: dict[int, tuple[SortKey, SortKey, int]] = {}
-        exact = self._exact
         if query is None or exhaustive:
-            index = -1
+            bounds = [0.0] * len(ranked)
+            position = index = -1
             try:
-                for index in ranked:
+                for position, index in enumerate(ranked):
                     entry = store[index]
                     if query is None:
                         score = scorer(entry, context, now=moment)
-                        exact[index] = _check_score(score, index, entry)
+                        bounds[position] = _check_score(score, index, entry)
                     else:
-                        exact[index] = _score(entry, query)
+                        bounds[position] = _score(entry, query)
             except (TypeError, ValueError) as exc:
                 if query is None:
                     raise
                 raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
-            bound = exact
+            bound = self._exact = dict(zip(ranked, bounds))
         else:
-            bound = {
-                index: _score_bound(store[index], index, query) for index in ranked
-            }
+            bound = dict(zip(ranked, _score_bounds(store, ranked, query)))
+            self._exact = {}
         # Stable: equal bounds stay in input order.
         self._order = sorted(ranked, key=bound.__getitem__, reverse=True)
         self._bound = bound
         self._exhaustive = exhaustive
 
-    def _refine(self, index: int) -> tuple[float, int]:
-        """The next bound of an entry and whether it is exact (1) or not (0)."""
+    def _score(self, index: int) -> float:
+        """The exact score of the entry at ``index``, computed at most once."""
         score = self._exact.get(index)
-        if score is not None:
-            return score, 1
-        query = self._query
-        assert query is not None  # only the default scorer defers
-        entry = self._store[index]
-        base = self._partial.get(index)
-        try:
-            if base is None:
-                base = self._partial[index] = _base_score(entry, query)
-                if not query.words:
-                    self._exact[index] = base
-                    return base, 1
-                return (base * _MAX_MESSAGE_FACTOR if base > 0 else base), 0
-            score = self._exact[index] = _message_score(base, entry, query)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{_label(index, entry)}: {exc}") from None
-        return score, 1
+        if score is None:
+            query = self._query
+            assert query is not None  # only the default scorer defers
+            # _score_bound already checked the fields _score could reject.
+            score = self._exact[index] = _score(self._store[index], query)
+        return score
+
+    def cost(self, index: int) -> int:
+        """Tokens the entry at ``index`` costs, counted at most once per call."""
+        cost = self.costs.get(index)
+        if cost is None:
+            cost = self.costs[index] = _cost(self._store[index], index, self._counter)
+        return cost
+
+    def _cannot_fit(self, index: int) -> bool:
+        """Whether the entry surely costs more than ``room``, known without scoring.
+
+        Room only shrinks while a pool fills, so such an entry would be
+        skipped when its turn came: leaving it unscored changes nothing.
+        """
+        cost = self.costs.get(index)
+        if cost is None:
+            count = self._store[index].get("token_count")
+            if not (type(count) is int and count > 0) and not self._cheap_cost:
+                return False
+            cost = self.cost(index)
+        return cost > self.room
 
     def _tie_key(self, index: int) -> tuple[SortKey, SortKey, int]:
         key = self._ties.get(index)
@@ -954,37 +1016,32 @@ class _Ranking:
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
-        The heap holds ``(-bound, exact, index)``; at an equal value a bound
-        sorts before an exact score, so it is refined first. An exact score is
+        The heap holds ``(-score, index)`` of exact scores. The best is
         yielded once it beats every bound still in the sorted list; entries
         tied with it are then all in the heap and go out by ``(created, id,
-        index)``. The caller may take entries between steps. When tracing,
-        entries an earlier pool took are yielded too.
+        index)``. The caller may take entries and lower ``room`` between
+        steps. When tracing, entries an earlier pool took are yielded too.
         """
         order = self._order
         bound = self._bound
         exhaustive = self._exhaustive
-        heap: list[tuple[float, int, int]] = []
-        push = heapq.heappush
+        heap: list[tuple[float, int]] = []
+        pop = heapq.heappop
         position = 0
         end = len(order)
         while True:
             while position < end:
                 index = order[position]
                 if (wanted is None or keys[index] in wanted) and (
-                    exhaustive or not taken[index]
+                    exhaustive or not (taken[index] or self._cannot_fit(index))
                 ):
                     break
                 position += 1
             if heap and (position == end or -heap[0][0] > bound[order[position]]):
-                negative, is_exact, index = heap[0]
-                if not is_exact:
-                    score, is_exact = self._refine(index)
-                    heapq.heapreplace(heap, (-score, is_exact, index))
-                    continue
-                tied = [heapq.heappop(heap)[2]]
-                while heap and heap[0][0] == negative and heap[0][1]:
-                    tied.append(heapq.heappop(heap)[2])
+                negative = heap[0][0]
+                tied = [pop(heap)[1]]
+                while heap and heap[0][0] == negative:
+                    tied.append(pop(heap)[1])
                 if len(tied) > 1:
                     tied.sort(key=self._tie_key)
                 for index in tied:
@@ -993,17 +1050,7 @@ class _Ranking:
             if position == end:
                 return
             position += 1
-            score, is_exact = self._refine(index)
-            push(heap, (-score, is_exact, index))
-
-
-def _cost_cached(
-    costs: dict[int, int], store: list[Entry], index: int, counter: TokenCounter
-) -> int:
-    cost = costs.get(index)
-    if cost is None:
-        cost = costs[index] = _cost(store[index], index, counter)
-    return cost
+            heapq.heappush(heap, (-self._score(index), index))
 
 
 def retrieve_pools(

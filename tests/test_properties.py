@@ -9,7 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from oracle import oracle_cost, oracle_retrieve_pools
 
-from poolsplit import Pool, default_is_active, retrieve, retrieve_pools
+from poolsplit import (
+    Pool,
+    default_is_active,
+    default_scorer,
+    retrieve,
+    retrieve_pools,
+)
 
 TYPES = ["note", "skill", "task", "correction"]
 
@@ -52,8 +58,20 @@ entry_fields = {
             max_size=8,
         ).map(" ".join),
     ),
-    "base_priority": st.one_of(st.integers(0, 10), st.floats(0, 10)),
-    "tags": st.one_of(st.sampled_from(["a", "b"]), st.lists(st.sampled_from("abc"))),
+    "base_priority": st.one_of(
+        st.integers(0, 10),
+        st.floats(0, 10),
+        st.integers(-3, 3),
+        st.floats(-10, 10),
+        st.sampled_from([2**53, 2**53 + 1, -(2**60), 10**400]),
+    ),
+    "tags": st.one_of(
+        st.sampled_from(["a", "b"]),
+        st.lists(st.sampled_from("abc")),
+        # str() of a non-str tag may match a context tag: 1 matches "1".
+        st.lists(st.one_of(st.sampled_from("ab1"), st.integers(0, 2))),
+        st.lists(st.sampled_from("abc")).map(tuple),
+    ),
     "project": st.sampled_from([None, "p", "q"]),
 }
 
@@ -85,7 +103,7 @@ contexts = st.one_of(
         {},
         optional={
             "message": st.sampled_from(["", "deploy cluster", "alpha beta gamma"]),
-            "tags": st.lists(st.sampled_from("abc")),
+            "tags": st.lists(st.sampled_from("abc1")),
             "project": st.sampled_from([None, "p", "q"]),
         },
     ),
@@ -263,3 +281,16 @@ def test_trace_mode_selects_the_same(store, pools, context):
     }
     taken = [s for s in traced.steps if s.outcome in ("always", "selected")]
     assert len(taken) == sum(len(v) for v in plain.values())
+
+
+@given(stores, contexts)
+def test_score_bounds_bound_the_score(store, context):
+    """The inlined bounds equal _score_bound's, and no bound is below the score."""
+    import poolsplit
+
+    query = poolsplit._query(context, NOW)
+    ranked = list(range(len(store)))
+    bounds = poolsplit._score_bounds(store, ranked, query)
+    assert bounds == [poolsplit._score_bound(e, i, query) for i, e in enumerate(store)]
+    for entry, bound in zip(store, bounds):
+        assert bound >= default_scorer(entry, context, now=NOW)

@@ -400,6 +400,16 @@ def test_entry_tag_that_cannot_become_text_names_entry():
         retrieve(store, Pool("p", 10, 5), {"message": "hello world"}, now=NOW)
 
 
+def test_non_str_tag_matches_context_tag_by_its_text():
+    """A tag 1 in a list counts as "1": the fast bound must not miss the match."""
+    store = [
+        {"id": "plain", "base_priority": 6, "tags": ["z"], "created": "2025-12-31"},
+        {"id": "number", "base_priority": 5, "tags": [1], "created": "2025-12-31"},
+    ]  # scores 6 and 7.5
+    got = retrieve(store, Pool("p", 100, 1), {"tags": ["1"]}, now=NOW)
+    assert [e["id"] for e in got] == ["number"]
+
+
 # --- identity, generators, read-only ---------------------------------------
 
 
