@@ -311,8 +311,27 @@ _ISO_RE: Final = re.compile(
 )
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
+# Parsed ``created`` strings. A plain dict, not lru_cache: a hit is one lookup
+# (the LRU bookkeeping touches three more objects), which matters when every
+# entry of a large store is looked up on every turn. It is emptied when full;
+# dict operations are atomic, so threads may share it.
+_iso_seconds: Final[dict[str, float | None]] = {}
+
+
 def _parse_iso(text: str) -> float | None:
+    """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
+    try:
+        return _iso_seconds[text]
+    except KeyError:
+        pass
+    seconds = _read_iso(text)
+    if len(_iso_seconds) >= _CACHE_SIZE:
+        _iso_seconds.clear()
+    _iso_seconds[text] = seconds
+    return seconds
+
+
+def _read_iso(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None.
 
     Written out rather than ``datetime.fromisoformat`` because that accepts
@@ -523,7 +542,7 @@ def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[
     query_tags = query.tags
     query_project = query.project
     message = _MAX_MESSAGE_FACTOR if query.words else 1.0
-    parse = _parse_iso
+    cached_seconds = _iso_seconds.get
     for index in ranked:
         entry = store[index]
         get = entry.get
@@ -549,7 +568,9 @@ def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[
             continue
         score = float(priority)
         if created is not None:
-            seconds = parse(created)
+            seconds = cached_seconds(created)
+            if seconds is None:
+                seconds = _parse_iso(created)
             if seconds is not None:
                 age = (now - seconds) / _SECONDS_PER_DAY
                 days = age if age > 0.0 else 0.0
@@ -609,7 +630,7 @@ def clear_caches() -> None:
     """
     _content_words.cache_clear()
     _message_words.cache_clear()
-    _parse_iso.cache_clear()
+    _iso_seconds.clear()
 
 
 def _resolve_now(now: datetime | None) -> datetime:
@@ -801,6 +822,11 @@ def _select(
     ranked: list[int] = []
     duplicates: dict[int, int] = {}
     seen: dict[int, int] = {}
+    # One object listed twice is one entry: it may land in one pool only.
+    # explain() reports the repeats and a custom scorer must see each object
+    # once, so then they are found up front; otherwise a repeat is only
+    # noticed when taken (see taken_objects), which spares a lookup per entry.
+    early_repeats = trace or query is None
     default_active = is_active is default_is_active
     accepted: frozenset[object] | None = frozenset(
         kind for pool in checked_pools if pool.types is not None for kind in pool.types
@@ -808,7 +834,7 @@ def _select(
     if any(pool.types is None for pool in checked_pools):
         accepted = None
     for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping):
+        if type(entry) is not dict and not isinstance(entry, Mapping):
             raise TypeError(
                 f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
             )
@@ -826,16 +852,17 @@ def _select(
         types[index] = kind
         if not live:
             continue
-        # One object listed twice is one entry: it may land in one pool only.
-        first = seen.setdefault(id(entry), index)
-        if first != index:
-            duplicates[index] = first
-            continue
+        if early_repeats:
+            first = seen.setdefault(id(entry), index)
+            if first != index:
+                duplicates[index] = first
+                continue
         active[index] = True
-        try:
-            hash(kind)
-        except TypeError:  # an unhashable type value matches only types=None
-            kind = _UNHASHABLE
+        if type(kind) is not str:
+            try:
+                hash(kind)
+            except TypeError:  # an unhashable type value matches only types=None
+                kind = _UNHASHABLE
         keys[index] = kind
         if get("scope") == ALWAYS_SCOPE:
             always.append(index)
@@ -847,6 +874,9 @@ def _select(
     )
     walk = ranking.walk
     taken = [False] * count
+    # With late repeats: id() of every object taken. A repeat ties with its
+    # first position in every order, so the first is always the one taken.
+    taken_objects: set[int] | None = None if early_repeats else set()
     results: dict[str, list[Entry]] = {}
     steps: list[Step] = []
     for pool in checked_pools:
@@ -857,6 +887,10 @@ def _select(
                 continue
             if not taken[index]:
                 taken[index] = True
+                if taken_objects is not None:
+                    if id(store[index]) in taken_objects:
+                        continue
+                    taken_objects.add(id(store[index]))
                 chosen.append(store[index])
                 outcome = TAKEN_ALWAYS
             elif trace:
@@ -883,9 +917,13 @@ def _select(
                 outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
                 steps.append(Step(index, pool.name, outcome, score, cost, used))
             elif used + cost <= max_tokens:
+                taken[index] = True
+                if taken_objects is not None:
+                    if id(store[index]) in taken_objects:
+                        continue
+                    taken_objects.add(id(store[index]))
                 used += cost
                 picked += 1
-                taken[index] = True
                 chosen.append(store[index])
                 ranking.room = max_tokens - used
                 full = picked >= max_entries or used >= max_tokens

@@ -37,6 +37,10 @@ def oracle_retrieve_pools(
     now=None,
 ):
     entries = list(entries)
+    # One object listed twice is one entry, at its first position.
+    firsts = {}
+    for index, entry in enumerate(entries):
+        firsts.setdefault(id(entry), index)
     taken = set()
     scores = {}
     results = {}
@@ -44,7 +48,7 @@ def oracle_retrieve_pools(
         always = []
         context_entries = []
         for index, entry in enumerate(entries):
-            if id(entry) in taken:
+            if id(entry) in taken or firsts[id(entry)] != index:
                 continue
             if not is_active(entry):
                 continue

@@ -222,6 +222,18 @@ def test_agrees_with_oracle(store, pools, context):
     }
 
 
+@given(stores, pool_lists, contexts, st.lists(st.integers(0, 24), max_size=10))
+def test_repeated_objects_agree_with_oracle(store, pools, context, picks):
+    """An object listed twice is one entry, at its first position."""
+    repeated = store + [store[i % len(store)] for i in picks] if store else []
+    random.Random(len(picks)).shuffle(repeated)
+    expected = oracle_retrieve_pools(repeated, pools, context, now=NOW)
+    got = retrieve_pools(repeated, pools, context, now=NOW)
+    assert {k: [id(e) for e in v] for k, v in got.items()} == {
+        k: [id(e) for e in v] for k, v in expected.items()
+    }
+
+
 @given(stores, pool_lists, st.integers(0, 2**32 - 1))
 def test_agrees_with_oracle_custom_hooks(store, pools, seed):
     """(f) with a random custom scorer and counter, still the oracle's answer."""
