@@ -274,7 +274,9 @@ def default_is_active(entry: Entry) -> bool:
     )
 
 
-_WORD_RE: Final = re.compile(r"[^\W_]+")
+# Runs of MIN_WORD_LENGTH or more letters or digits (\w without "_").
+_WORD_RE: Final = re.compile(rf"[^\W_]{{{MIN_WORD_LENGTH},}}")
+_ASCII_WORD_RE: Final = re.compile(rf"[a-z0-9]{{{MIN_WORD_LENGTH},}}")
 
 
 def _words(text: str) -> frozenset[str]:
@@ -283,13 +285,11 @@ def _words(text: str) -> frozenset[str]:
     Non-ASCII text is NFC-normalised first so that a decomposed accent stays
     inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
     """
-    if not text.isascii():
-        text = unicodedata.normalize("NFC", text)
-    return frozenset(
-        word
-        for word in _WORD_RE.findall(text.lower())
-        if len(word) >= MIN_WORD_LENGTH and word not in STOPWORDS
-    )
+    if text.isascii():
+        words = _ASCII_WORD_RE.findall(text.lower())
+    else:
+        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
+    return frozenset(words).difference(STOPWORDS)
 
 
 # Message words are computed once per distinct message; content words once per
@@ -512,36 +512,29 @@ def _message_score(base: float, entry: Entry, query: _Query) -> float:
     return base
 
 
-def _score_bound(entry: Entry, index: int, query: _Query) -> float:
-    """A number no smaller than ``_score(entry, query)``, without reading the content.
-
-    Every factor is exact but the message term, which is taken at its largest
-    for a positive score and at 1 otherwise. Multiplying by a larger positive
-    factor never rounds to a smaller float, so the bound holds in floating
-    point too. Raises what ``_score`` would for a bad ``base_priority`` or
-    ``tags``, naming the entry.
-    """
+def _checked_base_score(entry: Entry, index: int, query: _Query) -> float:
+    """``_base_score``, with an error for a bad ``base_priority`` or ``tags``
+    naming the entry."""
     try:
-        score = _base_score(entry, query)
+        return _base_score(entry, query)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{_label(index, entry)}: {exc}") from None
-    return score * _MAX_MESSAGE_FACTOR if score > 0 and query.words else score
 
 
-def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[float]:
-    """``_score_bound`` of each ranked entry, inlined for the usual field types.
+def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[float]:
+    """``_base_score`` of each ranked entry, inlined for the usual field types.
 
     It runs over the whole store on every call, so the common case (an int
     priority, a str or missing ``created``, a list of str tags sharing none
     of the context's) is computed here without function calls; any other
-    entry goes through :func:`_score_bound`. The result is the same float.
+    entry goes through :func:`_checked_base_score`. The result is the same
+    float, so the exact score can be finished from it.
     """
-    bounds: list[float] = []
-    append = bounds.append
+    scores: list[float] = []
+    append = scores.append
     now = query.now
     query_tags = query.tags
     query_project = query.project
-    message = _MAX_MESSAGE_FACTOR if query.words else 1.0
     cached_seconds = _iso_seconds.get
     for index in ranked:
         entry = store[index]
@@ -564,7 +557,7 @@ def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[
                 except TypeError:  # str() of a non-str item may match a tag
                     general = True
         if general:
-            append(_score_bound(entry, index, query))
+            append(_checked_base_score(entry, index, query))
             continue
         score = float(priority)
         if created is not None:
@@ -580,8 +573,8 @@ def _score_bounds(store: list[Entry], ranked: list[int], query: _Query) -> list[
         project = get("project")
         if project is not None:
             score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
-        append(score * message if score > 0 else score)
-    return bounds
+        append(score)
+    return scores
 
 
 def default_scorer(
@@ -951,13 +944,14 @@ class _Ranking:
     """The eligible entries of one call in ``(-score, created, id, index)`` order.
 
     Scoring every entry exactly is most of the cost of a turn, and a pool only
-    needs its best few. So with the default scorer each entry first gets a
-    cheap upper bound (every factor but the message term, which needs the
-    content), entries are sorted once by it, and a pool's walk computes the
-    exact score only of entries that could still outrank the best exact score
-    found. The exact score is computed the way :func:`default_scorer` computes
-    it, so the order is bit-for-bit the same. A custom scorer's bound is its
-    exact score.
+    needs its best few. So with the default scorer each entry first gets its
+    score without the message term, the one factor that needs the content;
+    times the largest message factor (for a positive score) that bounds the
+    exact score, and multiplying by a larger positive factor never rounds to
+    a smaller float. Entries are sorted once by it, and a pool's walk finishes
+    the score only of entries that could still outrank the best exact score
+    found, the way :func:`default_scorer` computes it, so the order is
+    bit-for-bit the same. A custom scorer's bound is its exact score.
     """
 
     def __init__(
@@ -981,28 +975,37 @@ class _Ranking:
         self.room = 0  # tokens left in the pool being walked; set by the caller
         self._ties: dict[int, tuple[SortKey, SortKey, int]] = {}
         if query is None or exhaustive:
-            bounds = [0.0] * len(ranked)
+            scores = [0.0] * len(ranked)
             position = index = -1
             try:
                 for position, index in enumerate(ranked):
                     entry = store[index]
                     if query is None:
                         score = scorer(entry, context, now=moment)
-                        bounds[position] = _check_score(score, index, entry)
+                        scores[position] = _check_score(score, index, entry)
                     else:
-                        bounds[position] = _score(entry, query)
+                        scores[position] = _score(entry, query)
             except (TypeError, ValueError) as exc:
                 if query is None:
                     raise
                 raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
-            bound = self._exact = dict(zip(ranked, bounds))
+            base = self._exact = dict(zip(ranked, scores))
+            self._factor = 1.0
         else:
-            bound = dict(zip(ranked, _score_bounds(store, ranked, query)))
-            self._exact = {}
-        # Stable: equal bounds stay in input order.
-        self._order = sorted(ranked, key=bound.__getitem__, reverse=True)
-        self._bound = bound
+            base = dict(zip(ranked, _base_scores(store, ranked, query)))
+            # Without message words the base score is the exact score.
+            self._exact = {} if query.words else base
+            self._factor = _MAX_MESSAGE_FACTOR if query.words else 1.0
+        # Stable: equal scores stay in input order. A larger positive base
+        # never has a smaller bound, so this is also the order of the bounds.
+        self._order = sorted(ranked, key=base.__getitem__, reverse=True)
+        self._base = base
         self._exhaustive = exhaustive
+
+    def _bound(self, index: int) -> float:
+        """No exact score of the entry at ``index`` can be larger than this."""
+        score = self._base[index]
+        return score * self._factor if score > 0 else score
 
     def _score(self, index: int) -> float:
         """The exact score of the entry at ``index``, computed at most once."""
@@ -1010,8 +1013,8 @@ class _Ranking:
         if score is None:
             query = self._query
             assert query is not None  # only the default scorer defers
-            # _score_bound already checked the fields _score could reject.
-            score = self._exact[index] = _score(self._store[index], query)
+            score = _message_score(self._base[index], self._store[index], query)
+            self._exact[index] = score
         return score
 
     def cost(self, index: int) -> int:
@@ -1061,7 +1064,6 @@ class _Ranking:
         steps. When tracing, entries an earlier pool took are yielded too.
         """
         order = self._order
-        bound = self._bound
         exhaustive = self._exhaustive
         heap: list[tuple[float, int]] = []
         pop = heapq.heappop
@@ -1075,7 +1077,7 @@ class _Ranking:
                 ):
                     break
                 position += 1
-            if heap and (position == end or -heap[0][0] > bound[order[position]]):
+            if heap and (position == end or -heap[0][0] > self._bound(order[position])):
                 negative = heap[0][0]
                 tied = [pop(heap)[1]]
                 while heap and heap[0][0] == negative:

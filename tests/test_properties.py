@@ -296,13 +296,16 @@ def test_trace_mode_selects_the_same(store, pools, context):
 
 
 @given(stores, contexts)
-def test_score_bounds_bound_the_score(store, context):
-    """The inlined bounds equal _score_bound's, and no bound is below the score."""
+def test_base_scores_finish_to_the_score(store, context):
+    """The inlined base scores equal _base_score's, bound the score when
+    multiplied by the largest message factor, and finish to it exactly."""
     import poolsplit
 
     query = poolsplit._query(context, NOW)
-    ranked = list(range(len(store)))
-    bounds = poolsplit._score_bounds(store, ranked, query)
-    assert bounds == [poolsplit._score_bound(e, i, query) for i, e in enumerate(store)]
-    for entry, bound in zip(store, bounds):
-        assert bound >= default_scorer(entry, context, now=NOW)
+    base = poolsplit._base_scores(store, list(range(len(store))), query)
+    assert base == [poolsplit._base_score(e, query) for e in store]
+    factor = poolsplit._MAX_MESSAGE_FACTOR if query.words else 1.0
+    for entry, partial in zip(store, base):
+        score = default_scorer(entry, context, now=NOW)
+        assert poolsplit._message_score(partial, entry, query) == score
+        assert (partial * factor if partial > 0 else partial) >= score

@@ -250,6 +250,14 @@ def test_ascii_rule_matches_regex(text):
     assert poolsplit._words(text) == expected
 
 
+@given(st.text())
+def test_unicode_rule_matches_plain_definition(text):
+    """Any text: runs of letters/digits (\\w without _) of the NFC lowercase
+    form, 3+ characters, minus stopwords."""
+    runs = re.findall(r"[^\W_]+", unicodedata.normalize("NFC", text).lower())
+    assert poolsplit._words(text) == {w for w in runs if len(w) >= 3} - STOPWORDS
+
+
 def test_stopwords_match_spec():
     """The stopword list is the spec's list."""
     spec = (
