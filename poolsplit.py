@@ -157,8 +157,12 @@ _CACHE_SIZE: Final = 1 << 17
 _SECONDS_PER_DAY: Final = 86400.0
 # The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
-_EXACT_INT: Final = 2**53  # ints up to this size are exact as floats
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Seconds of age past which recency is surely at its floor: the age where
+# 1 - slope * days / horizon reaches the floor, plus a day against rounding.
+_FLOORED_AGE: Final = (
+    (1.0 - RECENCY_FLOOR) / RECENCY_SLOPE * RECENCY_HORIZON_DAYS + 1.0
+) * _SECONDS_PER_DAY
 
 # ---------------------------------------------------------------------------
 # Types of the callables users plug in.
@@ -536,16 +540,15 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
     query_tags = query.tags
     query_project = query.project
     cached_seconds = _iso_seconds.get
+    floored_before = now - _FLOORED_AGE
     for index in ranked:
         entry = store[index]
         get = entry.get
         priority: Any = get("base_priority")
         created = get("created")
         tags = get("tags")
-        general = (
-            type(priority) is not int
-            or not -_EXACT_INT <= priority <= _EXACT_INT
-            or (created is not None and type(created) is not str)
+        general = type(priority) is not int or (
+            created is not None and type(created) is not str
         )
         if tags and not general:
             if type(tags) is not list:
@@ -559,12 +562,18 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
         if general:
             append(_checked_base_score(entry, index, query))
             continue
-        score = float(priority)
+        try:
+            score = float(priority)
+        except OverflowError:  # an int beyond the float range
+            append(_checked_base_score(entry, index, query))
+            continue
         if created is not None:
             seconds = cached_seconds(created)
             if seconds is None:
                 seconds = _parse_iso(created)
-            if seconds is not None:
+            if seconds is not None and seconds < floored_before:
+                score *= RECENCY_FLOOR
+            elif seconds is not None:
                 age = (now - seconds) / _SECONDS_PER_DAY
                 days = age if age > 0.0 else 0.0
                 factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS

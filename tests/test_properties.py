@@ -309,3 +309,18 @@ def test_base_scores_finish_to_the_score(store, context):
         score = default_scorer(entry, context, now=NOW)
         assert poolsplit._message_score(partial, entry, query) == score
         assert (partial * factor if partial > 0 else partial) >= score
+
+
+def test_base_scores_at_the_recency_floor_boundary():
+    """Ages around the day recency reaches its floor score the same inlined."""
+    import poolsplit
+
+    query = poolsplit._query({"tags": ["a"]}, NOW)
+    ages = [0, 0.5, 89, 89.999, 90, 90.0001, 90.5, 91, 91.0001, 365]
+    store = [
+        {"base_priority": 7, "created": (NOW - timedelta(days=age)).isoformat()}
+        for age in ages
+    ]
+    base = poolsplit._base_scores(store, list(range(len(store))), query)
+    assert base == [poolsplit._base_score(e, query) for e in store]
+    assert base[-1] == 7 * poolsplit.RECENCY_FLOOR
