@@ -158,6 +158,9 @@ _SECONDS_PER_DAY: Final = 86400.0
 # The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# The ranking sorts all entries of a small store, else a sample's best eighth.
+_SORT_ALL_BELOW: Final = 16384
+_SAMPLE_STEP: Final = 16
 # Seconds of age past which recency is surely at its floor: the age where
 # 1 - slope * days / horizon reaches the floor, plus a day against rounding.
 _FLOORED_AGE: Final = (
@@ -983,6 +986,7 @@ class _Ranking:
         self.costs: dict[int, int] = {}
         self.room = 0  # tokens left in the pool being walked; set by the caller
         self._ties: dict[int, tuple[SortKey, SortKey, int]] = {}
+        self._rest: tuple[list[int], list[float], float] | None = None
         if query is None or exhaustive:
             scores = [0.0] * len(ranked)
             position = index = -1
@@ -1001,20 +1005,44 @@ class _Ranking:
             base = self._exact = dict(zip(ranked, scores))
             self._factor = 1.0
         else:
-            base = dict(zip(ranked, _base_scores(store, ranked, query)))
+            scores = _base_scores(store, ranked, query)
+            base = self._cut(ranked, scores)
             # Without message words the base score is the exact score.
             self._exact = {} if query.words else base
             self._factor = _MAX_MESSAGE_FACTOR if query.words else 1.0
-        # Stable: equal scores stay in input order. A larger positive base
-        # never has a smaller bound, so this is also the order of the bounds.
-        self._order = sorted(ranked, key=base.__getitem__, reverse=True)
+        # Stable: equal scores stay in input order (a dict keeps insertion
+        # order). A larger positive base never has a smaller bound, so this
+        # is also the order of the bounds.
+        self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
         self._exhaustive = exhaustive
 
-    def _bound(self, index: int) -> float:
-        """No exact score of the entry at ``index`` can be larger than this."""
-        score = self._base[index]
-        return score * self._factor if score > 0 else score
+    def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
+        """The entries worth sorting now: about the best eighth, by a sample.
+
+        A turn's walks rarely go past the first few percent of the order, and
+        sorting all of a large store is a tenth of a turn. Entries below the
+        cutoff are kept aside, in input order, until a walk reaches them.
+        """
+        if not ranked or len(ranked) < _SORT_ALL_BELOW:
+            return dict(zip(ranked, scores))
+        sample = sorted(scores[::_SAMPLE_STEP], reverse=True)
+        cutoff = sample[len(sample) // 8]
+        self._rest = (ranked, scores, cutoff)
+        return {index: score for index, score in zip(ranked, scores) if score >= cutoff}
+
+    def _sort_rest(self) -> None:
+        """Append the entries below the cutoff to the order, sorted the same way."""
+        assert self._rest is not None
+        ranked, scores, cutoff = self._rest
+        self._rest = None
+        rest = {index: score for index, score in zip(ranked, scores) if score < cutoff}
+        self._base.update(rest)  # also the exact scores, when they are the same
+        self._order.extend(sorted(rest, key=rest.__getitem__, reverse=True))
+
+    def _limit(self, base: float) -> float:
+        """No exact score of an entry with this base score can be larger."""
+        return base * self._factor if base > 0 else base
 
     def _score(self, index: int) -> float:
         """The exact score of the entry at ``index``, computed at most once."""
@@ -1086,7 +1114,19 @@ class _Ranking:
                 ):
                     break
                 position += 1
-            if heap and (position == end or -heap[0][0] > self._bound(order[position])):
+            # Entries below the cutoff are needed once one could beat the heap.
+            if (
+                position == end
+                and self._rest is not None
+                and (not heap or -heap[0][0] <= self._limit(self._rest[2]))
+            ):
+                self._sort_rest()
+                end = len(order)
+                continue
+            if heap and (
+                position == end
+                or -heap[0][0] > self._limit(self._base[order[position]])
+            ):
                 negative = heap[0][0]
                 tied = [pop(heap)[1]]
                 while heap and heap[0][0] == negative:

@@ -3,6 +3,7 @@
 import copy
 import random
 from datetime import date, datetime, timedelta, timezone
+from unittest import mock
 
 from conftest import NOW
 from hypothesis import given
@@ -234,6 +235,23 @@ def test_repeated_objects_agree_with_oracle(store, pools, context, picks):
     }
 
 
+@given(stores, pool_lists, contexts, st.integers(1, 4))
+def test_sorting_only_the_best_first_agrees_with_oracle(store, pools, context, step):
+    """With the sort cut at a sample's best eighth even for tiny stores, walks
+    that reach the entries below the cutoff still agree with the oracle."""
+    import poolsplit
+
+    with (
+        mock.patch.object(poolsplit, "_SORT_ALL_BELOW", 0),
+        mock.patch.object(poolsplit, "_SAMPLE_STEP", step),
+    ):
+        got = retrieve_pools(store, pools, context, now=NOW)
+    expected = oracle_retrieve_pools(store, pools, context, now=NOW)
+    assert {k: [id(e) for e in v] for k, v in got.items()} == {
+        k: [id(e) for e in v] for k, v in expected.items()
+    }
+
+
 @given(stores, pool_lists, st.integers(0, 2**32 - 1))
 def test_agrees_with_oracle_custom_hooks(store, pools, seed):
     """(f) with a random custom scorer and counter, still the oracle's answer."""
@@ -324,3 +342,21 @@ def test_base_scores_at_the_recency_floor_boundary():
     base = poolsplit._base_scores(store, list(range(len(store))), query)
     assert base == [poolsplit._base_score(e, query) for e in store]
     assert base[-1] == 7 * poolsplit.RECENCY_FLOOR
+
+
+def test_entry_below_the_sort_cutoff_can_still_win():
+    """An entry left below the cutoff whose message match beats the sorted
+    head is found: the walk sorts the rest when the head's best may lose."""
+    import poolsplit
+
+    store = [
+        {"id": f"e{i}", "base_priority": 6 if i < 2 else 5, "content": "unrelated"}
+        for i in range(8)
+    ]
+    store[7]["content"] = "deploy the cluster"  # score 5 * 2.5 beats 6
+    with (
+        mock.patch.object(poolsplit, "_SORT_ALL_BELOW", 0),
+        mock.patch.object(poolsplit, "_SAMPLE_STEP", 1),
+    ):
+        got = retrieve(store, Pool("p", 100, 1), {"message": "deploy cluster"})
+    assert [e["id"] for e in got] == ["e7"]
