@@ -258,6 +258,45 @@ def test_unicode_rule_matches_plain_definition(text):
     assert poolsplit._words(text) == {w for w in runs if len(w) >= 3} - STOPWORDS
 
 
+def _digits(count):
+    return st.text(alphabet="0123456789", min_size=count, max_size=count)
+
+
+common_iso = st.builds(
+    lambda date_part, time_part, zone: date_part + time_part + zone,
+    st.builds("{}-{}-{}".format, _digits(4), _digits(2), _digits(2)),
+    st.one_of(
+        st.just(""),
+        st.builds(
+            "{}{}:{}:{}".format,
+            st.sampled_from("Tt "),
+            _digits(2),
+            _digits(2),
+            _digits(2),
+        ),
+    ),
+    st.one_of(
+        st.just(""),
+        st.sampled_from("Zz"),
+        st.builds("{}{}:{}".format, st.sampled_from("+-"), _digits(2), _digits(2)),
+    ),
+).filter(poolsplit._COMMON_ISO_RE.fullmatch)
+real_iso = st.builds(
+    lambda moment, minutes: moment.replace(
+        microsecond=0, tzinfo=timezone(timedelta(minutes=minutes))
+    ).isoformat(),
+    st.datetimes(datetime(1, 1, 2), datetime(9999, 12, 30)),
+    st.integers(-(24 * 60 - 1), 24 * 60 - 1),
+)
+
+
+@given(st.one_of(common_iso, real_iso, st.text(max_size=30)))
+def test_fast_iso_forms_read_as_the_general_rule(text):
+    """The fromisoformat shortcut gives exactly the written-out rule's result,
+    for valid and invalid dates, hours, and offsets up to 99:99."""
+    assert poolsplit._read_iso(text) == poolsplit._read_iso_general(text)
+
+
 def test_stopwords_match_spec():
     """The stopword list is the spec's list."""
     spec = (
