@@ -559,10 +559,10 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
     """``_base_score`` of each ranked entry, inlined for the usual field types.
 
     It runs over the whole store on every call, so the common case (an int
-    priority, a str or missing ``created``, a list of str tags sharing none
-    of the context's) is computed here without function calls; any other
-    entry goes through :func:`_checked_base_score`. The result is the same
-    float, so the exact score can be finished from it.
+    or float priority, a str or missing ``created``, a list of str tags) is
+    computed here without function calls, by the same operations in the
+    same order; any other entry goes through :func:`_checked_base_score`.
+    The result is the same float, so the exact score can be finished from it.
     """
     scores: list[float] = []
     append = scores.append
@@ -571,25 +571,29 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
     query_project = query.project
     cached_seconds = _iso_seconds.get
     floored_before = now - _FLOORED_AGE
+    isnan = math.isnan
     for index in ranked:
         entry = store[index]
         get = entry.get
         priority: Any = get("base_priority")
         created = get("created")
         tags = get("tags")
-        general = type(priority) is not int or (
-            created is not None and type(created) is not str
+        general = (created is not None and type(created) is not str) or (
+            bool(tags) and type(tags) is not list
         )
-        if tags and not general:
-            if type(tags) is not list:
+        tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
+        if tags and query_tags and not general:
+            try:
+                "".join(tags)  # raises TypeError unless every item is a str
+            except TypeError:  # str() of a non-str item may match a tag
                 general = True
-            elif query_tags:
-                try:
-                    "".join(tags)  # raises TypeError unless every item is a str
-                    general = not query_tags.isdisjoint(tags)
-                except TypeError:  # str() of a non-str item may match a tag
-                    general = True
-        if general:
+            else:
+                if not query_tags.isdisjoint(tags):
+                    distinct = frozenset(tags)
+                    shared = len(distinct & query_tags)
+                    tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
+        kind = type(priority)
+        if general or not (kind is int or (kind is float and not isnan(priority))):
             append(_checked_base_score(entry, index, query))
             continue
         try:
@@ -608,7 +612,8 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
                 days = age if age > 0.0 else 0.0
                 factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
                 score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-        # Tags sharing none of the context's multiply by exactly 1.0: skipped.
+        if tag_factor:
+            score *= tag_factor
         project = get("project")
         if project is not None:
             score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
