@@ -1133,6 +1133,8 @@ class _Ranking:
         steps. When tracing, entries an earlier pool took are yielded too.
         """
         order = self._order
+        base = self._base
+        limit = self._limit
         exhaustive = self._exhaustive
         heap: list[tuple[float, int]] = []
         pop = heapq.heappop
@@ -1155,10 +1157,7 @@ class _Ranking:
                 self._sort_rest()
                 end = len(order)
                 continue
-            if heap and (
-                position == end
-                or -heap[0][0] > self._limit(self._base[order[position]])
-            ):
+            if heap and (position == end or -heap[0][0] > limit(base[order[position]])):
                 negative = heap[0][0]
                 tied = [pop(heap)[1]]
                 while heap and heap[0][0] == negative:
