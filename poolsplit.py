@@ -582,13 +582,13 @@ def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[f
             bool(tags) and type(tags) is not list
         )
         tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
-        if tags and query_tags and not general:
+        if tags and not general:
             try:
                 "".join(tags)  # raises TypeError unless every item is a str
-            except TypeError:  # str() of a non-str item may match a tag
+            except TypeError:  # str() of a non-str item may fail or match a tag
                 general = True
             else:
-                if not query_tags.isdisjoint(tags):
+                if query_tags and not query_tags.isdisjoint(tags):
                     distinct = frozenset(tags)
                     shared = len(distinct & query_tags)
                     tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
@@ -734,7 +734,11 @@ def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
         return count
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
         return int(count)
-    counted = token_counter(_content(entry))
+    try:
+        text = _content(entry)
+    except (TypeError, ValueError) as exc:  # str() of the content failed
+        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+    counted = token_counter(text)
     if type(counted) is not int:
         if isinstance(counted, bool) or not isinstance(counted, int):
             raise TypeError(
@@ -862,7 +866,8 @@ def _select(
     # One object listed twice is one entry: it may land in one pool only.
     # explain() reports the repeats and a custom scorer must see each object
     # once, so then they are found up front; otherwise a repeat is only
-    # noticed when taken (see taken_objects), which spares a lookup per entry.
+    # noticed when a pool first considers it (see first_seen), which spares a
+    # lookup per entry.
     early_repeats = trace or query is None
     default_active = is_active is default_is_active
     accepted: frozenset[object] | None = frozenset(
@@ -911,9 +916,11 @@ def _select(
     )
     walk = ranking.walk
     taken = [False] * count
-    # With late repeats: id() of every object taken. A repeat ties with its
-    # first position in every order, so the first is always the one taken.
-    taken_objects: set[int] | None = None if early_repeats else set()
+    # With late repeats: id() -> position of each object a pool considered.
+    # A repeat ties with its first position in every order and costs the
+    # same, so the first is considered first; the repeat is then passed over
+    # before it is costed, as if it were not in the input.
+    first_seen: dict[int, int] | None = None if early_repeats else {}
     results: dict[str, list[Entry]] = {}
     steps: list[Step] = []
     for pool in checked_pools:
@@ -924,10 +931,11 @@ def _select(
                 continue
             if not taken[index]:
                 taken[index] = True
-                if taken_objects is not None:
-                    if id(store[index]) in taken_objects:
-                        continue
-                    taken_objects.add(id(store[index]))
+                if (
+                    first_seen is not None
+                    and first_seen.setdefault(id(store[index]), index) != index
+                ):
+                    continue
                 chosen.append(store[index])
                 outcome = TAKEN_ALWAYS
             elif trace:
@@ -949,16 +957,18 @@ def _select(
             if taken[index]:  # only reported when tracing
                 steps.append(Step(index, pool.name, TAKEN_EARLIER, score, None, used))
                 continue
+            if (
+                first_seen is not None
+                and first_seen.setdefault(id(store[index]), index) != index
+            ):
+                taken[index] = True
+                continue
             cost = ranking.cost(index)
             if full:  # only reached when tracing
                 outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
                 steps.append(Step(index, pool.name, outcome, score, cost, used))
             elif used + cost <= max_tokens:
                 taken[index] = True
-                if taken_objects is not None:
-                    if id(store[index]) in taken_objects:
-                        continue
-                    taken_objects.add(id(store[index]))
                 used += cost
                 picked += 1
                 chosen.append(store[index])
@@ -1082,7 +1092,11 @@ class _Ranking:
         if score is None:
             query = self._query
             assert query is not None  # only the default scorer defers
-            score = _message_score(self._base[index], self._store[index], query)
+            entry = self._store[index]
+            try:
+                score = _message_score(self._base[index], entry, query)
+            except (TypeError, ValueError) as exc:  # str() of the content failed
+                raise type(exc)(f"{_label(index, entry)}: {exc}") from None
             self._exact[index] = score
         return score
 

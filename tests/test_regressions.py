@@ -133,3 +133,64 @@ def test_strict_utf8_stdout_is_what_capsys_gives():
     stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     with pytest.raises(UnicodeEncodeError):
         stream.write("\ud800")
+
+
+# --- found by the adversarial review of the lazy ranking -------------------
+
+UNPRINTABLE = 10**5000  # str() raises ValueError past the int digit limit
+
+
+class _TypeErrorText:
+    def __str__(self):
+        raise TypeError("no text")
+
+
+@pytest.mark.parametrize("token_count", [None, 5])
+def test_content_that_cannot_become_text_names_the_entry(token_count):
+    """Whether str(content) fails while counting tokens or while matching the
+    message, the error names the entry (token_count 5 skips the counting)."""
+    store = [{"id": "b", "content": _TypeErrorText(), "token_count": token_count}]
+    with pytest.raises(TypeError, match=r"^entries\[0\] \(id='b'\): no text$"):
+        retrieve(store, Pool("p", 100, 1), {"message": "deploy"}, now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_content_of_a_tied_entry_is_an_error():
+    """Every eligible entry is costed as the oracle costs it: a content that
+    cannot become text fails the call, naming the entry, not only when the
+    entry happens to be reached."""
+    store = [
+        {"id": "a", "content": "deploy", "base_priority": 5},
+        {"id": "b", "content": UNPRINTABLE, "base_priority": 5},
+    ]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_tag_is_an_error_without_context_tags():
+    """A tag that cannot become text fails whether or not the context has tags."""
+    store = [{"id": "a", "base_priority": 5}, {"id": "b", "tags": [UNPRINTABLE]}]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), None, now=NOW)
+
+
+def test_repeated_object_is_counted_once_even_by_a_changing_counter():
+    """A repeat is passed over before it is costed: a counter whose answer
+    changes between calls cannot let the repeat in where its first position
+    did not fit."""
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return 100 if len(calls) == 1 else 1
+
+    entry = {"id": "x", "content": "hello"}
+    assert (
+        retrieve([entry, entry], Pool("p", 10, 5), now=NOW, token_counter=counter) == []
+    )
+    assert calls == ["hello"]
