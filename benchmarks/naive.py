@@ -33,7 +33,8 @@ def parse(value: Any) -> float | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
-        return (value - _EPOCH).total_seconds()
+        seconds: float = (value - _EPOCH).total_seconds()
+        return seconds
     if not isinstance(value, str):
         return None
     m = _ISO.fullmatch(value.strip())
@@ -102,7 +103,12 @@ def cost(entry: dict[str, Any]) -> int:
     return max(1, len(entry.get("content") or "") // 4)
 
 
-def retrieve_pools(store, pools, context, now):  # type: ignore[no-untyped-def]
+def retrieve_pools(
+    store: list[dict[str, Any]],
+    pools: list[ps.Pool],
+    context: dict[str, Any],
+    now: datetime,
+) -> dict[str, list[dict[str, Any]]]:
     taken: set[int] = set()
     out: dict[str, list[dict[str, Any]]] = {}
     for pool in pools:

@@ -23,6 +23,7 @@ import tempfile
 import time
 import tracemalloc
 from datetime import datetime, timezone
+from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -40,10 +41,14 @@ POOLS = [
     Pool("growth", 200, 1, ("growth",)),
     Pool("episodes", 300, 2, ("episode",)),
 ]
+# One timed call of a shape, and what builds it (the store is not timed).
+Run = Callable[[], object]
+Maker = Callable[[], Run]
+
 CONTEXT = {"message": "deploy the billing cluster", "tags": ["billing"]}
 
 
-def store(n: int, seed: int, always_every: int = 50) -> list[dict[str, object]]:
+def store(n: int, seed: int, always_every: int = 50) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     return [
         {
@@ -59,7 +64,7 @@ def store(n: int, seed: int, always_every: int = 50) -> list[dict[str, object]]:
     ]
 
 
-def measure(run, *, memory: bool) -> tuple[float, float]:
+def measure(run: Run, *, memory: bool) -> tuple[float, float]:
     """Seconds of one run, and its tracemalloc peak in MB (a second run)."""
     poolsplit.clear_caches()
     start = time.perf_counter()
@@ -79,7 +84,9 @@ ROWS: list[tuple[str, str, float, str, float, float]] = []
 QUICK = {"on": False}  # set by --quick
 
 
-def shape(name: str, small: str, large: str, make_small, make_large) -> None:
+def shape(
+    name: str, small: str, large: str, make_small: Maker, make_large: Maker
+) -> None:
     """Time both sizes; record the ratio and the larger run's peak memory."""
     small_time, _ = measure(make_small(), memory=False)
     large_time, peak = measure(make_large(), memory=True)
@@ -94,25 +101,27 @@ def shape(name: str, small: str, large: str, make_small, make_large) -> None:
         raise SystemExit(f"{name}: time grew {ratio:.0f}x for 10x the size")
 
 
-def entries_shape(n: int, seed: int):
+def entries_shape(n: int, seed: int) -> Run:
     data = store(n, seed)
     return lambda: retrieve_pools(data, POOLS, CONTEXT, now=NOW)
 
 
-def always_shape(n: int, seed: int):
+def always_shape(n: int, seed: int) -> Run:
     data = store(n, seed, always_every=1)
     return lambda: explain(data, POOLS, CONTEXT, now=NOW)
 
 
-def content_shape(megabytes: float, seed: int):
+def content_shape(megabytes: float, seed: int) -> Run:
     rng = random.Random(seed)
     words = " ".join(rng.choices(WORDS + ("x" * 12,), k=int(megabytes * 1e6 / 8)))
-    data = [{"id": "big", "type": "fact", "content": words[: int(megabytes * 1e6)]}]
+    data: list[dict[str, Any]] = [
+        {"id": "big", "type": "fact", "content": words[: int(megabytes * 1e6)]}
+    ]
     data += store(100, seed)
     return lambda: explain(data, POOLS, CONTEXT, now=NOW)
 
 
-def pools_shape(p: int, seed: int):
+def pools_shape(p: int, seed: int) -> Run:
     data = store(10_000, seed)
     for i, entry in enumerate(data):
         entry["type"] = f"t{i % p}"
@@ -120,7 +129,7 @@ def pools_shape(p: int, seed: int):
     return lambda: retrieve_pools(data, pools, CONTEXT, now=NOW)
 
 
-def numbers_shape(n: int, seed: int):
+def numbers_shape(n: int, seed: int) -> Run:
     """Extreme numbers in every numeric field, and a scorer returning them."""
     rng = random.Random(seed)
     extremes = [1e308, -1e308, float("inf"), -float("inf"), 10**300, -(10**300), 0]
@@ -137,10 +146,12 @@ def numbers_shape(n: int, seed: int):
     ]
     pools = [Pool("huge", 10**18, 10**9), Pool("zero", 0, 0), Pool("rest", 2**63, 5)]
 
-    def scorer(entry, context, *, now):
+    def scorer(
+        entry: poolsplit.Entry, context: poolsplit.Context | None, *, now: datetime
+    ) -> float:
         return extremes[len(str(entry["id"])) % len(extremes)]
 
-    def run():
+    def run() -> None:
         retrieve_pools(data, pools, CONTEXT, now=NOW)
         explain(data, pools, CONTEXT, now=NOW, scorer=scorer)
         poolsplit.validate(data)
@@ -173,7 +184,7 @@ def cli_shapes(work: str, scale: int) -> None:
         )
         assert status == 2 and one_line, err
 
-    def long_line(n: int):
+    def long_line(n: int) -> Run:
         path = os.path.join(work, f"long{n}.json")
         with open(path, "w") as handle:
             json.dump(store(n, 1), handle)  # one JSON array on one line
