@@ -180,24 +180,28 @@ def interleaved_growth(
     The machine's speed drifts over a run (these machines are shared), and
     medians taken minutes apart can differ by more than the growth itself;
     alternating the two sizes turn by turn puts both under the same drift.
-    The floor is alternated the same way: its own growth is what a pass over
-    a store this size costs on this machine's memory, the line to read
-    poolsplit's growth against.
+    Each timed turn follows an untimed turn on the same store, as in an
+    agent loop: timed straight after the other size, the small store would
+    find the CPU caches full of the large one and look slower than it is,
+    which flatters the growth. The floor is alternated the same way: its own
+    growth is what one pass over a store this size costs on this machine's
+    memory, the line to read poolsplit's growth against.
     """
     stores = {n: generate.make_store(n, seed) for n in (small, large)}
     keys = {n: [float(i * 7919 % n) for i in range(n)] for n in (small, large)}
     pools = generate.make_pools()
-    contexts = generate.make_contexts(repeat + 1, seed=11)
+    contexts = generate.make_contexts(2 * repeat, seed=11)
     times: dict[int, list[float]] = {small: [], large: []}
     floors: dict[int, list[float]] = {small: [], large: []}
-    for store in stores.values():
-        poolsplit.retrieve_pools(store, pools, contexts[0], now=generate.NOW)
-    for ctx in contexts[1:]:
+    for turn in range(repeat):
+        warm_up, ctx = contexts[2 * turn], contexts[2 * turn + 1]
         for n, store in stores.items():
+            poolsplit.retrieve_pools(store, pools, warm_up, now=generate.NOW)
             times[n] += timed(
                 partial(poolsplit.retrieve_pools, store, pools, ctx, now=generate.NOW),
                 1,
             )
+            floor_pass(store, keys[n])
             floors[n] += timed(partial(floor_pass, store, keys[n]), 1)
 
     def growth(samples: dict[int, list[float]]) -> float:
