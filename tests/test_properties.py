@@ -315,15 +315,17 @@ def test_trace_mode_selects_the_same(store, pools, context):
 
 @given(stores, contexts)
 def test_base_scores_finish_to_the_score(store, context):
-    """The inlined base scores equal _base_score's, bound the score when
+    """The base scores inlined in _scan equal _base_score's, bound the score when
     multiplied by the largest message factor, and finish to it exactly."""
     import poolsplit
 
     query = poolsplit._query(context, NOW)
-    base = poolsplit._base_scores(store, list(range(len(store))), query)
-    assert base == [poolsplit._base_score(e, query) for e in store]
+    scan = poolsplit._scan(store, [Pool("all", 1, 1)], default_is_active, query, False)
+    ranked = [store[i] for i in scan.ranked]
+    base = scan.base_scores
+    assert base == [poolsplit._base_score(e, query) for e in ranked]
     factor = poolsplit._MAX_MESSAGE_FACTOR if query.words else 1.0
-    for entry, partial in zip(store, base):
+    for entry, partial in zip(ranked, base):
         score = default_scorer(entry, context, now=NOW)
         assert poolsplit._message_score(partial, entry, query) == score
         assert (partial * factor if partial > 0 else partial) >= score
@@ -339,7 +341,9 @@ def test_base_scores_at_the_recency_floor_boundary():
         {"base_priority": 7, "created": (NOW - timedelta(days=age)).isoformat()}
         for age in ages
     ]
-    base = poolsplit._base_scores(store, list(range(len(store))), query)
+    scan = poolsplit._scan(store, [Pool("all", 1, 1)], default_is_active, query, False)
+    base = scan.base_scores
+    assert scan.ranked == list(range(len(store)))
     assert base == [poolsplit._base_score(e, query) for e in store]
     assert base[-1] == 7 * poolsplit.RECENCY_FLOOR
 

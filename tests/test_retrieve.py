@@ -255,6 +255,23 @@ def test_entry_not_mapping_raises(bad):
         retrieve(bad, Pool("p", 1, 1), now=NOW)
 
 
+@pytest.mark.parametrize(
+    "bad_score",
+    [{"id": "p", "base_priority": "high"}, {"id": "t", "tags": 5}],
+)
+def test_a_malformed_entry_is_reported_before_a_bad_score(bad_score):
+    """Every path reports a non-Mapping entry before an unscorable one, even
+    when the unscorable one comes first: the fast path scores in the same
+    pass that checks the entries, and must keep explain()'s precedence."""
+    store = [bad_score, "not a mapping"]
+    pools = [Pool("p", 10, 1)]
+    for call in (retrieve_pools, poolsplit.explain):
+        with pytest.raises(TypeError, match=r"^entries\[1\] must be a Mapping"):
+            call(store, pools, {"message": "deploy"}, now=NOW)
+    with pytest.raises(TypeError, match=r"^entries\[0\] \(id=.*\): "):
+        retrieve_pools([bad_score, {"id": "ok"}], pools, now=NOW)
+
+
 def test_entries_not_iterable_raises():
     """entries must be iterable."""
     with pytest.raises(
@@ -565,6 +582,14 @@ def test_same_object_twice_in_input_lands_in_one_pool():
     a = {"id": "a"}
     result = retrieve_pools([a, a], [Pool("one", 100, 1), Pool("two", 100, 5)], now=NOW)
     assert result == {"one": [a], "two": []}
+
+
+def test_same_always_object_twice_loads_once():
+    """An always-scope object listed twice is one entry: loaded once, first."""
+    a = {"id": "a", "scope": "always"}
+    b = {"id": "b"}
+    result = retrieve_pools([a, b, a], [Pool("one", 100, 5)], now=NOW)
+    assert result == {"one": [a, b]}
 
 
 def test_scorer_called_at_most_once_per_entry():
