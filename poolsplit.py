@@ -858,55 +858,61 @@ def _scan(
             ranked.append(index)
             if scoring is None:
                 continue
-            priority: Any = get("base_priority")
-            created = get("created")
-            tags = get("tags")
-            general = (created is not None and type(created) is not str) or (
-                bool(tags) and type(tags) is not list
-            )
-            tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
-            if tags and not general:
-                try:
-                    "".join(tags)  # raises TypeError unless every item is a str
-                except TypeError:  # str() of a non-str item may fail or match a tag
-                    general = True
-                else:
-                    if query_tags and not query_tags.isdisjoint(tags):
-                        distinct = frozenset(tags)
-                        shared = len(distinct & query_tags)
-                        tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
-            number = type(priority)
-            if general or not (
-                number is int or (number is float and not isnan(priority))
-            ):
-                unusual.append(len(scores))
-                append(0.0)
-                continue
+            # Anything unusual (a field type off this path, an exception from
+            # a value) is scored after the pass by _checked_base_score, in
+            # ranked order: errors come out as on every other path, after
+            # every entry is checked and every is_active call is made.
+            score: float | None = None
             try:
-                score = float(priority)
-            except OverflowError:  # an int beyond the float range
+                priority: Any = get("base_priority")
+                created = get("created")
+                tags = get("tags")
+                number = type(priority)
+                usual = (
+                    (number is int or (number is float and not isnan(priority)))
+                    and (created is None or type(created) is str)
+                    and (not tags or type(tags) is list)
+                )
+                tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
+                if usual and tags:
+                    try:
+                        "".join(tags)  # raises TypeError unless every item is a str
+                    except TypeError:  # str() of a non-str item may fail or match
+                        usual = False
+                    else:
+                        if query_tags and not query_tags.isdisjoint(tags):
+                            distinct = frozenset(tags)
+                            shared = len(distinct & query_tags)
+                            tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
+                if usual:
+                    score = float(priority)  # OverflowError beyond the float range
+                    if created is not None:
+                        seconds = cached_seconds(created)
+                        if seconds is None:
+                            seconds = _parse_iso(created)
+                        if seconds is not None and seconds < floored_before:
+                            score *= RECENCY_FLOOR
+                        elif seconds is not None:
+                            age = (now - seconds) / _SECONDS_PER_DAY
+                            days = age if age > 0.0 else 0.0
+                            factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+                            score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+                    if tag_factor:
+                        score *= tag_factor
+                    project = get("project")
+                    if project is not None:
+                        score *= (
+                            PROJECT_MATCH
+                            if project == query_project
+                            else PROJECT_MISMATCH
+                        )
+            except Exception:
+                score = None
+            if score is None:
                 unusual.append(len(scores))
                 append(0.0)
-                continue
-            if created is not None:
-                seconds = cached_seconds(created)
-                if seconds is None:
-                    seconds = _parse_iso(created)
-                if seconds is not None and seconds < floored_before:
-                    score *= RECENCY_FLOOR
-                elif seconds is not None:
-                    age = (now - seconds) / _SECONDS_PER_DAY
-                    days = age if age > 0.0 else 0.0
-                    factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                    score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-            if tag_factor:
-                score *= tag_factor
-            project = get("project")
-            if project is not None:
-                score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
-            append(score)
-    # Scored after the pass, so a malformed entry anywhere is reported before
-    # a bad base_priority or tags, as on every other path.
+            else:
+                append(score)
     if scoring is not None:
         for position in unusual:
             index = ranked[position]

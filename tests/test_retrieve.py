@@ -272,6 +272,41 @@ def test_a_malformed_entry_is_reported_before_a_bad_score(bad_score):
         retrieve_pools([bad_score, {"id": "ok"}], pools, now=NOW)
 
 
+class _EqRaises:
+    """A project value whose comparison raises (an exception from a value)."""
+
+    def __eq__(self, other):
+        raise RuntimeError("eq boom")
+
+    __hash__ = object.__hash__
+
+
+def test_an_exception_from_a_value_waits_for_the_whole_scan():
+    """An exception raised while scoring an otherwise usual entry comes after
+    every entry is checked and every is_active call is made, and after an
+    earlier entry's bad base_priority: the order of every other path."""
+    pools = [Pool("p", 10, 5)]
+    raising = {"id": "a", "base_priority": 5, "project": _EqRaises()}
+    with pytest.raises(TypeError, match=r"^entries\[1\] must be a Mapping"):
+        retrieve_pools([raising, "oops"], pools, now=NOW)
+    bad = {"id": "b", "base_priority": "high"}
+    with pytest.raises(TypeError, match=r"^entries\[0\] \(id='b'\): base_priority"):
+        retrieve_pools([bad, raising], pools, now=NOW)
+    calls = []
+
+    def is_active(entry):
+        calls.append(entry["id"])
+        if entry["id"] == "c":
+            raise LookupError("is_active boom")
+        return True
+
+    with pytest.raises(LookupError, match="is_active boom"):
+        retrieve_pools([raising, {"id": "c"}], pools, is_active=is_active, now=NOW)
+    assert calls == ["a", "c"]
+    with pytest.raises(RuntimeError, match="eq boom"):
+        retrieve_pools([{"id": "ok"}, raising], pools, now=NOW)
+
+
 def test_entries_not_iterable_raises():
     """entries must be iterable."""
     with pytest.raises(
