@@ -814,6 +814,7 @@ def _scan(
     scores: list[float] = []
     append = scores.append
     unusual: list[int] = []  # positions in scores of entries scored afterwards
+    failures: dict[int, Exception] = {}  # ... and what scoring them raised
     if scoring is not None:
         now = scoring.now
         query_tags = scoring.tags
@@ -858,10 +859,10 @@ def _scan(
             ranked.append(index)
             if scoring is None:
                 continue
-            # Anything unusual (a field type off this path, an exception from
-            # a value) is scored after the pass by _checked_base_score, in
-            # ranked order: errors come out as on every other path, after
-            # every entry is checked and every is_active call is made.
+            # An entry off this path (an unusual field type) is scored after
+            # the pass by _checked_base_score; an exception from a value is
+            # raised after the pass. In ranked order, after every entry is
+            # checked and every is_active call is made, as on every other path.
             score: float | None = None
             try:
                 priority: Any = get("base_priority")
@@ -885,29 +886,34 @@ def _scan(
                             shared = len(distinct & query_tags)
                             tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
                 if usual:
-                    score = float(priority)  # OverflowError beyond the float range
+                    try:
+                        value = float(priority)
+                    except OverflowError:  # an int beyond the float range
+                        usual = False
+                if usual:
                     if created is not None:
                         seconds = cached_seconds(created)
                         if seconds is None:
                             seconds = _parse_iso(created)
                         if seconds is not None and seconds < floored_before:
-                            score *= RECENCY_FLOOR
+                            value *= RECENCY_FLOOR
                         elif seconds is not None:
                             age = (now - seconds) / _SECONDS_PER_DAY
                             days = age if age > 0.0 else 0.0
                             factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                            score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+                            value *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
                     if tag_factor:
-                        score *= tag_factor
+                        value *= tag_factor
                     project = get("project")
                     if project is not None:
-                        score *= (
+                        value *= (
                             PROJECT_MATCH
                             if project == query_project
                             else PROJECT_MISMATCH
                         )
-            except Exception:
-                score = None
+                    score = value  # set last: a failure above leaves it None
+            except Exception as exc:
+                failures[len(scores)] = exc
             if score is None:
                 unusual.append(len(scores))
                 append(0.0)
@@ -916,7 +922,14 @@ def _scan(
     if scoring is not None:
         for position in unusual:
             index = ranked[position]
-            scores[position] = _checked_base_score(store[index], index, scoring)
+            failure = failures.get(position)
+            if failure is None:
+                scores[position] = _checked_base_score(store[index], index, scoring)
+            elif isinstance(failure, (TypeError, ValueError)):
+                label = _label(index, store[index])
+                raise type(failure)(f"{label}: {failure}") from None
+            else:
+                raise failure
     return _Scan(
         active,
         types,

@@ -307,6 +307,28 @@ def test_an_exception_from_a_value_waits_for_the_whole_scan():
         retrieve_pools([{"id": "ok"}, raising], pools, now=NOW)
 
 
+class _Ambiguous:
+    """A project value that compares to an object whose truth value raises."""
+
+    def __eq__(self, other):
+        return self
+
+    def __bool__(self):
+        raise TypeError("ambiguous truth value")
+
+    __hash__ = object.__hash__
+
+
+def test_a_type_error_from_a_value_names_the_entry_on_every_path():
+    """retrieve_pools and explain() report it alike, with the entry's label."""
+    store = [{"id": "ok"}, {"id": "x", "base_priority": 5, "project": _Ambiguous()}]
+    pools = [Pool("p", 10, 5)]
+    expected = r"^entries\[1\] \(id='x'\): ambiguous truth value$"
+    for call in (retrieve_pools, poolsplit.explain):
+        with pytest.raises(TypeError, match=expected):
+            call(store, pools, {"project": "a"}, now=NOW)
+
+
 def test_entries_not_iterable_raises():
     """entries must be iterable."""
     with pytest.raises(
