@@ -868,11 +868,10 @@ def _scan(
                 priority: Any = get("base_priority")
                 created = get("created")
                 tags = get("tags")
-                number = type(priority)
-                usual = (
-                    (number is int or (number is float and not isnan(priority)))
-                    and (created is None or type(created) is str)
-                    and (not tags or type(tags) is list)
+                # The same reads in the same order as before this path was
+                # fused into the scan, so a value that raises raises the same.
+                usual = (created is None or type(created) is str) and (
+                    not tags or type(tags) is list
                 )
                 tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
                 if usual and tags:
@@ -885,6 +884,10 @@ def _scan(
                             distinct = frozenset(tags)
                             shared = len(distinct & query_tags)
                             tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
+                number = type(priority)
+                usual = usual and (
+                    number is int or (number is float and not isnan(priority))
+                )
                 if usual:
                     try:
                         value = float(priority)
