@@ -783,7 +783,7 @@ def _scan(
     The base score (:func:`_base_score`: every factor but the message term)
     is computed in the same pass: a store too large for the CPU cache costs
     memory fetches per entry per pass, and a second pass over the ranked
-    entries cost 2-6% of a warm turn at 100,000 entries. The usual field
+    entries cost 7-10% of a warm turn at 100,000 entries. The usual field
     types (an int or float priority, a str or missing ``created``, a list of
     str tags) are scored inline by the same operations in the same order, so
     the float is the same; any other entry goes through
