@@ -813,8 +813,9 @@ def _scan(
     scoring = None if trace else query
     scores: list[float] = []
     append = scores.append
-    unusual: list[int] = []  # positions in scores of entries scored afterwards
-    failures: dict[int, Exception] = {}  # ... and what scoring them raised
+    # Positions in scores of entries scored after the pass, with what
+    # scoring them inline raised, if anything.
+    unusual: list[tuple[int, Exception | None]] = []
     if scoring is not None:
         now = scoring.now
         query_tags = scoring.tags
@@ -864,6 +865,7 @@ def _scan(
             # raised after the pass. In ranked order, after every entry is
             # checked and every is_active call is made, as on every other path.
             score: float | None = None
+            failure: Exception | None = None
             try:
                 priority: Any = get("base_priority")
                 created = get("created")
@@ -916,16 +918,15 @@ def _scan(
                         )
                     score = value  # set last: a failure above leaves it None
             except Exception as exc:
-                failures[len(scores)] = exc
+                failure = exc
             if score is None:
-                unusual.append(len(scores))
+                unusual.append((len(scores), failure))
                 append(0.0)
             else:
                 append(score)
     if scoring is not None:
-        for position in unusual:
+        for position, failure in unusual:
             index = ranked[position]
-            failure = failures.get(position)
             if failure is None:
                 scores[position] = _checked_base_score(store[index], index, scoring)
             elif isinstance(failure, (TypeError, ValueError)):
