@@ -552,7 +552,7 @@ def _checked_base_score(entry: Entry, index: int, query: _Query) -> float:
     try:
         return _base_score(entry, query)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+        raise _labelled(exc, index, entry) from None
 
 
 def default_scorer(
@@ -630,6 +630,11 @@ def _label(index: int, entry: object) -> str:
     return f"entries[{index}]"
 
 
+def _labelled(exc: Exception, index: int, entry: object) -> Exception:
+    """``exc`` again, its message led by the entry's position and ``id``."""
+    return type(exc)(f"{_label(index, entry)}: {exc}")
+
+
 SortKey = tuple[int, Union[float, str], str]
 
 
@@ -671,7 +676,7 @@ def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
     try:
         text = _content(entry)
     except (TypeError, ValueError) as exc:  # str() of the content failed
-        raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+        raise _labelled(exc, index, entry) from None
     counted = token_counter(text)
     if type(counted) is not int:
         if isinstance(counted, bool) or not isinstance(counted, int):
@@ -930,8 +935,7 @@ def _scan(
             if failure is None:
                 scores[position] = _checked_base_score(store[index], index, scoring)
             elif isinstance(failure, (TypeError, ValueError)):
-                label = _label(index, store[index])
-                raise type(failure)(f"{label}: {failure}") from None
+                raise _labelled(failure, index, store[index]) from None
             else:
                 raise failure
     return _Scan(
@@ -1115,7 +1119,7 @@ class _Ranking:
             except (TypeError, ValueError) as exc:
                 if query is None:
                     raise
-                raise type(exc)(f"{_label(index, store[index])}: {exc}") from None
+                raise _labelled(exc, index, store[index]) from None
             base = self._exact = dict(zip(ranked, scores))
             self._factor = 1.0
         else:
@@ -1169,7 +1173,7 @@ class _Ranking:
             try:
                 score = _message_score(self._base[index], entry, query)
             except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise type(exc)(f"{_label(index, entry)}: {exc}") from None
+                raise _labelled(exc, index, entry) from None
             self._exact[index] = score
         return score
 
