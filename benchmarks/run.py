@@ -50,6 +50,11 @@ def floor_pass(store: list[dict[str, Any]], keys: list[float]) -> None:
     sorted(keys)
 
 
+def floor_keys(n: int) -> list[float]:
+    """The N precomputed floats the floor sorts: a fixed shuffle of 0..n-1."""
+    return [float(i * 7919 % n) for i in range(n)]
+
+
 def cold_child(n: int, seed: int) -> None:
     """In a fresh process: build the store, then time the very first call."""
     store = generate.make_store(n, seed)
@@ -111,7 +116,7 @@ def bench_size(
     store = generate.make_store(n, seed)
     pools = generate.make_pools()
     contexts = generate.make_contexts(turns + 1, seed=7)
-    keys = [float(i * 7919 % n) for i in range(n)]
+    keys = floor_keys(n)
     now = generate.NOW
     row: dict[str, Any] = {"n": n}
 
@@ -188,7 +193,7 @@ def interleaved_growth(
     memory, the line to read poolsplit's growth against.
     """
     stores = {n: generate.make_store(n, seed) for n in (small, large)}
-    keys = {n: [float(i * 7919 % n) for i in range(n)] for n in (small, large)}
+    keys = {n: floor_keys(n) for n in (small, large)}
     pools = generate.make_pools()
     # The warm rows' messages (seed 7): the growth depends on the messages,
     # by 10-14x for sets of ten on this machine, so the two figures differ
@@ -230,14 +235,14 @@ def measured_targets(
     Reported, never asserted: a shared machine's timing is no test.
     """
     row = next((r for r in rows if r["n"] == 100_000), None)
-    values: list[float | None] = [None, None, None, None]
+    warm = cold = cache = None
     if row is not None:
         base = statistics.median(row["floor"])
-        values[0] = statistics.median(row["warm"]) / base
-        values[1] = statistics.median(row["cold"]) / base
-        values[3] = row["cache_per_entry"]
-    if growth is not None:
-        values[2] = growth["poolsplit"]
+        warm = statistics.median(row["warm"]) / base
+        cold = statistics.median(row["cold"]) / base
+        cache = row["cache_per_entry"]
+    grown = None if growth is None else growth["poolsplit"]
+    values = (warm, cold, grown, cache)  # in the order of TARGETS
     return [
         {
             "target": label,
