@@ -63,6 +63,7 @@ __all__ = [
     "default_scorer",
     "default_token_counter",
     "explain",
+    "render",
     "retrieve",
     "retrieve_pools",
     "validate",
@@ -1358,6 +1359,68 @@ def retrieve(
     )[pool.name]
 
 
+def render(
+    results: Mapping[str, Iterable[Entry]],
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> str:
+    """The text an agent injects: each non-empty pool under a header line.
+
+    >>> print(render({"core": [{"content": "Never force-push."}], "work": [],
+    ...               "facts": [{"content": "CI runs on\\nci-large."}]},
+    ...              headers={"core": "Corrections (always apply)"}), end="")
+    ## Corrections (always apply)
+    - Never force-push.
+    <BLANKLINE>
+    ## facts
+    - CI runs on
+      ci-large.
+
+    Pools come in the order of ``results`` (a :func:`retrieve_pools` result);
+    an empty pool prints nothing. The header line is ``## `` and the pool's
+    name, or ``headers[name]`` when given. Each entry is ``- `` and its
+    content (as retrieval reads it: missing or None is "", another value its
+    ``str()``), once, in result order; a multi-line content's later lines are
+    indented two spaces, so it never runs into the next entry. Blocks are
+    separated by a blank line; the text ends with a newline, or is "" when
+    every pool is empty. Cost: O(total content length).
+
+    Raises:
+        TypeError: ``results`` is not a Mapping, an entry is not a Mapping, or
+            a header is not a str.
+        ValueError: ``headers`` names a pool that is not in ``results`` (a
+            typo would otherwise go unnoticed).
+    """
+    if not isinstance(results, Mapping):
+        raise TypeError(f"results must be a Mapping, got {type(results).__name__}")
+    titles: Mapping[str, str] = {} if headers is None else headers
+    for name, title in titles.items():
+        if name not in results:
+            raise ValueError(
+                f"headers names pool {name!r}, which is not in results; "
+                f"expected one of {sorted(map(str, results))}"
+            )
+        if not isinstance(title, str):
+            raise TypeError(
+                f"headers[{name!r}] must be a str, got {type(title).__name__}"
+            )
+    blocks = []
+    for name, chosen in results.items():
+        lines = []
+        for position, entry in enumerate(chosen):
+            if not isinstance(entry, Mapping):
+                raise TypeError(
+                    f"results[{name!r}][{position}] must be a Mapping, "
+                    f"got {type(entry).__name__}"
+                )
+            first, *rest = _content(entry).splitlines() or [""]
+            lines.append(f"- {first}".rstrip())
+            lines.extend(f"  {line}".rstrip() for line in rest)
+        if lines:
+            blocks.append(f"## {titles.get(name, name)}\n" + "\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
 # --- Visibility: explain, validate, audit ---
 
 INACTIVE: Final = "inactive"
@@ -2280,16 +2343,13 @@ def _run(args: Any) -> tuple[str, int]:
     selected = report.selected()
     if args.format == "json":
         return _dumps(selected) + "\n", 0
+    if args.format == "prompt":
+        return render(selected), 0
     blocks = []
     for name, chosen in selected.items():
         if not chosen:
             continue
-        if args.format == "prompt":
-            body = "".join(f"- {_content(entry)}\n" for entry in chosen)
-        else:
-            body = "".join(
-                f"- [{entry.get('id')}] {_content(entry)}\n" for entry in chosen
-            )
+        body = "".join(f"- [{entry.get('id')}] {_content(entry)}\n" for entry in chosen)
         blocks.append(f"## {name}\n{body}")
     return "\n".join(blocks), 0
 
