@@ -49,6 +49,7 @@ from functools import lru_cache
 from typing import Any, Final, Protocol, TypeVar, Union
 
 __all__ = [
+    "DEMO_NOW",
     "Audit",
     "Decision",
     "Explanation",
@@ -62,6 +63,8 @@ __all__ = [
     "default_is_active",
     "default_scorer",
     "default_token_counter",
+    "demo_pools",
+    "demo_store",
     "explain",
     "render",
     "retrieve",
@@ -2038,7 +2041,7 @@ def audit(
     )
 
 
-_DEMO_NOW: Final = datetime(2026, 3, 1, tzinfo=timezone.utc)
+DEMO_NOW: Final = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
 # Wording per type: (type, count, priority range, age range in days, phrases).
 _DEMO_KINDS: Final = (
@@ -2122,8 +2125,14 @@ _DEMO_POOLS: Final = (
 )
 
 
-def _demo_store(flood: int = 0) -> list[dict[str, Any]]:
-    """The built-in sample store; ``flood`` adds fresh top-priority tasks."""
+def demo_pools() -> list[Pool]:
+    """The six pools of the demo: corrections always, then one pool per type."""
+    return [Pool(*spec) for spec in _DEMO_POOLS]
+
+
+def demo_store(flood: int = 0) -> list[dict[str, Any]]:
+    """The demo's sample store, dated for :data:`DEMO_NOW`; ``flood`` adds
+    that many fresh top-priority tasks."""
     import random
 
     rng = random.Random(3)
@@ -2138,7 +2147,7 @@ def _demo_store(flood: int = 0) -> list[dict[str, Any]]:
                     "type": kind,
                     "content": rng.choice(phrases).format(w=word),
                     "base_priority": rng.randint(low, high),
-                    "created": (_DEMO_NOW.timestamp() - age * _SECONDS_PER_DAY),
+                    "created": (DEMO_NOW.timestamp() - age * _SECONDS_PER_DAY),
                     "tags": [word],
                     **({"scope": ALWAYS_SCOPE} if kind == "correction" else {}),
                 }
@@ -2151,7 +2160,7 @@ def _demo_store(flood: int = 0) -> list[dict[str, Any]]:
                 "type": "task",
                 "content": f"URGENT: triage alert {number} from the {word} pipeline",
                 "base_priority": 10,
-                "created": _DEMO_NOW.timestamp() - 3600,
+                "created": DEMO_NOW.timestamp() - 3600,
                 "tags": [word],
             }
         )
@@ -2160,7 +2169,7 @@ def _demo_store(flood: int = 0) -> list[dict[str, Any]]:
 
 def _demo() -> str:
     """The text ``poolsplit demo`` prints."""
-    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    pools = demo_pools()
     queries = [
         {"message": f"{verb} the {word} work", "tags": [word]}
         for verb in ("plan", "debug", "review", "ship", "explain")
@@ -2169,8 +2178,8 @@ def _demo() -> str:
     single = sum(p.max_tokens for p in pools), sum(p.max_entries for p in pools)
     parts = []
     for title, flood in (("Everyday store", 0), ("Flood: 300 urgent tasks", 300)):
-        store = _demo_store(flood)
-        result = audit(store, pools, queries, now=_DEMO_NOW)
+        store = demo_store(flood)
+        result = audit(store, pools, queries, now=DEMO_NOW)
         parts.append(
             f"== {title}: {len(store)} entries, {len(queries)} queries; "
             f"single budget {single[0]} tokens / {single[1]} entries "

@@ -30,11 +30,11 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
-    _DEMO_NOW,
-    _DEMO_POOLS,
+    DEMO_NOW,
     Pool,
-    _demo_store,
     default_scorer,
+    demo_pools,
+    demo_store,
     retrieve_pools,
 )
 
@@ -145,8 +145,8 @@ def moved(
     scorer: EmbeddingScorer,
 ) -> dict[str, tuple[list[str], list[str]]]:
     """Per pool, the ids only the lexical scorer took and those only embeddings took."""
-    lexical = retrieve_pools(store, pools, context, now=_DEMO_NOW)
-    semantic = retrieve_pools(store, pools, context, scorer=scorer, now=_DEMO_NOW)
+    lexical = retrieve_pools(store, pools, context, now=DEMO_NOW)
+    semantic = retrieve_pools(store, pools, context, scorer=scorer, now=DEMO_NOW)
     out = {}
     for pool in pools:
         a = [e["id"] for e in lexical[pool.name]]
@@ -171,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood", type=int, default=0, help="urgent tasks to add")
     args = parser.parse_args(argv)
 
-    store = _demo_store(args.flood)
+    store = demo_store(args.flood)
     by_id = {e["id"]: e for e in store}
-    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    pools = demo_pools()
     scorer = EmbeddingScorer(wordllama_embed())
     start = time.perf_counter()
     count = scorer.warm(store)
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 for i in ids:
                     print(f"   {pool:8} {tag} {i:12} {by_id[i]['content']}")
     start = time.perf_counter()
-    retrieve_pools(store, pools, QUERIES[0], scorer=scorer, now=_DEMO_NOW)
+    retrieve_pools(store, pools, QUERIES[0], scorer=scorer, now=DEMO_NOW)
     print(
         f"\nwarm turn with embeddings: {(time.perf_counter() - start) * 1e3:.1f} ms "
         f"({len(store)} entries, {scorer.embedded} texts embedded in total)"

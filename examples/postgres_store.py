@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sqlite_store import columns, synthetic_rows
 
-from poolsplit import _DEMO_NOW, _DEMO_POOLS, Pool, retrieve_pools
+from poolsplit import DEMO_NOW, Pool, demo_pools, retrieve_pools
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     insert(db, synthetic_rows(args.rows, args.active))
     stored = db.execute("SELECT count(*) FROM entries").fetchone()[0]
     print(f"stored {stored} rows in {time.perf_counter() - start:.1f} s")
-    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    pools = demo_pools()
     sql, params = candidate_query(pools)
     plan = [row[0] for row in db.execute("EXPLAIN " + sql, params)]
     print("plan:", "; ".join(line.strip() for line in plan))
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     times = []
     for number in range(args.turns):
         context = {"message": f"debug the billing work {number}", "tags": ["billing"]}
-        got, timing = turn(db, pools, context, now=_DEMO_NOW)
+        got, timing = turn(db, pools, context, now=DEMO_NOW)
         times.append(timing["query_s"] + timing["retrieve_s"])
         print(
             f"turn {number}: {timing['candidates']} candidates, query "

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedding_scorer import QUERIES, Embed, EmbeddingScorer, Vector, moved
 
-from poolsplit import _DEMO_NOW, _DEMO_POOLS, Pool, _demo_store, retrieve_pools
+from poolsplit import DEMO_NOW, demo_pools, demo_store, retrieve_pools
 
 
 def minilm_embed() -> Embed:
@@ -51,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood", type=int, default=0, help="urgent tasks to add")
     args = parser.parse_args(argv)
 
-    store = _demo_store(args.flood)
+    store = demo_store(args.flood)
     by_id = {e["id"]: e for e in store}
-    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    pools = demo_pools()
     start = time.perf_counter()
     scorer = EmbeddingScorer(minilm_embed())
     print(f"model loaded in {time.perf_counter() - start:.1f} s")
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                 for i in ids:
                     print(f"   {pool:8} {tag} {i:12} {by_id[i]['content']}")
     start = time.perf_counter()
-    retrieve_pools(store, pools, QUERIES[0], scorer=scorer, now=_DEMO_NOW)
+    retrieve_pools(store, pools, QUERIES[0], scorer=scorer, now=DEMO_NOW)
     print(
         f"\nwarm turn with embeddings: {(time.perf_counter() - start) * 1e3:.1f} ms; "
         f"{scorer.embedded} texts embedded for {len(store)} entries x "

@@ -28,11 +28,11 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
-    _DEMO_NOW,
-    _DEMO_POOLS,
+    DEMO_NOW,
     Pool,
-    _demo_store,
     default_is_active,
+    demo_pools,
+    demo_store,
     retrieve_pools,
 )
 
@@ -70,7 +70,7 @@ def synthetic_rows(total: int, active: int = 5000) -> Iterator[dict[str, Any]]:
     a long-lived agent accumulates: chat transcript rows of a type no pool
     reads, and archived or superseded entries of the pooled types.
     """
-    demo = _demo_store(300)
+    demo = demo_store(300)
     for number in range(min(active, total)):
         entry = dict(demo[number % len(demo)])
         entry["id"] = f"{entry['id']}#{number}"
@@ -84,7 +84,7 @@ def synthetic_rows(total: int, active: int = 5000) -> Iterator[dict[str, Any]]:
                 "id": f"msg-{number}",
                 "type": "transcript",
                 "content": f"user: message {number} of the chat log",
-                "created": _DEMO_NOW.timestamp() - number,
+                "created": DEMO_NOW.timestamp() - number,
             }
         else:
             yield {
@@ -93,7 +93,7 @@ def synthetic_rows(total: int, active: int = 5000) -> Iterator[dict[str, Any]]:
                 "status": "archived" if number % 2 else "active",
                 "superseded_by": None if number % 2 else f"live-{number}",
                 "content": f"an old note {number}, since replaced",
-                "created": _DEMO_NOW.timestamp() - 400 * 86400,
+                "created": DEMO_NOW.timestamp() - 400 * 86400,
             }
 
 
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     insert(db, synthetic_rows(args.rows, args.active))
     stored = db.execute("SELECT count(*) FROM entries").fetchone()[0]
     print(f"stored {stored} rows in {time.perf_counter() - start:.1f} s")
-    pools = [Pool(*spec) for spec in _DEMO_POOLS]
+    pools = demo_pools()
     sql, params = candidate_query(pools)
     plan = db.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
     print("plan:", "; ".join(row[-1] for row in plan))
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     times = []
     for number in range(args.turns):
         context = {"message": f"debug the billing work {number}", "tags": ["billing"]}
-        got, timing = turn(db, pools, context, now=_DEMO_NOW)
+        got, timing = turn(db, pools, context, now=DEMO_NOW)
         times.append(timing["query_s"] + timing["retrieve_s"])
         print(
             f"turn {number}: {timing['candidates']} candidates, query "
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.no_scan:
         start = time.perf_counter()
-        full_scan(db, pools, {"message": "debug the billing work"}, now=_DEMO_NOW)
+        full_scan(db, pools, {"message": "debug the billing work"}, now=DEMO_NOW)
         print(
             f"baseline, every row parsed: {(time.perf_counter() - start) * 1e3:.0f} ms"
         )

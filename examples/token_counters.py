@@ -28,11 +28,11 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
-    _DEMO_NOW,
-    _DEMO_POOLS,
+    DEMO_NOW,
     Pool,
-    _demo_store,
     default_token_counter,
+    demo_pools,
+    demo_store,
     retrieve_pools,
 )
 
@@ -111,7 +111,7 @@ def budget_report(
     """
     rows = []
     for fill_name, fill in counters.items():
-        got = retrieve_pools(store, pools, context, token_counter=fill, now=_DEMO_NOW)
+        got = retrieve_pools(store, pools, context, token_counter=fill, now=DEMO_NOW)
         for pool in pools:
             if pool.max_tokens == 0:  # an always-only pool has no budget to hold
                 continue
@@ -138,11 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timing repeats")
     args = parser.parse_args(argv)
 
-    store = _demo_store(args.flood)
+    store = demo_store(args.flood)
     # Tight budgets so the counters disagree about what fits.
     pools = [
-        Pool(name, tokens // 10, entries, types)
-        for name, tokens, entries, types in _DEMO_POOLS
+        Pool(pool.name, pool.max_tokens // 10, pool.max_entries, pool.types)
+        for pool in demo_pools()
     ]
     counters: dict[str, Counter] = {
         "len//4": default_token_counter,

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from poolsplit import (
-    _DEMO_NOW,
-    _DEMO_POOLS,
+    DEMO_NOW,
     Pool,
-    _demo_store,
     default_scorer,
+    demo_pools,
+    demo_store,
     retrieve_pools,
 )
 
@@ -33,7 +33,7 @@ INSTALL = {
     "examples": "pip install -e '.[examples]'",
     "examples-st": "pip install -e '.[examples-st]' torch==2.13.0",
 }
-POOLS = [Pool(*spec) for spec in _DEMO_POOLS]
+POOLS = demo_pools()
 # An example run as a script imports poolsplit from this checkout, installed or not.
 SCRIPT_ENV = {
     **os.environ,
@@ -90,8 +90,10 @@ def test_budgets_hold_in_real_tokens(counters, name):
     """Filled with a real counter, every pool's cost in that counter fits its budget."""
     import token_counters
 
-    store = _demo_store(300)
-    pools = [Pool(n, t // 10, e, ty) for n, t, e, ty in _DEMO_POOLS]
+    store = demo_store(300)
+    pools = [
+        Pool(p.name, p.max_tokens // 10, p.max_entries, p.types) for p in demo_pools()
+    ]
     rows = token_counters.budget_report(
         store, pools, {name: counters[name]}, {"message": "debug the billing work"}
     )
@@ -104,8 +106,10 @@ def test_estimate_can_overrun_a_real_budget(counters):
     """len // 4 fills a pool the Llama tokenizer counts as over budget."""
     import token_counters
 
-    store = _demo_store(300)
-    pools = [Pool(n, t // 10, e, ty) for n, t, e, ty in _DEMO_POOLS]
+    store = demo_store(300)
+    pools = [
+        Pool(p.name, p.max_tokens // 10, p.max_entries, p.types) for p in demo_pools()
+    ]
     both = {"len//4": token_counters.default_token_counter, **counters}
     rows = token_counters.budget_report(
         store, pools, both, {"message": "debug the billing work"}
@@ -150,12 +154,12 @@ def test_embedding_scorer_embeds_message_once_and_each_content_once():
 
     fake = FakeEmbed()
     scorer = embedding_scorer.EmbeddingScorer(fake)
-    store = _demo_store()
-    retrieve_pools(store, POOLS, {"message": "billing"}, scorer=scorer, now=_DEMO_NOW)
+    store = demo_store()
+    retrieve_pools(store, POOLS, {"message": "billing"}, scorer=scorer, now=DEMO_NOW)
     contents = {e["content"] for e in store if e.get("scope") != "always"}
     assert fake.calls.count("billing") == 1
     assert len(fake.calls) == 1 + len(contents)
-    retrieve_pools(store, POOLS, {"message": "search"}, scorer=scorer, now=_DEMO_NOW)
+    retrieve_pools(store, POOLS, {"message": "search"}, scorer=scorer, now=DEMO_NOW)
     assert len(fake.calls) == 2 + len(contents)  # warm: only the new message
 
 
@@ -164,7 +168,7 @@ def test_embedding_scorer_warm_embeds_new_contents_in_one_batch():
     only the message, and the ranking is the one a cold scorer gives."""
     import embedding_scorer
 
-    store = _demo_store()
+    store = demo_store()
     contents = {e["content"] for e in store}
     batches = []
     fake = FakeEmbed()
@@ -178,11 +182,11 @@ def test_embedding_scorer_warm_embeds_new_contents_in_one_batch():
     assert batches == [len(contents)]
     assert scorer.warm(store) == 0 and batches == [len(contents)]
     context = {"message": "billing"}
-    warm = retrieve_pools(store, POOLS, context, scorer=scorer, now=_DEMO_NOW)
+    warm = retrieve_pools(store, POOLS, context, scorer=scorer, now=DEMO_NOW)
     assert batches == [len(contents), 1]  # only the message
     cold = embedding_scorer.EmbeddingScorer(FakeEmbed())
     assert ids(warm) == ids(
-        retrieve_pools(store, POOLS, context, scorer=cold, now=_DEMO_NOW)
+        retrieve_pools(store, POOLS, context, scorer=cold, now=DEMO_NOW)
     )
     small = embedding_scorer.EmbeddingScorer(FakeEmbed(), cache_size=5)
     small.warm(store)
@@ -193,7 +197,7 @@ def test_embedding_scorer_cache_is_bounded():
     import embedding_scorer
 
     scorer = embedding_scorer.EmbeddingScorer(FakeEmbed(), cache_size=10)
-    retrieve_pools(_demo_store(), POOLS, {"message": "x"}, scorer=scorer, now=_DEMO_NOW)
+    retrieve_pools(demo_store(), POOLS, {"message": "x"}, scorer=scorer, now=DEMO_NOW)
     assert len(scorer._vectors) == 10
 
 
@@ -204,12 +208,12 @@ def test_embedding_scorer_keeps_default_factors():
     scorer = embedding_scorer.EmbeddingScorer(FakeEmbed(), weight=2.0)
     entry = {"content": "deploy billing", "base_priority": 4, "tags": ["a"]}
     context = {"tags": ["a"], "project": None}
-    assert scorer(entry, context, now=_DEMO_NOW) == default_scorer(
-        entry, context, now=_DEMO_NOW
+    assert scorer(entry, context, now=DEMO_NOW) == default_scorer(
+        entry, context, now=DEMO_NOW
     )
     other = {"content": "zzz", "base_priority": 4}
-    base = default_scorer(other, None, now=_DEMO_NOW)
-    near = scorer(other, {"message": "zzz"}, now=_DEMO_NOW)
+    base = default_scorer(other, None, now=DEMO_NOW)
+    near = scorer(other, {"message": "zzz"}, now=DEMO_NOW)
     assert near == pytest.approx(base * 3.0)  # cosine 1 with itself
 
 
@@ -227,9 +231,9 @@ def test_wordllama_scorer_moves_entries_toward_the_meaning(wordllama_scorer):
     import embedding_scorer
 
     changes = embedding_scorer.moved(
-        _demo_store(), POOLS, embedding_scorer.QUERIES[0], wordllama_scorer
+        demo_store(), POOLS, embedding_scorer.QUERIES[0], wordllama_scorer
     )
-    store = {e["id"]: e for e in _demo_store()}
+    store = {e["id"]: e for e in demo_store()}
     added = changes["work"][1]
     assert added
     assert any("invoices" in store[i]["content"] for i in added)
@@ -271,8 +275,8 @@ def test_sqlite_prefilter_selects_what_the_full_store_selects(sqlite_db):
     import sqlite_store
 
     context = {"message": "debug the billing work", "tags": ["billing"]}
-    got, timing = sqlite_store.turn(sqlite_db, POOLS, context, now=_DEMO_NOW)
-    full = sqlite_store.full_scan(sqlite_db, POOLS, context, now=_DEMO_NOW)
+    got, timing = sqlite_store.turn(sqlite_db, POOLS, context, now=DEMO_NOW)
+    full = sqlite_store.full_scan(sqlite_db, POOLS, context, now=DEMO_NOW)
     assert ids(got) == ids(full)
     assert timing["candidates"] == 600
     assert len(got["core"]) == 8  # every always-scope correction
@@ -380,12 +384,12 @@ def test_postgres_prefilter_selects_what_the_full_store_selects(pg_dsn):
         db.execute("TRUNCATE entries")
         postgres_store.insert(db, sqlite_store.synthetic_rows(3000, active=600))
         context = {"message": "debug the billing work", "tags": ["billing"]}
-        got, timing = postgres_store.turn(db, POOLS, context, now=_DEMO_NOW)
+        got, timing = postgres_store.turn(db, POOLS, context, now=DEMO_NOW)
         full = retrieve_pools(
             list(sqlite_store.synthetic_rows(3000, active=600)),
             POOLS,
             context,
-            now=_DEMO_NOW,
+            now=DEMO_NOW,
         )
         assert ids(got) == ids(full)
         assert timing["candidates"] == 600
