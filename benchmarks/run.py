@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from datetime import datetime
 from functools import partial
 from typing import Any, Callable
 
@@ -96,7 +97,8 @@ def peer_setup(store: list[dict[str, Any]]) -> Any:
     for e in store:
         if not naive.active(e):
             continue
-        ts = poolsplit._created_seconds(e["created"]) or 0.0
+        # generate writes ISO strings with an offset; no private name needed.
+        ts = datetime.fromisoformat(e["created"]).timestamp()
         items.append(
             pc.ContextItem(
                 content=e["content"],
