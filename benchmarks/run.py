@@ -1,12 +1,19 @@
 """Benchmark poolsplit against the floor, a naive baseline and an optional peer.
 
 Run ``python benchmarks/run.py`` (``--quick`` for CI smoke, ``--json`` for
-machine output, ``--huge`` to add 1,000,000 entries). Standard library only.
+machine output, ``--huge`` to add 1,000,000 entries). ``--baseline FILE``
+times another poolsplit.py against this one, turns alternated, with the
+explain scaling and the relevance floor; ``--group`` runs one group alone.
+Standard library only.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import gc
+import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -17,6 +24,7 @@ import time
 import tracemalloc
 from datetime import datetime
 from functools import partial
+from types import ModuleType
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -378,6 +386,515 @@ def meta() -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------
+# A/B against another poolsplit.py, the explain scaling and the relevance floor
+# ---------------------------------------------------------------------------
+
+BASELINE_MODULE = "poolsplit_baseline"
+FLOORS = (5.0, 15.0)  # the floor group's min_score values; see floor_group()
+Picks = tuple[Any, ...]
+
+
+def load_baseline(path: str) -> ModuleType:
+    """Load another poolsplit.py under its own name, beside the local one.
+
+    It goes into ``sys.modules`` (dataclasses look their module up there) as
+    ``poolsplit_baseline``; ``poolsplit`` stays the local file.
+    """
+    spec = importlib.util.spec_from_file_location(BASELINE_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--baseline: cannot load {path!r} as a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[BASELINE_MODULE] = module
+    spec.loader.exec_module(module)
+    assert sys.modules["poolsplit"] is poolsplit is not module
+    return module
+
+
+def describe(module: ModuleType) -> dict[str, Any]:
+    """Which code was timed: its file, version and a hash of its text."""
+    path = str(module.__file__)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    return {
+        "file": path,
+        "version": getattr(module, "__version__", "?"),
+        "sha256": digest,
+        "min_score": has_min_score(module),
+    }
+
+
+def has_min_score(module: ModuleType) -> bool:
+    return "min_score" in {f.name for f in dataclasses.fields(module.Pool)}
+
+
+def pools_for(module: ModuleType, **extra: Any) -> list[Any]:
+    """generate.make_pools(), built from ``module``'s own Pool class."""
+    return [
+        module.Pool(p.name, p.max_tokens, p.max_entries, types=p.types, **extra)
+        for p in generate.make_pools()
+    ]
+
+
+def picks(result: Any) -> Picks:
+    """Ids per pool of a result (dict), a retrieve() list or an Explanation."""
+    if isinstance(result, list):
+        return tuple(e["id"] for e in result)
+    if not isinstance(result, dict):
+        result = result.selected()
+    return tuple((name, picks(chosen)) for name, chosen in result.items())
+
+
+# A variant: an untimed call to prepare turn t, then the timed call of turn t.
+Variant = tuple[Callable[[int], Any], Callable[[int], Any]]
+
+
+def calls(
+    fn: Callable[..., Any], store: Any, arg: Any, contexts: list[dict[str, Any]]
+) -> Variant:
+    """Turn t of ``fn(store, arg, message)``: a warm-up on message 2t, untimed,
+    then the timed call on message 2t + 1. Each turn has a new message."""
+
+    def warm_up(t: int) -> Any:
+        return fn(store, arg, contexts[2 * t], now=generate.NOW)
+
+    def turn(t: int) -> Any:
+        return fn(store, arg, contexts[2 * t + 1], now=generate.NOW)
+
+    return warm_up, turn
+
+
+def every_turn(fn: Callable[[], Any]) -> Callable[[int], Any]:
+    """``fn()`` whatever the turn: the cold call's preparation, clear_caches."""
+
+    def call(t: int) -> Any:
+        return fn()
+
+    return call
+
+
+def alternate(
+    variants: dict[str, Variant], turns: int
+) -> dict[str, tuple[list[float], list[Picks]]]:
+    """Time every variant once per turn, the order rotated each turn.
+
+    The machine's speed drifts (it is shared), so each variant is timed in
+    every turn, next to the others, instead of in a block of its own. The
+    order rotates (two variants: AB, BA, AB, ...) so neither always runs
+    right after the other. Before each timed call: its untimed preparation
+    (a warm-up turn with another message, as in an agent loop, so the CPU
+    caches hold this variant's data), then a full garbage collection, so no
+    collection owed by the previous variant's allocations lands in this one's
+    time. The collector stays on during the timed call: what a call
+    allocates, it pays for.
+    """
+    labels = list(variants)
+    out: dict[str, tuple[list[float], list[Picks]]] = {k: ([], []) for k in labels}
+    for turn in range(turns):
+        shift = turn % len(labels)
+        for label in labels[shift:] + labels[:shift]:
+            prepare, run = variants[label]
+            prepare(turn)
+            gc.collect()
+            t0 = time.perf_counter()
+            result = run(turn)
+            elapsed = time.perf_counter() - t0
+            out[label][0].append(elapsed)
+            out[label][1].append(picks(result))
+    return out
+
+
+def compare(
+    a: tuple[list[float], list[Picks]], b: tuple[list[float], list[Picks]]
+) -> dict[str, Any]:
+    """Medians, minimums and ratios of a against b, and turns with equal picks.
+
+    ``ratio`` divides the medians; ``paired`` is the median of the turn by
+    turn ratios, each from two calls timed next to each other, so it is the
+    one less moved by the machine's drift.
+    """
+    ta, tb = a[0], b[0]
+    return {
+        "a_median": statistics.median(ta),
+        "b_median": statistics.median(tb),
+        "ratio": statistics.median(ta) / statistics.median(tb),
+        "paired": statistics.median(x / y for x, y in zip(ta, tb)),
+        "a_min": min(ta),
+        "b_min": min(tb),
+        "same": sum(x == y for x, y in zip(a[1], b[1])),
+        "turns": len(ta),
+        "differ": [t for t, (x, y) in enumerate(zip(a[1], b[1])) if x != y],
+        "a": ta,
+        "b": tb,
+    }
+
+
+def ab_group(
+    this: ModuleType, base: ModuleType, sizes: list[int], turns: int, seed: int
+) -> list[dict[str, Any]]:
+    """Warm turn, cold call and single retrieve of both, alternated per turn."""
+    rows = []
+    contexts = generate.make_contexts(2 * turns, seed=7)
+    for n in sizes:
+        store = generate.make_store(n, seed)
+        for scenario in ("warm", "cold", "single"):
+            variants: dict[str, Variant] = {}
+            for label, mod in (("this", this), ("base", base)):
+                pools = pools_for(mod)
+                warm = calls(mod.retrieve_pools, store, pools, contexts)
+                clear = every_turn(mod.clear_caches)
+                variants[label] = {
+                    "warm": warm,
+                    "cold": (clear, warm[1]),
+                    "single": calls(mod.retrieve, store, pools[1], contexts),
+                }[scenario]
+            row = compare(*alternate(variants, turns).values())
+            row.update(n=n, scenario=scenario)
+            rows.append(row)
+    return rows
+
+
+AB_LABELS = {
+    "warm": "warm turn, 5 pools",
+    "cold": "cold call (after clear_caches), 5 pools",
+    "single": "retrieve, 1 pool",
+}
+
+
+def explain_pools(module: ModuleType, n_pools: int, n_types: int) -> list[Any]:
+    """Pool j admits type j (even j) or types j and j + 37 (odd j), mod n_types."""
+    return [
+        module.Pool(
+            f"p{j}",
+            100,
+            1,
+            types=(f"t{j % n_types:03d}",)
+            if j % 2 == 0
+            else (f"t{j % n_types:03d}", f"t{(j + 37) % n_types:03d}"),
+        )
+        for j in range(n_pools)
+    ]
+
+
+def explain_group(
+    modules: dict[str, ModuleType],
+    n: int,
+    counts: tuple[int, int],
+    turns: int,
+    seed: int,
+    n_types: int = 100,
+) -> dict[str, Any]:
+    """explain() on ``n`` entries with ``counts`` pools, alternated per turn.
+
+    The entries are the generator's with the type replaced: ``n_types``
+    types, as many entries of each. Pool j admits one type (even j) or two
+    (odd j, the second shared with an even pool's), takes at most 1 entry
+    and 100 tokens: distinct and overlapping types, and the pools never run
+    out of entries. explain() walks every pool to the end, so its time should
+    grow with the pools: about 2x from 200 to 400, at most 2.5x the target.
+    """
+    store = [
+        dict(e, type=f"t{i % n_types:03d}")
+        for i, e in enumerate(generate.make_store(n, seed))
+    ]
+    contexts = generate.make_contexts(2 * turns, seed=7)
+    variants: dict[str, Variant] = {}
+    for label, mod in modules.items():
+        for count in counts:
+            pools = explain_pools(mod, count, n_types)
+            variants[f"{label}/{count}"] = calls(mod.explain, store, pools, contexts)
+    samples = alternate(variants, turns)
+    small, large = counts
+    out: dict[str, Any] = {"n": n, "pools": list(counts), "types": n_types}
+    out["turns"] = turns
+    for label in modules:
+        c = compare(samples[f"{label}/{large}"], samples[f"{label}/{small}"])
+        out[label] = {
+            "small_median": c["b_median"],
+            "large_median": c["a_median"],
+            "small_min": c["b_min"],
+            "large_min": c["a_min"],
+            "growth": c["ratio"],
+            "paired_growth": c["paired"],
+        }
+    if "base" in modules:
+        out["same"] = {
+            count: compare(samples[f"this/{count}"], samples[f"base/{count}"])
+            for count in counts
+        }
+    return out
+
+
+def floor_group(
+    modules: dict[str, ModuleType],
+    n: int,
+    turns: int,
+    seed: int,
+    floors: list[float],
+) -> dict[str, Any]:
+    """A warm turn without a floor and with ``min_score`` set on every pool.
+
+    Each floor is its own variant, alternated with the unfloored turn. The
+    default floors, for the default scorer on the generated stores:
+
+    - 5.0, the scorer's neutral entry (priority 5, fresh, no tags, no
+      project): a few percent of the entries score that much, so most of the
+      ranked order lies below it. The pools fill at higher scores (about 13
+      at 100,000 entries), so the selections stay the same: the difference
+      in time is what the floor costs, or saves by leaving out the entries
+      that cannot reach it.
+    - 15.0, above the scores the pools fill to: each walk stops at the floor
+      instead of at the pool's caps, and the pools come back partly empty
+      (the mean number of context entries taken is printed).
+
+    The run prints the lowest score the pools take without a floor and the
+    share of the store at or above each floor, so the choice can be checked.
+    """
+    out: dict[str, Any] = {"n": n, "floors": floors, "turns": turns}
+    timed_mods = {k: m for k, m in modules.items() if has_min_score(m)}
+    out["skipped"] = [k for k in modules if k not in timed_mods]
+    if not timed_mods:
+        return out
+    store = generate.make_store(n, seed)
+    contexts = generate.make_contexts(2 * turns, seed=7)
+    variants: dict[str, Variant] = {}
+    for label, mod in timed_mods.items():
+        fn = mod.retrieve_pools
+        variants[f"{label}/none"] = calls(fn, store, pools_for(mod), contexts)
+        for floor in floors:
+            pools = pools_for(mod, min_score=floor)
+            variants[f"{label}/{floor}"] = calls(fn, store, pools, contexts)
+    samples = alternate(variants, turns)
+
+    always = {e["id"] for e in store if e.get("scope") == "always"}
+
+    def taken(key: str) -> float:
+        """Mean context (not always-scope) entries taken per turn."""
+        return statistics.mean(
+            sum(i not in always for _, ids in p for i in ids) for p in samples[key][1]
+        )
+
+    # Where the pools fill, by the default scorer of the first timed code:
+    # the lowest score among the context entries taken without a floor, and
+    # the share of the store at or above each floor for the first message.
+    first = next(iter(timed_mods))
+    scorer = timed_mods[first].default_scorer
+    by_id = {e["id"]: e for e in store}
+    lowest = []
+    for t, chosen in enumerate(samples[f"{first}/none"][1]):
+        ctx = contexts[2 * t + 1]
+        scores = [
+            scorer(by_id[i], ctx, now=generate.NOW)
+            for _, ids in chosen
+            for i in ids
+            if i not in always
+        ]
+        if scores:
+            lowest.append(min(scores))
+    out["lowest_taken"] = statistics.median(lowest) if lowest else None
+    all_scores = [scorer(e, contexts[1], now=generate.NOW) for e in store]
+    out["share_above"] = [sum(x >= f for x in all_scores) / n for f in floors]
+    out["rows"] = []
+    for label in timed_mods:
+        for floor in floors:
+            c = compare(samples[f"{label}/{floor}"], samples[f"{label}/none"])
+            c.update(
+                code=label,
+                floor=floor,
+                taken_none=taken(f"{label}/none"),
+                taken_floor=taken(f"{label}/{floor}"),
+            )
+            out["rows"].append(c)
+    if len(timed_mods) == 2:
+        out["this_vs_base"] = [
+            dict(compare(samples[f"this/{f}"], samples[f"base/{f}"]), floor=f)
+            for f in floors
+        ]
+    return out
+
+
+def aligned(head: list[str], lines: list[list[str]], left: int = 1) -> list[str]:
+    """Rows as columns: the first ``left`` left-aligned, the rest right-aligned."""
+    widths = [max(len(x) for x in col) for col in zip(head, *lines)]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    return [fmt(head), "  ".join("-" * w for w in widths), *map(fmt, lines)]
+
+
+def who(info: dict[str, Any]) -> str:
+    return f"{info['file']} ({info['version']}, sha256 {info['sha256']})"
+
+
+def report(out: dict[str, Any]) -> str:
+    """The text of a --baseline or --group run."""
+    m = out["meta"]
+    text = [
+        f"python {m['python']} | {m['machine']} | cpus {m['cpus']}"
+        f" | commit {m['commit']}",
+        f"this: {who(out['this'])}",
+    ]
+    if "base" in out:
+        text.append(f"base: {who(out['base'])}")
+    if out.get("ab"):
+        turns = out["ab"][0]["turns"]
+        text += [
+            "",
+            f"A/B, this vs base: {turns} turns each, alternated (order swapped"
+            " every turn), same stores and messages",
+        ]
+        head = ["entries", "scenario", "this ms", "base ms", "this/base"]
+        head += ["paired", "this min", "base min", "same picks"]
+        lines = [
+            [
+                f"{r['n']:,}",
+                AB_LABELS[r["scenario"]],
+                fmt_ms(r["a_median"]),
+                fmt_ms(r["b_median"]),
+                f"{r['ratio']:.3f}",
+                f"{r['paired']:.3f}",
+                fmt_ms(r["a_min"]),
+                fmt_ms(r["b_min"]),
+                f"{r['same']}/{r['turns']}",
+            ]
+            for r in out["ab"]
+        ]
+        text += aligned(head, lines, left=2)
+        text.append(
+            "ms are medians; this/base divides them; paired is the median of"
+            " the turn-by-turn ratios"
+        )
+        for r in out["ab"]:
+            if r["differ"]:
+                text.append(
+                    f"SELECTIONS DIFFER: {r['n']:,} {AB_LABELS[r['scenario']]},"
+                    f" turns {r['differ']}"
+                )
+        if all(not r["differ"] for r in out["ab"]):
+            text.append("selections: identical ids per pool in every timed turn")
+    if "explain" in out:
+        e = out["explain"]
+        small, large = e["pools"]
+        text += [
+            "",
+            f"explain scaling: {e['n']:,} entries of {e['types']} types, pools"
+            f" admit 1 type (even) or 2 overlapping (odd); {e['turns']} turns",
+        ]
+        head = ["code", f"{small} pools ms", f"{large} pools ms"]
+        head += [f"{large}/{small}", "paired", f"{small} min", f"{large} min"]
+        lines = []
+        for label in ("this", "base"):
+            if label in e:
+                r = e[label]
+                lines.append(
+                    [
+                        label,
+                        fmt_ms(r["small_median"]),
+                        fmt_ms(r["large_median"]),
+                        f"{r['growth']:.2f}",
+                        f"{r['paired_growth']:.2f}",
+                        fmt_ms(r["small_min"]),
+                        fmt_ms(r["large_min"]),
+                    ]
+                )
+        text += aligned(head, lines)
+        g = e["this"]["growth"]
+        text.append(
+            f"target: {large}/{small} at most 2.5 (reported, not asserted):"
+            f" this {g:.2f}, " + ("met" if g <= 2.5 else "MISSED")
+        )
+        for count, c in e.get("same", {}).items():
+            text.append(
+                f"  {count} pools: this/base {c['ratio']:.3f} (paired"
+                f" {c['paired']:.3f}), same picks {c['same']}/{c['turns']}"
+            )
+    if "floor" in out:
+        f = out["floor"]
+        floors = ", ".join(map(str, f["floors"]))
+        text += [
+            "",
+            f"relevance floor: warm turn, {f['n']:,} entries, 5 pools, without"
+            f" a floor vs min_score on every pool ({floors}); {f['turns']} turns",
+        ]
+        for label in f["skipped"]:
+            text.append(
+                f"{label}: floor not timed, its Pool has no min_score field"
+                " (dataclasses.fields)"
+            )
+        if f.get("rows"):
+            head = ["code", "min_score", "no floor ms", "floor ms", "floor/none"]
+            head += ["paired", "no floor min", "floor min", "same picks", "taken"]
+            lines = [
+                [
+                    r["code"],
+                    str(r["floor"]),
+                    fmt_ms(r["b_median"]),
+                    fmt_ms(r["a_median"]),
+                    f"{r['ratio']:.3f}",
+                    f"{r['paired']:.3f}",
+                    fmt_ms(r["b_min"]),
+                    fmt_ms(r["a_min"]),
+                    f"{r['same']}/{r['turns']}",
+                    f"{r['taken_none']:.1f} -> {r['taken_floor']:.1f}",
+                ]
+                for r in f["rows"]
+            ]
+            text += aligned(head, lines, left=2)
+            low = f["lowest_taken"]
+            shares = ", ".join(
+                f"{share:.1%} >= {floor}"
+                for floor, share in zip(f["floors"], f["share_above"])
+            )
+            text += [
+                "same picks: turns whose selections equal the unfloored turn's;"
+                " taken: mean context entries per turn, without -> with",
+                "without a floor the pools take context entries down to score"
+                f" {'-' if low is None else f'{low:.2f}'} (median over turns);"
+                f" entries scoring: {shares} (first message)",
+            ]
+        for c in f.get("this_vs_base", []):
+            text.append(
+                f"min_score {c['floor']}: this/base {c['ratio']:.3f} (paired"
+                f" {c['paired']:.3f}), same picks {c['same']}/{c['turns']}"
+            )
+    return "\n".join(text)
+
+
+def run_groups(a: Any) -> int:
+    """--baseline and --group: the A/B, explain scaling and floor groups."""
+    base = None if a.baseline is None else load_baseline(a.baseline)
+    groups = a.group or ["ab", "explain", "floor"]
+    if "ab" in groups and base is None:
+        raise SystemExit("--group ab needs --baseline FILE")
+    modules: dict[str, ModuleType] = {"this": poolsplit}
+    if base is not None:
+        modules["base"] = base
+    # --quick is a smoke run (CI): fewer turns, a smaller explain shape.
+    turns = a.turns or (5 if a.quick else 21)
+    out: dict[str, Any] = {"meta": meta(), "this": describe(poolsplit)}
+    if base is not None:
+        out["base"] = describe(base)
+    if "ab" in groups and base is not None:
+        sizes = [10_000] if a.quick else [10_000, 100_000]
+        out["ab"] = ab_group(poolsplit, base, sizes, turns, a.seed)
+    if "explain" in groups:
+        n, counts = (1_000, (100, 200)) if a.quick else (2_000, (200, 400))
+        out["explain"] = explain_group(modules, n, counts, turns, a.seed)
+    if "floor" in groups:
+        n = 10_000 if a.quick else 100_000
+        floors = a.min_score or list(FLOORS)
+        out["floor"] = floor_group(modules, n, turns, a.seed, floors)
+    if a.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(report(out))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument(
@@ -388,11 +905,35 @@ def main(argv: list[str] | None = None) -> int:
         "--json", action="store_true", help="print JSON instead of the table"
     )
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="time another poolsplit.py against this one, turns alternated",
+    )
+    p.add_argument(
+        "--group",
+        action="append",
+        choices=("ab", "explain", "floor"),
+        help="run only this group (repeatable); --baseline alone runs all three",
+    )
+    p.add_argument(
+        "--turns",
+        type=int,
+        help="timed turns per variant (default 21, with --quick 5)",
+    )
+    p.add_argument(
+        "--min-score",
+        type=float,
+        action="append",
+        help="a min_score for the floor group (repeatable; default 5.0 and 15.0)",
+    )
     p.add_argument("--cold-child", nargs=2, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.cold_child:
         cold_child(*a.cold_child)
         return 0
+    if a.baseline is not None or a.group:
+        return run_groups(a)
     if a.quick:
         plan = [(1_000, 5, 5, 1), (10_000, 3, 3, 1)]
     else:
