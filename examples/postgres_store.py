@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sqlite_store import columns, synthetic_rows
 
-from poolsplit import DEMO_NOW, Pool, demo_pools, retrieve_pools
+from poolsplit import DEMO_NOW, Pool, default_is_active, demo_pools, retrieve_pools
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -62,6 +62,64 @@ def insert(db: Any, entries: Iterable[dict[str, Any]]) -> int:
             count += 1
     db.execute("ANALYZE entries")
     return count
+
+
+def get(db: Any, ident: str) -> dict[str, Any] | None:
+    """The stored entry with this id, or None."""
+    row = db.execute("SELECT body FROM entries WHERE id = %s", (ident,)).fetchone()
+    return None if row is None else dict(row[0])
+
+
+def add(db: Any, entry: dict[str, Any], *, supersedes: str | None = None) -> None:
+    """Insert a new entry; with ``supersedes``, retire that one, atomically.
+
+    One transaction, the superseded row locked (``FOR UPDATE``) while its
+    body is rewritten. Raises ``KeyError`` when ``entry``'s id is taken or
+    ``supersedes`` names no active entry (nothing is written then).
+    """
+    sql = "INSERT INTO entries VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+    with db.transaction():
+        if supersedes is not None:
+            row = db.execute(
+                "SELECT body FROM entries WHERE id = %s FOR UPDATE", (supersedes,)
+            ).fetchone()
+            old = None if row is None else dict(row[0])
+            if old is None or not default_is_active(old):
+                state = "no entry" if old is None else "no active entry"
+                raise KeyError(f"{state} has id {supersedes!r}")
+            old["superseded_by"] = entry["id"]
+            _replace(db, old)
+        if db.execute(sql, columns(entry)).rowcount != 1:
+            raise KeyError(f"id {entry['id']!r} is already stored")
+
+
+def retire(db: Any, ident: str, status: str = "forgotten") -> bool:
+    """Set the entry's ``status`` (kept, never loaded again); False if no such id."""
+    with db.transaction():
+        row = db.execute(
+            "SELECT body FROM entries WHERE id = %s FOR UPDATE", (ident,)
+        ).fetchone()
+        if row is None:
+            return False
+        entry = dict(row[0])
+        entry["status"] = status
+        _replace(db, entry)
+    return True
+
+
+def _replace(db: Any, entry: dict[str, Any]) -> None:
+    ident, kind, status, scope, body = columns(entry)
+    db.execute(
+        "UPDATE entries SET type = %s, status = %s, scope = %s, body = %s "
+        "WHERE id = %s",
+        (kind, status, scope, body, ident),
+    )
+
+
+def active_types(db: Any) -> set[str]:
+    """The types of the active rows."""
+    rows = db.execute("SELECT DISTINCT type FROM entries WHERE status = 'active'")
+    return {kind for (kind,) in rows}
 
 
 def candidate_query(pools: Sequence[Pool]) -> tuple[str, list[Any]]:

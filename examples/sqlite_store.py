@@ -114,6 +114,79 @@ def insert(db: sqlite3.Connection, entries: Iterable[dict[str, Any]]) -> int:
         return db.total_changes - before
 
 
+def open_shared(path: str) -> sqlite3.Connection:
+    """A connection for a store that several processes write (the MCP server).
+
+    WAL lets readers run beside the one writer, the busy timeout makes a
+    second writer wait instead of failing, and autocommit mode leaves each
+    write's transaction to :func:`add` and :func:`retire`, which take the
+    write lock up front (``BEGIN IMMEDIATE``): a read-modify-write of a JSON
+    body then cannot interleave with another process's.
+    """
+    db = sqlite3.connect(
+        path, timeout=30, isolation_level=None, check_same_thread=False
+    )
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    db.executescript(SCHEMA)
+    return db
+
+
+def get(db: sqlite3.Connection, ident: str) -> dict[str, Any] | None:
+    """The stored entry with this id, or None."""
+    row = db.execute("SELECT body FROM entries WHERE id = ?", (ident,)).fetchone()
+    return None if row is None else dict(json.loads(row[0]))
+
+
+def add(
+    db: sqlite3.Connection, entry: dict[str, Any], *, supersedes: str | None = None
+) -> None:
+    """Insert a new entry; with ``supersedes``, retire that one, atomically.
+
+    One ``BEGIN IMMEDIATE`` transaction: both writes land or neither does.
+    Raises ``KeyError`` when ``entry``'s id is taken or ``supersedes`` names
+    no active entry (nothing is written then).
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        taken = db.execute("SELECT 1 FROM entries WHERE id = ?", (str(entry["id"]),))
+        if taken.fetchone() is not None:
+            raise KeyError(f"id {entry['id']!r} is already stored")
+        if supersedes is not None:
+            old = get(db, supersedes)
+            if old is None or not default_is_active(old):
+                state = "no entry" if old is None else "no active entry"
+                raise KeyError(f"{state} has id {supersedes!r}")
+            old["superseded_by"] = entry["id"]
+            db.execute("REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", columns(old))
+        db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?)", columns(entry))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def retire(db: sqlite3.Connection, ident: str, status: str = "forgotten") -> bool:
+    """Set the entry's ``status`` (kept, never loaded again); False if no such id."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        entry = get(db, ident)
+        if entry is not None:
+            entry["status"] = status
+            db.execute("REPLACE INTO entries VALUES (?, ?, ?, ?, ?)", columns(entry))
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return entry is not None
+
+
+def active_types(db: sqlite3.Connection) -> set[str]:
+    """The types of the active rows (an index-only scan)."""
+    rows = db.execute("SELECT DISTINCT type FROM entries WHERE status = 'active'")
+    return {kind for (kind,) in rows}
+
+
 def candidate_query(pools: Sequence[Pool]) -> tuple[str, list[str]]:
     """One SQL query for the active rows any pool may take, and its parameters."""
     if any(pool.types is None for pool in pools):

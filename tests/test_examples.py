@@ -3,7 +3,8 @@
 An optional component that is not installed skips its tests with the reason
 (run pytest with -rs to see it). POOLSPLIT_EXAMPLES_REQUIRED names the extras
 that must be present, comma-separated (CI sets ``examples,examples-st`` after
-installing them): a missing component of a listed extra fails instead.
+installing them, and ``integrations`` for the LangChain/LangGraph, LlamaIndex
+and MCP adapters): a missing component of a listed extra fails instead.
 """
 
 import importlib
@@ -32,6 +33,7 @@ REQUIRED = set(os.environ.get("POOLSPLIT_EXAMPLES_REQUIRED", "").split(","))
 INSTALL = {
     "examples": "pip install -e '.[examples]'",
     "examples-st": "pip install -e '.[examples-st]' torch==2.13.0",
+    "integrations": "pip install -e '.[integrations]' (Python 3.11+)",
 }
 POOLS = demo_pools()
 # An example run as a script imports poolsplit from this checkout, installed or not.
@@ -552,3 +554,473 @@ def test_agent_loop_main_prints_each_turn():
     ).stdout
     assert out.count("-- turn ") == 7
     assert "injected on turns [5, 6, 7]" in out
+
+
+# --- langchain_memory.py (LangChain / LangGraph) ----------------------------
+
+ALWAYS = [e for e in demo_store() if e.get("scope") == "always"]
+PROMPT = "You are a careful coding agent."
+
+
+@pytest.fixture(scope="module")
+def langchain_memory():
+    need("langchain_core", "integrations")
+    need("langgraph", "integrations")
+    import langchain_memory
+
+    return langchain_memory
+
+
+def recording_model():
+    from langchain_core.language_models.fake_chat_models import (
+        FakeMessagesListChatModel,
+    )
+    from langchain_core.messages import AIMessage
+    from pydantic import Field
+
+    class Recording(FakeMessagesListChatModel):
+        """Answers "Noted." and keeps every message list it was called with."""
+
+        received: list = Field(default_factory=list)
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            self.received.append(list(messages))
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    return Recording(responses=[AIMessage("Noted.")])
+
+
+def test_langgraph_node_injects_one_system_message_every_turn(langchain_memory):
+    """Six turns, the last three after 200 urgent tasks land in the store."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.store.memory import InMemoryStore
+
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    for entry in demo_store():
+        langchain_memory.remember(store, space, entry)
+    model = recording_model()
+    node = langchain_memory.memory_node(model, POOLS, prompt=PROMPT, now=DEMO_NOW)
+    graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
+    app = graph.compile(store=store, checkpointer=InMemorySaver())
+    config = {"configurable": {"user_id": "ada", "thread_id": "t1"}}
+    questions = [
+        "How do I debug the billing work?",
+        "What about the search report?",
+        "Any skills for a slow checkout query?",
+        "Triage the alerts please",
+        "Which billing facts matter?",
+        "Summarise the invoices work",
+    ]
+    for turn, question in enumerate(questions):
+        if turn == 3:
+            for entry in demo_store(flood=200)[-200:]:
+                langchain_memory.remember(store, space, entry)
+        app.invoke({"messages": [HumanMessage(question)]}, config)
+
+    assert len(model.received) == len(questions)
+    for turn, messages in enumerate(model.received):
+        systems = [m for m in messages if isinstance(m, SystemMessage)]
+        assert len(systems) == 1 and messages[0] is systems[0]
+        system = systems[0]
+        assert system.text.startswith(PROMPT)
+        injected = system.additional_kwargs["poolsplit"]["pools"]
+        assert {e["id"] for e in ALWAYS} <= set(injected["core"])
+        for entry in ALWAYS:
+            assert entry["content"] in system.text
+        for pool in POOLS:
+            assert injected[pool.name], f"turn {turn}: pool {pool.name} is empty"
+        assert messages[-1].text == questions[turn]
+    flooded = model.received[3][0].additional_kwargs["poolsplit"]["pools"]["work"]
+    assert all(i.startswith("flood-") for i in flooded)  # the flood did arrive
+    # The history the model saw grew with the checkpointed thread.
+    assert sum(isinstance(m, HumanMessage) for m in model.received[-1]) == 6
+
+
+def test_with_memory_merges_system_messages_and_trims_history(langchain_memory):
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    history = [SystemMessage("Agent rules.")]
+    for number in range(40):
+        history += [HumanMessage(f"question {number} " * 20), AIMessage("answer " * 20)]
+    history.append(HumanMessage("debug the billing work"))
+    messages = langchain_memory.with_memory(
+        history,
+        demo_store(),
+        POOLS,
+        prompt=PROMPT,
+        max_history_tokens=300,
+        now=DEMO_NOW,
+    )
+    assert [type(m) for m in messages].count(SystemMessage) == 1
+    assert messages[0].text.startswith(PROMPT + "\n\nAgent rules.\n\n## core\n")
+    assert 1 < len(messages) < 10  # trimmed to the last ~300 tokens
+    assert isinstance(messages[1], HumanMessage)
+    assert messages[-1].text == "debug the billing work"
+
+
+def test_langgraph_namespace_needs_a_user_id(langchain_memory):
+    with pytest.raises(ValueError, match="user_id"):
+        langchain_memory.user_namespace({"configurable": {}})
+
+
+def test_langchain_memory_main_runs():
+    need("langgraph", "integrations")
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "langchain_memory.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=SCRIPT_ENV,
+    ).stdout
+    assert out.startswith("You are a careful agent.\n\n## core\n")
+    assert "injected: {'core': ['correction-0'," in out
+
+
+# --- llamaindex_memory.py ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llamaindex_memory():
+    need("llama_index.core", "integrations")
+    import llamaindex_memory
+
+    return llamaindex_memory
+
+
+def run_memory(block, turns, token_limit):
+    """Memory.aget's messages after ``turns`` user/assistant exchanges."""
+    import asyncio
+
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory import Memory
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def run():
+        engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+        memory = Memory.from_defaults(
+            session_id="s1",
+            token_limit=token_limit,
+            memory_blocks=[block],
+            tokenizer_fn=str.split,
+            async_engine=engine,
+        )
+        try:
+            for number, text in enumerate(turns):
+                await memory.aput(ChatMessage(role="user", content=text))
+                if number < len(turns) - 1:
+                    await memory.aput(ChatMessage(role="assistant", content="Done."))
+            return await memory.aget()
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
+
+
+TURNS = [
+    "Fix the billing export",
+    "Now check the search report",
+    "Debug the billing work before the release",
+]
+
+
+@pytest.mark.parametrize("priority", [1, 2])
+def test_llamaindex_block_keeps_corrections_under_token_pressure(
+    llamaindex_memory, priority
+):
+    def block():
+        return llamaindex_memory.PoolsplitMemoryBlock(
+            entries=demo_store(flood=200),
+            priority=priority,
+            now=DEMO_NOW,
+            token_counter=lambda text: len(text.split()),
+        )
+
+    roomy = run_memory(block(), TURNS, token_limit=4000)[0].content
+    tight = run_memory(block(), TURNS, token_limit=200)[0].content
+    for entry in ALWAYS:
+        assert entry["content"] in roomy
+        assert entry["content"] in tight
+    assert len(tight.split()) < len(roomy.split())  # context entries were dropped
+    for pool in POOLS:  # every pool still represented
+        assert f"## {pool.name}\n" in tight
+
+
+def test_llamaindex_default_truncation_would_drop_the_corrections(llamaindex_memory):
+    """The control: same limit, BaseMemoryBlock's atruncate loses the block."""
+    from llama_index.core.memory import BaseMemoryBlock
+
+    class WholeBlock(llamaindex_memory.PoolsplitMemoryBlock):
+        atruncate = BaseMemoryBlock.atruncate
+
+    block = WholeBlock(entries=demo_store(), priority=1, now=DEMO_NOW)
+    content = "\n".join(str(m.content) for m in run_memory(block, TURNS, 200))
+    assert not any(entry["content"] in content for entry in ALWAYS)
+
+
+def test_llamaindex_flushed_turns_become_episodes(llamaindex_memory):
+    entries = []
+    block = llamaindex_memory.PoolsplitMemoryBlock(
+        entries=entries, priority=1, now=DEMO_NOW
+    )
+    turns = [f"turn {n}: " + "words " * 30 for n in range(8)]
+    run_memory(block, turns, token_limit=150)
+    assert entries, "Memory flushed no turn into the block"
+    assert block.entries is entries
+    assert {e["type"] for e in entries} == {"episode"}
+    assert entries[0]["content"].startswith("user: turn 0: words")
+    assert "\nassistant: Done." in entries[0]["content"]
+    assert len({e["id"] for e in entries}) == len(entries)
+
+
+def test_llamaindex_memory_main_runs():
+    need("llama_index.core", "integrations")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error::ResourceWarning",
+            str(EXAMPLES / "llamaindex_memory.py"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=SCRIPT_ENV,
+    ).stdout
+    assert "<poolsplit>\n## core\n" in out
+    assert "Never force-push to main" in out
+
+
+# --- mcp_server.py ----------------------------------------------------------
+
+KINDS = ("correction", "task", "fact", "skill", "growth", "episode", "note")
+
+
+def mcp_client(*args):
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(EXAMPLES / "mcp_server.py"), *args],
+        env={"PYTHONPATH": SCRIPT_ENV["PYTHONPATH"]},
+    )
+    return Client(params)
+
+
+def snapshot(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT id, status, body FROM entries ORDER BY id").fetchall()
+
+
+def error_text(result):
+    assert result.is_error, result
+    return result.content[0].text
+
+
+@pytest.fixture(scope="module")
+def mcp_ready():
+    need("mcp", "integrations")
+
+
+def test_mcp_server_over_stdio(mcp_ready, tmp_path):
+    import anyio
+
+    db = str(tmp_path / "memory.db")
+
+    async def session():
+        async with mcp_client("--db", db) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == {"remember", "recall", "forget", "explain"}
+            assert list(tools["remember"].input_schema["properties"]) == [
+                "content",
+                "type",
+                "scope",
+                "tags",
+                "project",
+                "base_priority",
+                "supersedes",
+            ]
+
+            async def remember(**arguments):
+                result = await client.call_tool("remember", arguments)
+                assert not result.is_error, result
+                assert result.content[0].text == result.structured_content["id"]
+                return result.structured_content["id"]
+
+            corrections = [
+                await remember(content=text, type="correction", scope="always")
+                for text in ("Never force-push to main", "Dates in the API are UTC")
+            ]
+            typed = {}
+            for kind in KINDS:
+                typed[kind] = await remember(
+                    content=f"A {kind} about the billing export",
+                    type=kind,
+                    tags=["billing"],
+                    base_priority=4,
+                )
+            for number in range(200):
+                await remember(
+                    content=f"URGENT: triage alert {number}",
+                    type="task",
+                    base_priority=10,
+                )
+            got = await client.call_tool("recall", {"message": "billing export"})
+            pools = got.structured_content["pools"]
+            loaded = {i for ids in pools.values() for i in ids}
+            assert set(corrections) <= set(pools["corrections"])
+            assert "Never force-push to main" in got.content[0].text
+            for kind in KINDS:
+                if kind != "task":  # tasks: the flood outranks it, as it should
+                    assert typed[kind] in loaded, kind
+            for name in ("tasks", "facts", "skills", "growth", "episodes", "other"):
+                assert pools[name], name
+
+            newer = await remember(
+                content="Never force-push; use --force-with-lease on branches",
+                type="correction",
+                scope="always",
+                supersedes=corrections[0],
+            )
+            got = await client.call_tool("recall", {"message": "push"})
+            core = got.structured_content["pools"]["corrections"]
+            assert newer in core and corrections[0] not in core
+
+            forgotten = await client.call_tool("forget", {"id": corrections[1]})
+            assert forgotten.structured_content == {"forgotten": True}
+            again = await client.call_tool("forget", {"id": "no-such-id"})
+            assert again.structured_content == {"forgotten": False}
+            assert not again.is_error
+            got = await client.call_tool("recall", {"message": "dates"})
+            assert corrections[1] not in got.structured_content["pools"]["corrections"]
+
+            table = await client.call_tool("explain", {"message": "billing export"})
+            assert "pool corrections:" in table.content[0].text
+
+            before = snapshot(db)
+            bad = [
+                ({"content": "x", "supercedes": newer}, "supercedes"),
+                ({"content": 5}, "content"),
+                ({"content": "x", "tags": "billing"}, "tags"),
+                ({"content": "x", "base_priority": "high"}, "base_priority"),
+                ({"content": "   "}, "content: must not be empty"),
+                ({"content": "x", "supersedes": "nope"}, "supersedes: no entry"),
+                ({"content": "x", "supersedes": corrections[0]}, "no active entry"),
+                ({"content": "x", "scope": "Always"}, "scope"),
+            ]
+            for arguments, expected in bad:
+                result = await client.call_tool("remember", arguments)
+                assert expected in error_text(result), arguments
+            unknown = await client.call_tool("recall", {"message": "x", "limit": 3})
+            assert "unknown argument(s) limit" in error_text(unknown)
+            assert snapshot(db) == before
+
+    anyio.run(session)
+    retired = {i: s for i, s, _ in snapshot(db)}
+    assert list(retired.values()).count("superseded") == 1
+    assert list(retired.values()).count("forgotten") == 1
+
+
+def test_mcp_two_servers_on_one_file_lose_no_write(mcp_ready, tmp_path):
+    import anyio
+
+    db = str(tmp_path / "shared.db")
+
+    async def writer(name):
+        async with mcp_client("--db", db) as client:
+            for number in range(25):
+                result = await client.call_tool(
+                    "remember", {"content": f"{name} note {number}"}
+                )
+                assert not result.is_error, result
+
+    async def both():
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer, "a")
+            group.start_soon(writer, "b")
+
+    anyio.run(both)
+    assert len(snapshot(db)) == 50
+
+
+def test_mcp_server_reads_pools_file(mcp_ready, tmp_path):
+    import json
+
+    import anyio
+
+    pools = tmp_path / "pools.json"
+    pools.write_text(json.dumps([{"name": "all", "max_tokens": 50, "max_entries": 1}]))
+
+    async def session():
+        async with mcp_client(
+            "--db", str(tmp_path / "p.db"), "--pools", str(pools)
+        ) as c:
+            await c.call_tool("remember", {"content": "one", "scope": "always"})
+            await c.call_tool("remember", {"content": "two"})
+            await c.call_tool("remember", {"content": "three"})
+            got = await c.call_tool("recall", {"message": "x"})
+            ids = got.structured_content["pools"]
+            assert list(ids) == ["all"] and len(ids["all"]) == 2
+
+    anyio.run(session)
+
+
+def test_mcp_server_rejects_a_bad_pools_file(mcp_ready, tmp_path):
+    pools = tmp_path / "pools.json"
+    pools.write_text('[{"name": "x", "max_tokens": -1, "max_entries": 1}]')
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLES / "mcp_server.py"),
+            "--db",
+            str(tmp_path / "d"),
+            "--pools",
+            str(pools),
+        ],
+        capture_output=True,
+        text=True,
+        env=SCRIPT_ENV,
+    )
+    assert run.returncode == 2
+    assert "pools[0]: max_tokens must be >= 0" in run.stderr
+
+
+def test_mcp_server_on_postgres(mcp_ready, pg_dsn):
+    import anyio
+
+    async def session():
+        async with mcp_client("--db", pg_dsn) as client:
+            first = await client.call_tool(
+                "remember",
+                {
+                    "content": "Never force-push",
+                    "type": "correction",
+                    "scope": "always",
+                },
+            )
+            old = first.structured_content["id"]
+            new = await client.call_tool(
+                "remember",
+                {
+                    "content": "Use --force-with-lease",
+                    "type": "correction",
+                    "scope": "always",
+                    "supersedes": old,
+                },
+            )
+            bad = await client.call_tool(
+                "remember", {"content": "x", "supersedes": "n"}
+            )
+            assert "supersedes: no entry" in error_text(bad)
+            got = await client.call_tool("recall", {"message": "push"})
+            core = got.structured_content["pools"]["corrections"]
+            assert core == [new.structured_content["id"]]
+            gone = await client.call_tool("forget", {"id": core[0]})
+            assert gone.structured_content == {"forgotten": True}
+
+    anyio.run(session)
