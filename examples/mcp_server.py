@@ -83,10 +83,22 @@ class SQLiteBackend:
     def __init__(self, path: str) -> None:
         self.db = sqlite_store.open_shared(path)
         self.lock = threading.Lock()  # tools run on worker threads
+        self.cached: tuple[object, list[Any]] | None = None
 
     def candidates(self, pools: Sequence[Pool]) -> list[Any]:
+        """The candidate rows, parsed again only after a write.
+
+        ``PRAGMA data_version`` changes when another connection commits and
+        ``total_changes`` when this one does, so an unchanged pair means the
+        parsed rows of the last call are still the store's (poolsplit never
+        modifies entries).
+        """
         with self.lock:
-            return sqlite_store.load_candidates(self.db, pools)
+            version = self.db.execute("PRAGMA data_version").fetchone()[0]
+            key = (version, self.db.total_changes, tuple(pools))
+            if self.cached is None or self.cached[0] != key:
+                self.cached = (key, sqlite_store.load_candidates(self.db, pools))
+            return self.cached[1]
 
     def active_types(self) -> set[str]:
         with self.lock:
