@@ -32,6 +32,13 @@ key                meaning
 ``superseded_by``  any truthy value retires the entry
 ``id``             identifier; breaks ties in the ranking
 =================  ===========================================================
+
+Contents, in reading order: constants; public types (``Entry``, the hook
+protocols, ``PoolsplitWarning``, ``Pool``); one reader per entry field; the
+defaults (``default_is_active``, ``default_token_counter``,
+``default_scorer``); the engine; ``retrieve_pools`` and ``retrieve``;
+``render``; then the tooling built on them: ``explain``, ``validate``,
+``audit``, the demo, and the command line.
 """
 
 from __future__ import annotations
@@ -42,21 +49,27 @@ import numbers
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
-from typing import Any, Final, Protocol, TypeVar, Union
+from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
     "DEMO_NOW",
+    "ActivePredicate",
     "Audit",
     "Decision",
+    "Entry",
     "Explanation",
     "Pool",
     "PoolSummary",
+    "PoolsplitWarning",
     "Problem",
+    "Scorer",
     "Step",
+    "TokenCounter",
     "TypeAudit",
     "audit",
     "clear_caches",
@@ -71,14 +84,14 @@ __all__ = [
     "retrieve_pools",
     "validate",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
-# ---------------------------------------------------------------------------
-# Constants of the default scorer (kept compatible with the original design).
-# ---------------------------------------------------------------------------
+# ===========================================================================
+# Constants: the defaults and the default scorer's numbers (README's table)
+# ===========================================================================
 
 DEFAULT_TYPE: Final = "note"
-DEFAULT_PRIORITY: Final = 5
+DEFAULT_PRIORITY: Final = 5.0
 ALWAYS_SCOPE: Final = "always"
 ACTIVE_STATUS: Final = "active"
 
@@ -92,109 +105,86 @@ MESSAGE_THRESHOLD: Final = 0.15
 MESSAGE_BOOST: Final = 1.5
 MIN_WORD_LENGTH: Final = 3
 
-STOPWORDS: Final = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "are",
-        "but",
-        "not",
-        "you",
-        "all",
-        "can",
-        "her",
-        "was",
-        "one",
-        "our",
-        "out",
-        "day",
-        "has",
-        "had",
-        "his",
-        "how",
-        "man",
-        "new",
-        "now",
-        "old",
-        "see",
-        "two",
-        "way",
-        "who",
-        "did",
-        "its",
-        "let",
-        "put",
-        "say",
-        "she",
-        "too",
-        "use",
-        "that",
-        "this",
-        "with",
-        "from",
-        "they",
-        "them",
-        "then",
-        "than",
-        "have",
-        "will",
-        "your",
-        "what",
-        "when",
-        "were",
-        "been",
-        "into",
-        "some",
-        "more",
-        "very",
-        "just",
-        "over",
-        "only",
-    ]
-)
+# fmt: off
+STOPWORDS: Final = frozenset((
+    "the", "and", "for", "are", "but", "not", "you", "all", "can", "her", "was",
+    "one", "our", "out", "day", "has", "had", "his", "how", "man", "new", "now",
+    "old", "see", "two", "way", "who", "did", "its", "let", "put", "say", "she",
+    "too", "use", "that", "this", "with", "from", "they", "them", "then", "than",
+    "have", "will", "your", "what", "when", "were", "been", "into", "some",
+    "more", "very", "just", "over", "only",
+))
+# fmt: on
 
 # Cross-call caches are bounded: 2**17 entries covers a 100,000-entry store
 # with room to spare, at roughly 0.5 KB per cached content string.
 _CACHE_SIZE: Final = 1 << 17
-
 _SECONDS_PER_DAY: Final = 86400.0
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# The ranking sorts all entries of a small store, else a sample's best eighth.
+# The ranking sorts every candidate of a smaller store up front; a larger
+# one sorts only the best eighth of a 1-in-16 sample's scores (see _Ranking).
 _SORT_ALL_BELOW: Final = 16384
 _SAMPLE_STEP: Final = 16
-# Seconds of age past which recency is surely at its floor: the age where
-# 1 - slope * days / horizon reaches the floor, plus a day against rounding.
-_FLOORED_AGE: Final = (
-    (1.0 - RECENCY_FLOOR) / RECENCY_SLOPE * RECENCY_HORIZON_DAYS + 1.0
-) * _SECONDS_PER_DAY
+# explain() and validate() warn when always-scope entries, which bypass every
+# cap, cost more than this many tokens together.
+_ALWAYS_TOKENS_WARNING: Final = 4000
 
-# ---------------------------------------------------------------------------
-# Types of the callables users plug in.
-# ---------------------------------------------------------------------------
 
-E = TypeVar("E", bound=Mapping[str, Any])
+# ===========================================================================
+# Public types: the entry schema, the hooks, the warning, Pool
+# ===========================================================================
+
+
+class EntryDict(TypedDict, total=False):
+    """The entry schema for typed callers; every key is optional.
+
+    Any ``Mapping`` is accepted at run time; messy values have the meanings
+    the README's schema table gives.
+    """
+
+    id: object
+    content: str | None
+    type: str | None
+    scope: str | None
+    tags: list[str] | str | None
+    project: str | None
+    created: str | datetime | date | float | None
+    token_count: int | None
+    base_priority: float | None
+    status: str | None
+    superseded_by: object
+
+
 Entry = Mapping[str, Any]
 Context = Mapping[str, Any]
+E = TypeVar("E", bound=Mapping[str, Any])
 
 
 class Scorer(Protocol):
-    """Ranks one entry for a context; higher loads first."""
+    """Ranks one entry for a context; higher loads first. Must not modify it."""
 
     def __call__(
         self, entry: Entry, context: Context | None, /, *, now: datetime
     ) -> float: ...
 
 
-TokenCounter = Callable[[str], int]
-ActivePredicate = Callable[[Entry], object]
+class TokenCounter(Protocol):
+    """Counts the tokens of an entry's content."""
+
+    def __call__(self, text: str, /) -> int: ...
 
 
-# ---------------------------------------------------------------------------
-# Pool
-# ---------------------------------------------------------------------------
+class ActivePredicate(Protocol):
+    """Says whether an entry may load at all (its truth value is used)."""
+
+    def __call__(self, entry: Entry, /) -> object: ...
+
+
+class PoolsplitWarning(UserWarning):
+    """A configuration that loses memory without an error, such as an
+    always-scope entry whose type no pool admits."""
 
 
 def _check_cap(name: str, value: object) -> None:
@@ -205,27 +195,68 @@ def _check_cap(name: str, value: object) -> None:
         raise ValueError(f"{name} must be >= 0, got {value!r}")
 
 
+def _check_types(types: object) -> tuple[str, ...] | None:
+    """``types`` as a tuple of str, or None; a bare str would be its letters."""
+    if types is None:
+        return None
+    if isinstance(types, (str, bytes)):
+        raise TypeError(
+            f"types must be an iterable of str or None, got a bare "
+            f"{type(types).__name__} {types!r}; write ({types!r},)"
+        )
+    try:
+        normalised: tuple[object, ...] = tuple(types)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"types must be an iterable of str or None, got {type(types).__name__}"
+        ) from None
+    for item in normalised:
+        if not isinstance(item, str):
+            raise TypeError(
+                f"types must contain only str, got {type(item).__name__} {item!r}"
+            )
+    return normalised  # type: ignore[return-value]
+
+
+def _check_floor(value: object) -> None:
+    """Reject a ``min_score`` that is not None or a real number (NaN included)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"min_score must be a real number or None, got {type(value).__name__}"
+        )
+    if math.isnan(value):
+        raise ValueError(f"min_score must not be NaN, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Pool:
     """A reserved budget for a group of entry types.
 
-    ``max_tokens`` and ``max_entries`` cap the context (non-always) entries the
-    pool selects; always-scope entries are never counted. ``types`` is the tuple
-    of entry types the pool draws from, or None for every type.
-
     >>> Pool("skills", max_tokens=400, max_entries=3, types=["skill"])
-    Pool(name='skills', max_tokens=400, max_entries=3, types=('skill',))
+    Pool(name='skills', max_tokens=400, max_entries=3, types=('skill',), min_score=None)
+
+    ``max_tokens`` and ``max_entries`` cap the context (non-always) entries
+    the pool selects; always-scope entries are never counted. ``types`` is
+    the tuple of entry types the pool draws from, or None for every type.
+    ``min_score`` (pass it by keyword) is the relevance floor: a context
+    entry scoring below it is not taken, so the room stays empty rather than
+    filled with what is not relevant; None (the default) takes the best that
+    fit, however low they score. Always-scope entries ignore it.
 
     Raises:
-        TypeError: a field of the wrong type, including a bare str for ``types``
-            (it would be read as its characters).
-        ValueError: an empty ``name`` or a negative cap.
+        TypeError: a field of the wrong type, including a bare str for
+            ``types`` (it would be read as its characters) and a bool cap or
+            floor.
+        ValueError: an empty ``name``, a negative cap or a NaN floor.
     """
 
     name: str
     max_tokens: int
     max_entries: int
     types: tuple[str, ...] | None = None
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -234,84 +265,99 @@ class Pool:
             raise ValueError("name must be a non-empty str, got ''")
         _check_cap("max_tokens", self.max_tokens)
         _check_cap("max_entries", self.max_entries)
-        types: object = self.types
-        if types is None:
-            return
-        if isinstance(types, (str, bytes)):
-            raise TypeError(
-                f"types must be an iterable of str or None, got a bare "
-                f"{type(types).__name__} {types!r}; write ({types!r},)"
-            )
+        object.__setattr__(self, "types", _check_types(self.types))
+        _check_floor(self.min_score)
+
+
+# ===========================================================================
+# Entry fields: one reader per key, used by retrieval, scoring, explain and
+# validate alike. Each returns the meaning the README's schema table gives.
+# ===========================================================================
+
+
+def _content(entry: Entry) -> str:
+    """The entry's text: missing or None is "", a non-str value is its str()."""
+    content = entry.get("content")
+    if type(content) is str:
+        return content
+    if content is None:
+        return ""
+    return content if isinstance(content, str) else str(content)
+
+
+def _entry_type(entry: Entry) -> object:
+    """The entry's ``type``; missing or None is ``"note"``."""
+    kind = entry.get("type")
+    return DEFAULT_TYPE if kind is None else kind
+
+
+def _is_always(entry: Entry) -> bool:
+    """Whether the entry loads unconditionally: ``scope`` is exactly "always"."""
+    return entry.get("scope") == ALWAYS_SCOPE
+
+
+def _tags(value: object, where: str) -> Collection[str]:
+    """Tags: None is none, a bare str is one tag, non-str items are their str().
+
+    A list, tuple or set of str, the usual case, comes back as it is (checked
+    at C speed by ``"".join``) so that no set is built per entry per turn.
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, set, frozenset)):
         try:
-            normalised: tuple[object, ...] = tuple(types)  # type: ignore[arg-type]
-        except TypeError:
-            raise TypeError(
-                f"types must be an iterable of str or None, got {type(types).__name__}"
-            ) from None
-        for item in normalised:
-            if not isinstance(item, str):
-                raise TypeError(
-                    f"types must contain only str, got {type(item).__name__} {item!r}"
-                )
-        object.__setattr__(self, "types", normalised)
-
-
-# ---------------------------------------------------------------------------
-# Defaults
-# ---------------------------------------------------------------------------
-
-
-def default_token_counter(text: str) -> int:
-    """Estimate tokens as ``max(1, len(text) // 4)``: about four characters each.
-
-    >>> default_token_counter("twelve chars")
-    3
-    """
-    return max(1, len(text) // 4)
-
-
-def default_is_active(entry: Entry) -> bool:
-    """Return True unless ``status`` is set and not ``"active"``, or it is superseded.
-
-    A missing or None ``status`` counts as ``"active"``; any truthy
-    ``superseded_by`` retires the entry.
-
-    >>> default_is_active({"status": "archived"}), default_is_active({})
-    (False, True)
-    """
-    status = entry.get("status")
-    return (status is None or status == ACTIVE_STATUS) and not entry.get(
-        "superseded_by"
+            "".join(value)
+        except TypeError:  # a non-str item
+            return tuple(item if isinstance(item, str) else str(item) for item in value)
+        return value
+    raise TypeError(
+        f"{where} must be a str or a list of str, got {type(value).__name__}"
     )
 
 
-# Runs of MIN_WORD_LENGTH or more letters or digits (\w without "_").
-_WORD_RE: Final = re.compile(rf"[^\W_]{{{MIN_WORD_LENGTH},}}")
-_ASCII_WORD_RE: Final = re.compile(rf"[a-z0-9]{{{MIN_WORD_LENGTH},}}")
+def _to_float(value: Any) -> float:
+    """``float(value)``, with a number beyond the float range as +-inf.
 
-
-def _words(text: str) -> frozenset[str]:
-    """Significant words: lowercase letter/digit runs of 3+ chars, not stopwords.
-
-    Non-ASCII text is NFC-normalised first so that a decomposed accent stays
-    inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
+    JSON allows ``10**400``; ``float()`` raises OverflowError on it, while
+    ``1e999`` already parses as inf. Both mean "larger than any float".
     """
-    if text.isascii():
-        words = _ASCII_WORD_RE.findall(text.lower())
-    else:
-        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
-    return frozenset(words).difference(STOPWORDS)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
-# Message words are computed once per distinct message; content words once per
-# distinct content string, kept as a tuple (a third of a frozenset's memory).
-_message_words = lru_cache(maxsize=1024)(_words)
+def _priority(entry: Entry) -> float:
+    """``base_priority`` as a float, default 5; a non-number or NaN raises."""
+    value: Any = entry.get("base_priority")
+    kind = type(value)
+    if kind is float and not math.isnan(value):  # the usual cases first
+        return float(value)
+    if kind is int:
+        return _to_float(value)
+    if value is None:
+        return DEFAULT_PRIORITY
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(
+            f"base_priority must be a real number, got {type(value).__name__} {value!r}"
+        )
+    priority = _to_float(value)
+    if math.isnan(priority):
+        raise ValueError(f"base_priority must not be NaN, got {value!r}")
+    return priority
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
-def _content_words(text: str) -> tuple[str, ...]:
-    # Interned, so entries sharing a vocabulary share the word strings.
-    return tuple(map(sys.intern, _words(text)))
+def _token_count(entry: Entry) -> int | None:
+    """``token_count`` when it is a positive int (not bool), else None: the
+    counter is used instead."""
+    count = entry.get("token_count")
+    if type(count) is int:
+        return count if count > 0 else None
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return int(count)  # an int subclass counts as its value
+    return None
 
 
 _ISO_RE: Final = re.compile(
@@ -320,53 +366,17 @@ _ISO_RE: Final = re.compile(
     r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?",
     re.ASCII | re.IGNORECASE,
 )
-
-
-# Parsed ``created`` strings. A plain dict, not lru_cache: a hit is one lookup
-# (the LRU bookkeeping touches three more objects), which matters when every
-# entry of a large store is looked up on every turn. It is emptied when full;
-# dict operations are atomic, so threads may share it.
-_iso_seconds: Final[dict[str, float | None]] = {}
-
-
-def _parse_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
-    try:
-        return _iso_seconds[text]
-    except KeyError:
-        pass
-    seconds = _read_iso(text)
-    if len(_iso_seconds) >= _CACHE_SIZE:
-        _iso_seconds.clear()
-    _iso_seconds[text] = seconds
-    return seconds
-
-
 # The forms datetime.isoformat() writes (without a fraction), plus a final Z.
 _COMMON_ISO_RE: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2})?)?",
     re.ASCII | re.IGNORECASE,
 )
 
-
-def _read_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None.
-
-    The common forms go through ``datetime.fromisoformat``, ten times faster
-    and, on these forms, the same on every Python; a cold call on a large
-    store parses every timestamp. Anything it rejects (February 30th, an
-    offset of 24 hours) is left to :func:`_read_iso_general`.
-    """
-    if _COMMON_ISO_RE.fullmatch(text):
-        try:
-            moment = datetime.fromisoformat(text[:-1] if text[-1] in "Zz" else text)
-        except ValueError:
-            pass
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return (moment - _EPOCH).total_seconds()
-    return _read_iso_general(text)
+# Parsed ``created`` strings. A plain dict, not lru_cache: a hit is one lookup
+# (the LRU bookkeeping touches three more objects), which matters when every
+# entry of a large store is looked up on every turn. It is emptied when full;
+# dict operations are atomic, so threads may share it.
+_iso_seconds: Final[dict[str, float | None]] = {}
 
 
 def _read_iso_general(text: str) -> float | None:
@@ -400,7 +410,40 @@ def _read_iso_general(text: str) -> float | None:
     return seconds
 
 
-def _created_seconds(value: object) -> float | None:
+def _read_iso(text: str) -> float | None:
+    """POSIX seconds of an ISO-8601 date or date-time string, or None.
+
+    The common forms go through ``datetime.fromisoformat``, ten times faster
+    and, on these forms, the same on every Python; a cold call on a large
+    store parses every timestamp. Anything it rejects (February 30th, an
+    offset of 24 hours) is left to :func:`_read_iso_general`.
+    """
+    if _COMMON_ISO_RE.fullmatch(text):
+        try:
+            moment = datetime.fromisoformat(text[:-1] if text[-1] in "Zz" else text)
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            return (moment - _EPOCH).total_seconds()
+    return _read_iso_general(text)
+
+
+def _parse_iso(text: str) -> float | None:
+    """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
+    try:
+        return _iso_seconds[text]
+    except KeyError:
+        pass
+    seconds = _read_iso(text)
+    if len(_iso_seconds) >= _CACHE_SIZE:
+        _iso_seconds.clear()
+    _iso_seconds[text] = seconds
+    return seconds
+
+
+def _seconds(value: object) -> float | None:
     """POSIX seconds (UTC) of a ``created`` value, or None when it has no meaning.
 
     Strings are ISO-8601; a naive ``datetime`` is UTC; a ``date`` is its UTC
@@ -413,38 +456,148 @@ def _created_seconds(value: object) -> float | None:
             value = value.replace(tzinfo=timezone.utc)
         return (value - _EPOCH).total_seconds()
     if isinstance(value, date):
-        return (
-            datetime(value.year, value.month, value.day, tzinfo=timezone.utc) - _EPOCH
-        ).total_seconds()
+        midnight = datetime(value.year, value.month, value.day, tzinfo=timezone.utc)
+        return (midnight - _EPOCH).total_seconds()
     if type(value) is not bool and isinstance(value, (int, float)):
         seconds = _to_float(value)
         return seconds if math.isfinite(seconds) else None
     return None
 
 
-def _to_float(value: Any) -> float:
-    """``float(value)``, with a number beyond the float range as +-inf.
+SortKey = tuple[int, Union[float, str], str]
 
-    JSON allows ``10**400``; ``float()`` raises OverflowError on it, while
-    ``1e999`` already parses as inf. Both mean "larger than any float".
+
+def _created_key(entry: Entry) -> SortKey:
+    """Tie order for ``created``: missing first, then by instant, then garbage.
+
+    Comparing raw values would raise TypeError on a store mixing str and
+    datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
+    forms of one moment tie (then by the string itself).
     """
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
-def _tag_set(value: object, where: str) -> frozenset[str]:
-    """Tags as a set: None is none, a bare str is one tag, non-str items are str()."""
+    value = entry.get("created")
     if value is None:
-        return frozenset()
+        return (0, "", "")
+    seconds = _seconds(value)
+    if seconds is not None:
+        return (1, seconds, value if isinstance(value, str) else "")
+    return (2, "", f"{type(value).__name__}:{value!r}")
+
+
+def _id_key(entry: Entry) -> SortKey:
+    """Tie order for ``id``: missing as "", str, then numbers, then the rest."""
+    value = entry.get("id")
+    if value is None:
+        return (0, "", "")
     if isinstance(value, str):
-        return frozenset((value,))
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return frozenset(item if isinstance(item, str) else str(item) for item in value)
-    raise TypeError(
-        f"{where} must be a str or a list of str, got {type(value).__name__}"
+        return (0, value, "")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = _to_float(value)
+        if not math.isnan(number):
+            return (1, number, "")
+    return (2, "", f"{type(value).__name__}:{value!r}")
+
+
+# Runs of MIN_WORD_LENGTH or more letters or digits (\w without "_").
+_WORD_RE: Final = re.compile(rf"[^\W_]{{{MIN_WORD_LENGTH},}}")
+_ASCII_WORD_RE: Final = re.compile(rf"[a-z0-9]{{{MIN_WORD_LENGTH},}}")
+
+
+def _words(text: str) -> frozenset[str]:
+    """Significant words: lowercase letter/digit runs of 3+ chars, not stopwords.
+
+    Non-ASCII text is NFC-normalised first so that a decomposed accent stays
+    inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
+    """
+    if text.isascii():
+        words = _ASCII_WORD_RE.findall(text.lower())
+    else:
+        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
+    return frozenset(words).difference(STOPWORDS)
+
+
+# Message words are computed once per distinct message; content words once per
+# distinct content string, kept as a tuple (a third of a frozenset's memory).
+_message_words = lru_cache(maxsize=1024)(_words)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _content_words(text: str) -> tuple[str, ...]:
+    # Interned, so entries sharing a vocabulary share the word strings.
+    return tuple(map(sys.intern, _words(text)))
+
+
+def clear_caches() -> None:
+    """Empty the bounded caches of parsed timestamps and content words.
+
+    They never change a result; clearing only frees memory.
+    """
+    _content_words.cache_clear()
+    _message_words.cache_clear()
+    _iso_seconds.clear()
+
+
+# ===========================================================================
+# The defaults: the active rule, the cost rule and the score
+# ===========================================================================
+
+
+def default_is_active(entry: Entry) -> bool:
+    """Return True unless ``status`` is set and not ``"active"``, or it is superseded.
+
+    A missing or None ``status`` counts as ``"active"``; any truthy
+    ``superseded_by`` retires the entry.
+
+    >>> default_is_active({"status": "archived"}), default_is_active({})
+    (False, True)
+    """
+    status = entry.get("status")
+    return (status is None or status == ACTIVE_STATUS) and not entry.get(
+        "superseded_by"
     )
+
+
+def default_token_counter(text: str) -> int:
+    """Estimate tokens as ``max(1, len(text) // 4)``: about four characters each.
+
+    >>> default_token_counter("twelve chars")
+    3
+    """
+    return max(1, len(text) // 4)
+
+
+def _label(index: int, entry: object) -> str:
+    """How errors name an entry: its position and, when it has one, its id."""
+    if isinstance(entry, Mapping):
+        return f"entries[{index}] (id={entry.get('id')!r})"
+    return f"entries[{index}]"
+
+
+def _labelled(exc: Exception, label: str) -> Exception:
+    """A TypeError or ValueError (by ``exc``'s base class) whose message is led
+    by ``label``; raise it ``from exc`` so the original stays attached."""
+    kind = ValueError if isinstance(exc, ValueError) else TypeError
+    return kind(f"{label}: {exc}")
+
+
+def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
+    """Tokens an entry costs: a positive int ``token_count``, else the counter's
+    count of its content, and never below 1: nothing is free."""
+    count = _token_count(entry)
+    if count is not None:
+        return count
+    try:
+        text = _content(entry)
+    except (TypeError, ValueError) as exc:  # str() of the content failed
+        raise _labelled(exc, _label(index, entry)) from exc
+    counted = token_counter(text)
+    if type(counted) is not int:
+        if isinstance(counted, bool) or not isinstance(counted, int):
+            raise TypeError(
+                f"token_counter must return an int, got "
+                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}"
+            )
+        counted = int(counted)
+    return counted if counted > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -457,14 +610,31 @@ class _Query:
     now: float
 
 
-def _query(context: Context | None, now: datetime) -> _Query:
-    """Check ``context`` and reduce it to what the default scorer reads."""
+def _resolve_now(now: datetime | None) -> datetime:
+    """The one place that reads the wall clock; naive datetimes are UTC."""
+    if now is None:
+        return datetime.now(timezone.utc)
+    if not isinstance(now, datetime):
+        raise TypeError(f"now must be a datetime or None, got {type(now).__name__}")
+    if now.tzinfo is None or now.utcoffset() is None:
+        return now.replace(tzinfo=timezone.utc)
+    return now
+
+
+def _check_context(context: object) -> Context:
+    """``context`` as a Mapping (None is empty); anything else raises."""
     if context is None:
-        context = {}
-    elif not isinstance(context, Mapping):
+        return {}
+    if not isinstance(context, Mapping):
         raise TypeError(
             f"context must be a Mapping or None, got {type(context).__name__}"
         )
+    return context
+
+
+def _query(context: Context | None, now: datetime) -> _Query:
+    """Check ``context`` and reduce it to what the default scorer reads."""
+    context = _check_context(context)
     message = context.get("message")
     if message is None:
         message = ""
@@ -472,91 +642,47 @@ def _query(context: Context | None, now: datetime) -> _Query:
         raise TypeError(
             f"context['message'] must be a str or None, got {type(message).__name__}"
         )
-    now_seconds = _created_seconds(now)
+    now_seconds = _seconds(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
         words=_message_words(message),
-        tags=_tag_set(context.get("tags"), "context['tags']"),
+        tags=frozenset(_tags(context.get("tags"), "context['tags']")),
         project=context.get("project"),
         now=now_seconds,
     )
 
 
-def _priority(entry: Entry) -> float:
-    """``base_priority`` as a float; an int or float is read without isinstance."""
-    value: Any = entry.get("base_priority")
-    kind = type(value)
-    if kind is float and not math.isnan(value):
-        return float(value)
-    if kind is int:
-        return _to_float(value)
-    if value is None:
-        return DEFAULT_PRIORITY
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        priority = _to_float(value)
-    else:
-        raise TypeError(
-            f"base_priority must be a real number, got {type(value).__name__} {value!r}"
-        )
-    if math.isnan(priority):
-        raise ValueError(f"base_priority must not be NaN, got {value!r}")
-    return priority
-
-
-def _score(entry: Entry, query: _Query) -> float:
-    """The default score of one entry; raises for a bad ``base_priority``/``tags``."""
-    return _message_score(_base_score(entry, query), entry, query)
-
-
 def _base_score(entry: Entry, query: _Query) -> float:
-    """Priority x recency x tags x project: every factor but the message term."""
-    get = entry.get
+    """Priority x recency x tags x project: every factor but the message term.
+
+    Raises TypeError or ValueError for a bad ``base_priority`` or ``tags``.
+    """
     score = _priority(entry)
-    value = get("created")
-    created = _parse_iso(value) if type(value) is str else _created_seconds(value)
-    if created is not None:
-        score *= _recency(query.now, created)
-
-    tags = get("tags")
-    if tags:
-        tag_set = _tag_set(tags, "tags")
-        # max(): a truthy container that yields no items must not divide by 0.
-        score *= 1.0 + TAG_BOOST * len(tag_set & query.tags) / max(len(tag_set), 1)
-
-    project = get("project")
+    seconds = _seconds(entry.get("created"))
+    if seconds is not None:  # recency: max(0.3, 1 - 0.7 * days / 90), future is 0
+        age = (query.now - seconds) / _SECONDS_PER_DAY
+        days = age if age > 0.0 else 0.0
+        factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+        score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+    tags = _tags(entry.get("tags"), "tags")
+    if tags and query.tags and not query.tags.isdisjoint(tags):
+        distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
+        score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
+    project = entry.get("project")
     if project is not None:
         score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
     return score
 
 
-def _recency(now: float, created: float) -> float:
-    """``max(0.3, 1 - 0.7 * days / 90)`` for the age in days (the future is 0)."""
-    age = (now - created) / _SECONDS_PER_DAY
-    days = age if age > 0.0 else 0.0
-    factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-    return factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-
-
-def _message_score(base: float, entry: Entry, query: _Query) -> float:
-    """``base`` times the message term; the only factor that needs the content."""
+def _message_factor(entry: Entry, query: _Query) -> float:
+    """``1 + 1.5 * share`` when the share of the message's words found in the
+    content exceeds 0.15, else 1; the only factor that reads the content."""
     if query.words:
-        content = entry.get("content")
-        if type(content) is not str:
-            content = _content(entry)
-        overlap = len(query.words.intersection(_content_words(content)))
-        share = overlap / len(query.words)
+        words = _content_words(_content(entry))
+        share = len(query.words.intersection(words)) / len(query.words)
         if share > MESSAGE_THRESHOLD:
-            return base * (1.0 + MESSAGE_BOOST * share)
-    return base
-
-
-def _checked_base_score(entry: Entry, index: int, query: _Query) -> float:
-    """``_base_score``, with an error for a bad ``base_priority`` or ``tags``
-    naming the entry."""
-    try:
-        return _base_score(entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, index, entry) from None
+            return 1.0 + MESSAGE_BOOST * share
+    return 1.0
 
 
 def default_scorer(
@@ -578,8 +704,10 @@ def default_scorer(
     - message: with ``overlap`` the share of the message's significant words
       found in the content, ``1 + 1.5 * overlap`` when it exceeds 0.15.
 
-    There is no access-frequency term: ranking must never feed on retrieval.
-    ``now`` defaults to the current UTC time; naive datetimes are UTC.
+    The scale: priority 5, fresh, no tags, no project and no matching words
+    scores 5.0. There is no access-frequency term: ranking must never feed on
+    retrieval. ``now`` defaults to the current UTC time; naive datetimes are
+    UTC.
 
     Raises:
         TypeError: ``base_priority`` is not a real number, ``tags`` or the
@@ -588,129 +716,43 @@ def default_scorer(
     """
     query = _query(context, _resolve_now(now))
     try:
-        return _score(entry, query)
+        return _base_score(entry, query) * _message_factor(entry, query)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"entry (id={entry.get('id')!r}): {exc}") from None
+        raise _labelled(exc, f"entry (id={entry.get('id')!r})") from exc
 
 
-# ---------------------------------------------------------------------------
-# Retrieval
-# ---------------------------------------------------------------------------
+# ===========================================================================
+# The engine. What holds after every call, whatever the path:
+# - a pool takes only active entries of its types: always-scope ones first,
+#   in input order and outside every cap, then context entries best first by
+#   (-score, created, id, input index) while count < max_entries, the tokens
+#   fit max_tokens and the score is at least min_score;
+# - an object taken by one pool is offered to no later pool, and an object
+#   listed twice is one entry;
+# - each entry is scored at most once and costed at most once per call, and
+#   no entry is ever modified.
+# ===========================================================================
 
 
-def clear_caches() -> None:
-    """Empty the bounded caches of parsed timestamps and content words.
+@dataclass(frozen=True)
+class _Call:
+    """The checked arguments of one public call."""
 
-    They never change a result; clearing only frees memory.
-    """
-    _content_words.cache_clear()
-    _message_words.cache_clear()
-    _iso_seconds.clear()
-
-
-def _resolve_now(now: datetime | None) -> datetime:
-    """The one place that reads the wall clock; naive datetimes are UTC."""
-    if now is None:
-        return datetime.now(timezone.utc)
-    if not isinstance(now, datetime):
-        raise TypeError(f"now must be a datetime or None, got {type(now).__name__}")
-    if now.tzinfo is None or now.utcoffset() is None:
-        return now.replace(tzinfo=timezone.utc)
-    return now
+    pools: list[Pool]
+    context: Context | None
+    scorer: Scorer
+    token_counter: TokenCounter
+    is_active: ActivePredicate
+    now: datetime
+    query: _Query | None  # set when the scorer is the default one
 
 
-def _content(entry: Entry) -> str:
-    """The entry's text: missing or None is "", a non-str value is its str()."""
-    content = entry.get("content")
-    if content is None:
-        return ""
-    return content if isinstance(content, str) else str(content)
-
-
-def _label(index: int, entry: object) -> str:
-    """How errors name an entry: its position and, when it has one, its id."""
-    if isinstance(entry, Mapping):
-        return f"entries[{index}] (id={entry.get('id')!r})"
-    return f"entries[{index}]"
-
-
-def _labelled(exc: Exception, index: int, entry: object) -> Exception:
-    """``exc`` again, its message led by the entry's position and ``id``."""
-    return type(exc)(f"{_label(index, entry)}: {exc}")
-
-
-SortKey = tuple[int, Union[float, str], str]
-
-
-def _created_key(value: object) -> SortKey:
-    """Total order for ``created``: missing first, then by instant, then garbage.
-
-    Comparing raw values would raise TypeError on a store mixing str and
-    datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
-    forms of one moment tie.
-    """
-    if value is None:
-        return (0, "", "")
-    seconds = _created_seconds(value)
-    if seconds is not None:
-        return (1, seconds, value if isinstance(value, str) else "")
-    return (2, "", f"{type(value).__name__}:{value!r}")
-
-
-def _id_key(value: object) -> SortKey:
-    """Total order for ``id``: missing as "", str, then numbers, then the rest."""
-    if value is None:
-        return (0, "", "")
-    if isinstance(value, str):
-        return (0, value, "")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = _to_float(value)
-        if not math.isnan(number):
-            return (1, number, "")
-    return (2, "", f"{type(value).__name__}:{value!r}")
-
-
-def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
-    """Tokens an entry costs: a positive int ``token_count``, else the counter, >= 1."""
-    count = entry.get("token_count")
-    if type(count) is int and count > 0:
-        return count
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-        return int(count)
-    try:
-        text = _content(entry)
-    except (TypeError, ValueError) as exc:  # str() of the content failed
-        raise _labelled(exc, index, entry) from None
-    counted = token_counter(text)
-    if type(counted) is not int:
-        if isinstance(counted, bool) or not isinstance(counted, int):
-            raise TypeError(
-                f"token_counter must return an int, got "
-                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}"
-            )
-        counted = int(counted)
-    return counted if counted > 0 else 1
-
-
-def _check_score(value: object, index: int, entry: Entry) -> float:
-    """A scorer result as a float; NaN or a non-number names the entry."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        score = _to_float(value)
-    else:
-        raise TypeError(
-            f"scorer must return a real number, got {type(value).__name__} "
-            f"{value!r} for {_label(index, entry)}"
-        )
-    if math.isnan(score):  # NaN would make the sort order undefined
-        raise ValueError(f"scorer returned NaN for {_label(index, entry)}")
-    return score
-
-
-def _check_pools(pools: Iterable[Pool]) -> list[Pool]:
+def _check_pools(pools: object) -> list[Pool]:
+    """``pools`` as a list of Pool with distinct names."""
     if isinstance(pools, Pool):
         raise TypeError("pools must be an iterable of Pool, got a single Pool")
     try:
-        checked = list(pools)
+        checked: list[object] = list(pools)  # type: ignore[call-overload]
     except TypeError:
         raise TypeError(
             f"pools must be an iterable of Pool, got {type(pools).__name__}"
@@ -724,343 +766,140 @@ def _check_pools(pools: Iterable[Pool]) -> list[Pool]:
         if pool.name in seen:
             raise ValueError(f"pools[{position}]: duplicate pool name {pool.name!r}")
         seen.add(pool.name)
-    return checked
+    return checked  # type: ignore[return-value]
 
 
-def _check_callables(**hooks: object) -> None:
-    for name, hook in hooks.items():
-        if not callable(hook):
-            raise TypeError(f"{name} must be callable, got {type(hook).__name__}")
-
-
-# What happened to an entry in one pool, as recorded for explain().
-TAKEN_ALWAYS: Final = "always"
-TAKEN: Final = "selected"
-SKIPPED_TOKENS: Final = "over_tokens"
-SKIPPED_ENTRIES: Final = "entry_cap"
-TAKEN_EARLIER: Final = "taken_earlier"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One decision about one entry in one pool, in the order it was made."""
-
-    index: int
-    pool: str
-    outcome: str
-    score: float | None
-    cost: int | None
-    used: int
-
-
-@dataclass
-class _Selection:
-    """Everything one call decided; retrieve_pools and explain both read it."""
-
-    entries: list[Entry]
-    results: dict[str, list[Entry]]
-    active: list[bool]
-    types: list[object]
-    steps: list[Step]
-    duplicates: dict[int, int]  # a repeated object's position -> its first
-
-
-@dataclass
-class _Scan:
-    """One pass over the store: what each entry is, and who may be ranked."""
-
-    active: list[bool]
-    types: list[object]
-    keys: list[object]  # the type as a hashable set member
-    always: list[int]  # positions of active always-scope entries
-    ranked: list[int]  # positions of the other active entries some pool admits
-    duplicates: dict[int, int]
-    early_repeats: bool  # whether repeats were found here, not by the pools
-    # The base score of each ranked entry, when the fast path ranks them.
-    base_scores: list[float] | None
-
-
-def _scan(
-    store: list[Entry],
-    pools: list[Pool],
-    is_active: ActivePredicate,
-    query: _Query | None,
-    trace: bool,
-) -> _Scan:
-    """Classify every entry; with the fast path, also compute its base score.
-
-    The base score (:func:`_base_score`: every factor but the message term)
-    is computed in the same pass: a store too large for the CPU cache costs
-    memory fetches per entry per pass, and a second pass over the ranked
-    entries cost 7-10% of a warm turn at 100,000 entries. The usual field
-    types (an int or float priority, a str or missing ``created``, a list of
-    str tags) are scored inline by the same operations in the same order, so
-    the float is the same; any other entry goes through
-    :func:`_checked_base_score` after the pass.
-    """
-    count = len(store)
-    active = [False] * count
-    types: list[object] = [None] * count
-    keys: list[object] = [None] * count
-    always: list[int] = []
-    ranked: list[int] = []
-    duplicates: dict[int, int] = {}
-    seen: dict[int, int] = {}
-    # One object listed twice is one entry: it may land in one pool only.
-    # explain() reports the repeats and a custom scorer must see each object
-    # once, so then they are found up front; otherwise a repeat is only
-    # noticed when a pool first considers it (see first_seen in _select),
-    # which spares a lookup per entry.
-    early_repeats = trace or query is None
-    default_active = is_active is default_is_active
-    accepted: frozenset[object] | None = frozenset(
-        kind for pool in pools if pool.types is not None for kind in pool.types
-    )
-    if any(pool.types is None for pool in pools):
-        accepted = None
-    # explain() scores every entry exactly, in _Ranking; so does a custom scorer.
-    scoring = None if trace else query
-    scores: list[float] = []
-    append = scores.append
-    # Positions in scores of entries scored after the pass, with what
-    # scoring them inline raised, if anything.
-    unusual: list[tuple[int, Exception | None]] = []
-    if scoring is not None:
-        now = scoring.now
-        query_tags = scoring.tags
-        query_project = scoring.project
-        cached_seconds = _iso_seconds.get
-        floored_before = now - _FLOORED_AGE
-        isnan = math.isnan
-    for index, entry in enumerate(store):
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            raise TypeError(
-                f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
-            )
-        get = entry.get
-        if default_active:
-            status = get("status")
-            live = (status is None or status == ACTIVE_STATUS) and not get(
-                "superseded_by"
-            )
-        else:
-            live = bool(is_active(entry))
-        kind = get("type")
-        if kind is None:
-            kind = DEFAULT_TYPE
-        types[index] = kind
-        if not live:
-            continue
-        if early_repeats:
-            first = seen.setdefault(id(entry), index)
-            if first != index:
-                duplicates[index] = first
-                continue
-        active[index] = True
-        if type(kind) is not str:
-            try:
-                hash(kind)
-            except TypeError:  # an unhashable type value matches only types=None
-                kind = _UNHASHABLE
-        keys[index] = kind
-        if get("scope") == ALWAYS_SCOPE:
-            always.append(index)
-        elif accepted is None or kind in accepted:
-            ranked.append(index)
-            if scoring is None:
-                continue
-            # An entry off this path (an unusual field type) is scored after
-            # the pass by _checked_base_score; an exception from a value is
-            # raised after the pass. In ranked order, after every entry is
-            # checked and every is_active call is made, as on every other path.
-            score: float | None = None
-            failure: Exception | None = None
-            try:
-                priority: Any = get("base_priority")
-                created = get("created")
-                tags = get("tags")
-                # The same reads in the same order as before this path was
-                # fused into the scan, so a value that raises raises the same.
-                usual = (created is None or type(created) is str) and (
-                    not tags or type(tags) is list
-                )
-                tag_factor = 0.0  # 0: no tag of the context is shared, a factor of 1
-                if usual and tags:
-                    try:
-                        "".join(tags)  # raises TypeError unless every item is a str
-                    except TypeError:  # str() of a non-str item may fail or match
-                        usual = False
-                    else:
-                        if query_tags and not query_tags.isdisjoint(tags):
-                            distinct = frozenset(tags)
-                            shared = len(distinct & query_tags)
-                            tag_factor = 1.0 + TAG_BOOST * shared / len(distinct)
-                number = type(priority)
-                usual = usual and (
-                    number is int or (number is float and not isnan(priority))
-                )
-                if usual:
-                    try:
-                        value = float(priority)
-                    except OverflowError:  # an int beyond the float range
-                        usual = False
-                if usual:
-                    if created is not None:
-                        seconds = cached_seconds(created)
-                        if seconds is None:
-                            seconds = _parse_iso(created)
-                        if seconds is not None and seconds < floored_before:
-                            value *= RECENCY_FLOOR
-                        elif seconds is not None:
-                            age = (now - seconds) / _SECONDS_PER_DAY
-                            days = age if age > 0.0 else 0.0
-                            factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                            value *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-                    if tag_factor:
-                        value *= tag_factor
-                    project = get("project")
-                    if project is not None:
-                        value *= (
-                            PROJECT_MATCH
-                            if project == query_project
-                            else PROJECT_MISMATCH
-                        )
-                    score = value  # set last: a failure above leaves it None
-            except Exception as exc:
-                failure = exc
-            if score is None:
-                unusual.append((len(scores), failure))
-                append(0.0)
-            else:
-                append(score)
-    if scoring is not None:
-        for position, failure in unusual:
-            index = ranked[position]
-            if failure is None:
-                scores[position] = _checked_base_score(store[index], index, scoring)
-            elif isinstance(failure, (TypeError, ValueError)):
-                raise _labelled(failure, index, store[index]) from None
-            else:
-                raise failure
-    return _Scan(
-        active,
-        types,
-        keys,
-        always,
-        ranked,
-        duplicates,
-        early_repeats,
-        None if scoring is None else scores,
-    )
-
-
-def _select(
-    entries: Iterable[Entry],
-    pools: Iterable[Pool],
+def _check_call(
+    pools: object,
     context: Context | None,
     scorer: Scorer,
     token_counter: TokenCounter,
     is_active: ActivePredicate,
     now: datetime | None,
-    trace: bool,
-) -> _Selection:
-    """Fill the pools in order; the single implementation of the rules.
-
-    Each pool walks the eligible entries in ``(-score, created, id, index)``
-    order, produced lazily by :class:`_Ranking`. With ``trace`` every decision
-    is recorded and every walk runs to the end, so explain() can report why
-    entries past a full pool were left out.
-    """
-    checked_pools = _check_pools(pools)
-    _check_callables(scorer=scorer, token_counter=token_counter, is_active=is_active)
+) -> _Call:
+    """Check a public call's arguments once, at the boundary."""
+    checked = _check_pools(pools)
+    hooks = {"scorer": scorer, "token_counter": token_counter, "is_active": is_active}
+    for name, hook in hooks.items():
+        if not callable(hook):
+            raise TypeError(f"{name} must be callable, got {type(hook).__name__}")
     moment = _resolve_now(now)
-    query = _query(context, moment) if scorer is default_scorer else None
-    if query is None and context is not None and not isinstance(context, Mapping):
-        raise TypeError(
-            f"context must be a Mapping or None, got {type(context).__name__}"
-        )
+    if scorer is default_scorer:
+        query: _Query | None = _query(context, moment)
+    else:
+        query = None
+        _check_context(context)
+    return _Call(checked, context, scorer, token_counter, is_active, moment, query)
 
+
+def _as_list(entries: Iterable[Any]) -> list[Any]:
+    """``entries`` read once into a list; errors inside the iterable propagate."""
     try:
-        store = list(entries)
+        iterator = iter(entries)
     except TypeError:
         raise TypeError(
             f"entries must be an iterable of Mapping, got {type(entries).__name__}"
         ) from None
+    return list(iterator)
 
-    scan = _scan(store, checked_pools, is_active, query, trace)
-    active, types, keys = scan.active, scan.types, scan.keys
-    always, duplicates = scan.always, scan.duplicates
-    ranking = _Ranking(
-        store, scan, query, scorer, context, moment, trace, token_counter
-    )
-    walk = ranking.walk
-    taken = [False] * len(store)
-    # With late repeats: id() -> position of each object a pool considered.
-    # A repeat ties with its first position in every order and costs the
-    # same, so the first is considered first; the repeat is then passed over
-    # before it is costed, as if it were not in the input.
-    first_seen: dict[int, int] | None = None if scan.early_repeats else {}
-    results: dict[str, list[Entry]] = {}
-    steps: list[Step] = []
-    for pool in checked_pools:
-        wanted = None if pool.types is None else frozenset(pool.types)
-        chosen: list[Entry] = []
-        for index in always:
-            if wanted is not None and keys[index] not in wanted:
-                continue
-            if not taken[index]:
-                taken[index] = True
-                if (
-                    first_seen is not None
-                    and first_seen.setdefault(id(store[index]), index) != index
-                ):
-                    continue
-                chosen.append(store[index])
-                outcome = TAKEN_ALWAYS
-            elif trace:
-                outcome = TAKEN_EARLIER
-            else:
-                continue
-            if trace:
-                steps.append(Step(index, pool.name, outcome, None, None, 0))
 
-        used = 0
-        picked = 0
-        max_tokens = pool.max_tokens
-        max_entries = pool.max_entries
-        # Every cost is >= 1, so a full pool takes nothing more: stop, unless
-        # explain() wants the reason for each entry left out.
-        full = max_entries == 0 or max_tokens == 0
-        ranking.room = max_tokens
-        for index, score in () if full and not trace else walk(keys, wanted, taken):
-            if taken[index]:  # only reported when tracing
-                steps.append(Step(index, pool.name, TAKEN_EARLIER, score, None, used))
-                continue
+def _check_score(value: object, index: int, entry: Entry) -> float:
+    """A scorer result as a float; NaN or a non-number names the entry."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(
+            f"scorer must return a real number, got {type(value).__name__} "
+            f"{value!r} for {_label(index, entry)}"
+        )
+    score = _to_float(value)
+    if math.isnan(score):  # NaN would make the sort order undefined
+        raise ValueError(f"scorer returned NaN for {_label(index, entry)}")
+    return score
+
+
+def _score_from(base: float, entry: Entry, query: _Query) -> float:
+    """The default score from its base: base x the message factor."""
+    return base * _message_factor(entry, query)
+
+
+def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
+    """The score an entry is first ranked by: a custom scorer's result, the
+    default score, or (``exact`` False) the default score's base."""
+    query = call.query
+    if query is None:  # the caller's scorer; its own errors propagate
+        value = call.scorer(entry, call.context, now=call.now)
+        return _check_score(value, index, entry)
+    try:
+        base = _base_score(entry, query)
+        return _score_from(base, entry, query) if exact else base
+    except (TypeError, ValueError) as exc:
+        raise _labelled(exc, _label(index, entry)) from exc
+
+
+def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[float]:
+    """:func:`_base_score` of each ranked entry: its fast path.
+
+    A warm turn scores every candidate of the store, and function calls per
+    entry cost a third of such a turn at 100,000 entries (an interleaved A/B
+    in the README's Performance section). So the usual field types (an int
+    or float priority, a str or missing ``created``, a list of str tags or
+    none) are computed here without calls, by the same operations in the
+    same order, giving the same float; anything else goes through
+    :func:`_base_score`. tests/test_properties.py proves the two equal.
+    """
+    scores: list[float] = []
+    append = scores.append
+    now, query_tags, query_project = query.now, query.tags, query.project
+    cached_seconds = _iso_seconds.get
+    isnan = math.isnan
+    index = -1
+    try:
+        for index in ranked:
+            entry = store[index]
+            get = entry.get
+            priority: Any = get("base_priority")
+            created = get("created")
+            tags = get("tags")
+            number = type(priority)
             if (
-                first_seen is not None
-                and first_seen.setdefault(id(store[index]), index) != index
+                not (number is int or (number is float and not isnan(priority)))
+                or (created is not None and type(created) is not str)
+                or (tags is not None and (type(tags) is not list or not _all_str(tags)))
             ):
-                taken[index] = True
+                append(_base_score(entry, query))
                 continue
-            cost = ranking.cost(index)
-            if full:  # only reached when tracing
-                outcome = SKIPPED_ENTRIES if picked >= max_entries else SKIPPED_TOKENS
-                steps.append(Step(index, pool.name, outcome, score, cost, used))
-            elif used + cost <= max_tokens:
-                taken[index] = True
-                used += cost
-                picked += 1
-                chosen.append(store[index])
-                ranking.room = max_tokens - used
-                full = picked >= max_entries or used >= max_tokens
-                if trace:
-                    steps.append(Step(index, pool.name, TAKEN, score, cost, used))
-                elif full:
-                    break
-            elif trace:
-                steps.append(Step(index, pool.name, SKIPPED_TOKENS, score, cost, used))
-        results[pool.name] = chosen
-    return _Selection(store, results, active, types, steps, duplicates)
+            try:
+                score = float(priority)
+            except OverflowError:  # an int beyond the float range
+                append(_base_score(entry, query))
+                continue
+            if created is not None:
+                seconds = cached_seconds(created)
+                if seconds is None:
+                    seconds = _parse_iso(created)
+                if seconds is not None:
+                    age = (now - seconds) / _SECONDS_PER_DAY
+                    days = age if age > 0.0 else 0.0
+                    factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+                    score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+            if tags and query_tags and not query_tags.isdisjoint(tags):
+                distinct = frozenset(tags)
+                score *= 1.0 + TAG_BOOST * len(distinct & query_tags) / len(distinct)
+            project = get("project")
+            if project is not None:
+                score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
+            append(score)
+    except (TypeError, ValueError) as exc:
+        raise _labelled(exc, _label(index, store[index])) from exc
+    return scores
+
+
+def _all_str(tags: list[Any]) -> bool:
+    """Whether every tag is a str, checked at C speed."""
+    try:
+        "".join(tags)
+    except TypeError:
+        return False
+    return True
 
 
 class _Unhashable:
@@ -1073,72 +912,119 @@ class _Unhashable:
 _UNHASHABLE: Final = _Unhashable()
 
 
+def _type_key(kind: object) -> object:
+    """The type as a set member: an unhashable one matches only types=None."""
+    try:
+        hash(kind)
+    except TypeError:
+        return _UNHASHABLE
+    return kind
+
+
+@dataclass
+class _Scan:
+    """One pass over the store: what each entry is, and who may be ranked."""
+
+    types: list[object]  # every entry's type
+    active: list[bool]  # False for inactive entries and repeated objects
+    keys: list[object]  # the type as a hashable set member, for active entries
+    always: list[int]  # positions of active always-scope entries
+    ranked: list[int]  # positions of the other active entries some pool admits
+    scores: list[float]  # each ranked entry's first score (see _first_score)
+    duplicates: dict[int, int]  # a repeated object's position -> its first
+    unadmitted: list[int]  # active always-scope entries no pool admits
+
+
+def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
+    """Classify every entry, then score each one that some pool may rank.
+
+    Every entry is checked and every ``is_active`` call made before the first
+    score, so an entry that is not a Mapping is reported before a bad value.
+    """
+    count = len(store)
+    scan = _Scan([None] * count, [False] * count, [None] * count, [], [], [], {}, [])
+    accepted: set[object] | None = set()
+    for pool in call.pools:
+        if pool.types is None:
+            accepted = None
+            break
+        accepted.update(pool.types)  # type: ignore[union-attr]
+    is_active = call.is_active
+    # An object listed twice is one entry. Checking every entry costs a dict
+    # operation each; one set of all ids, at C speed, shows whether any is.
+    seen: dict[int, int] | None = None
+    if len(set(map(id, store))) < count:
+        seen = {}
+    for index, entry in enumerate(store):
+        if type(entry) is not dict and not isinstance(entry, Mapping):
+            raise TypeError(
+                f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
+            )
+        kind = scan.types[index] = _entry_type(entry)
+        if not is_active(entry):
+            continue
+        if seen is not None:
+            first = seen.setdefault(id(entry), index)
+            if first != index:
+                scan.duplicates[index] = first
+                continue
+        scan.active[index] = True
+        key = scan.keys[index] = kind if type(kind) is str else _type_key(kind)
+        admitted = accepted is None or key in accepted
+        if _is_always(entry):
+            scan.always.append(index)
+            if not admitted:
+                scan.unadmitted.append(index)
+        elif admitted:
+            scan.ranked.append(index)
+    query = call.query
+    if query is not None and not exact:
+        scan.scores = _base_scores(store, scan.ranked, query)
+    else:
+        scan.scores = [_first_score(store[i], i, call, exact) for i in scan.ranked]
+    return scan
+
+
 class _Ranking:
-    """The eligible entries of one call in ``(-score, created, id, index)`` order.
+    """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
     Scoring every entry exactly is most of the cost of a turn, and a pool only
-    needs its best few. So with the default scorer each entry first gets its
-    score without the message term, the one factor that needs the content;
-    times the largest message factor (for a positive score) that bounds the
-    exact score, and multiplying by a larger positive factor never rounds to
-    a smaller float. Entries are sorted once by it, and a pool's walk finishes
-    the score only of entries that could still outrank the best exact score
-    found, the way :func:`default_scorer` computes it, so the order is
-    bit-for-bit the same. A custom scorer's bound is its exact score.
+    needs its best few. So with the default scorer and a message, each entry
+    is first ranked by its base score, every factor but the message term
+    (the one that reads the content); times the largest message factor (for
+    a positive base) that bounds the exact score, and multiplying by a larger
+    positive factor never rounds to a smaller float. A walk finishes the
+    score (:func:`_score_from`) only of entries that could still outrank the
+    best exact score found, so the order is bit for bit the exact one. A
+    custom scorer's first score is exact, and so is its bound.
     """
 
     def __init__(
         self,
         store: list[Entry],
         scan: _Scan,
-        query: _Query | None,
-        scorer: Scorer,
-        context: Context | None,
-        moment: datetime,
+        call: _Call,
+        bounded: bool,
         exhaustive: bool,
-        token_counter: TokenCounter,
     ) -> None:
         self._store = store
-        self._query = query
-        self._counter = token_counter
-        # Known before scoring only when counting is cheap: the default
-        # counter, or a token_count field. A caller's counter may be slow.
-        self._cheap_cost = token_counter is default_token_counter
-        self.costs: dict[int, int] = {}
-        self.room = 0  # tokens left in the pool being walked; set by the caller
-        self._ties: dict[int, tuple[SortKey, SortKey, int]] = {}
+        self._query = call.query
+        self._counter = call.token_counter
+        # A cost is known before scoring only when counting is cheap: the
+        # default counter, or a token_count field. A caller's may be slow.
+        self._cheap_cost = call.token_counter is default_token_counter
+        self._exhaustive = exhaustive
+        self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         self._rest: tuple[list[int], list[float], float] | None = None
-        ranked = scan.ranked
-        if scan.base_scores is None:
-            scores = [0.0] * len(ranked)
-            position = index = -1
-            try:
-                for position, index in enumerate(ranked):
-                    entry = store[index]
-                    if query is None:
-                        score = scorer(entry, context, now=moment)
-                        scores[position] = _check_score(score, index, entry)
-                    else:
-                        scores[position] = _score(entry, query)
-            except (TypeError, ValueError) as exc:
-                if query is None:
-                    raise
-                raise _labelled(exc, index, store[index]) from None
-            base = self._exact = dict(zip(ranked, scores))
-            self._factor = 1.0
-        else:
-            assert query is not None  # base scores come from the default scorer
-            scores = scan.base_scores
-            base = self._cut(ranked, scores)
-            # Without message words the base score is the exact score.
-            self._exact = {} if query.words else base
-            self._factor = _MAX_MESSAGE_FACTOR if query.words else 1.0
+        base = self._cut(scan.ranked, scan.scores)
         # Stable: equal scores stay in input order (a dict keeps insertion
         # order). A larger positive base never has a smaller bound, so this
         # is also the order of the bounds.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
-        self._exhaustive = exhaustive
+        self._exact: dict[int, float] = {} if bounded else base
+        self._costs: dict[int, int] = {}
+        self.room = 0  # tokens left in the pool being walked; set by the caller
 
     def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
         """The entries worth sorting now: about the best eighth, by a sample.
@@ -1147,7 +1033,7 @@ class _Ranking:
         sorting all of a large store is a tenth of a turn. Entries below the
         cutoff are kept aside, in input order, until a walk reaches them.
         """
-        if not ranked or len(ranked) < _SORT_ALL_BELOW:
+        if len(ranked) < _SORT_ALL_BELOW:
             return dict(zip(ranked, scores))
         sample = sorted(scores[::_SAMPLE_STEP], reverse=True)
         cutoff = sample[len(sample) // 8]
@@ -1172,20 +1058,20 @@ class _Ranking:
         score = self._exact.get(index)
         if score is None:
             query = self._query
-            assert query is not None  # only the default scorer defers
+            assert query is not None  # only the default scorer is bounded
             entry = self._store[index]
             try:
-                score = _message_score(self._base[index], entry, query)
+                score = _score_from(self._base[index], entry, query)
             except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise _labelled(exc, index, entry) from None
+                raise _labelled(exc, _label(index, entry)) from exc
             self._exact[index] = score
         return score
 
     def cost(self, index: int) -> int:
         """Tokens the entry at ``index`` costs, counted at most once per call."""
-        cost = self.costs.get(index)
+        cost = self._costs.get(index)
         if cost is None:
-            cost = self.costs[index] = _cost(self._store[index], index, self._counter)
+            cost = self._costs[index] = _cost(self._store[index], index, self._counter)
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
@@ -1194,27 +1080,17 @@ class _Ranking:
         Room only shrinks while a pool fills, so such an entry would be
         skipped when its turn came: leaving it unscored changes nothing.
         """
-        cost = self.costs.get(index)
-        if cost is None:
-            count = self._store[index].get("token_count")
-            if not (type(count) is int and count > 0) and not self._cheap_cost:
-                return False
-            cost = self.cost(index)
-        return cost > self.room
+        if (
+            index not in self._costs
+            and not self._cheap_cost
+            and _token_count(self._store[index]) is None
+        ):
+            return False
+        return self.cost(index) > self.room
 
     def _tie_key(self, index: int) -> tuple[SortKey, SortKey, int]:
-        key = self._ties.get(index)
-        if key is None:
-            entry = self._store[index]
-            created: Any = entry.get("created")
-            seconds = _parse_iso(created) if type(created) is str else None
-            ident = entry.get("id")
-            key = self._ties[index] = (
-                (1, seconds, created) if seconds is not None else _created_key(created),
-                (0, ident, "") if type(ident) is str else _id_key(ident),
-                index,
-            )
-        return key
+        entry = self._store[index]
+        return (_created_key(entry), _id_key(entry), index)
 
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
@@ -1225,14 +1101,14 @@ class _Ranking:
         yielded once it beats every bound still in the sorted list; entries
         tied with it are then all in the heap and go out by ``(created, id,
         index)``. The caller may take entries and lower ``room`` between
-        steps. When tracing, entries an earlier pool took are yielded too.
+        steps. When exhaustive (explain), taken entries are yielded too and
+        none is skipped for its cost.
         """
         order = self._order
         base = self._base
         limit = self._limit
         exhaustive = self._exhaustive
         heap: list[tuple[float, int]] = []
-        pop = heapq.heappop
         position = 0
         end = len(order)
         while True:
@@ -1247,25 +1123,174 @@ class _Ranking:
             if (
                 position == end
                 and self._rest is not None
-                and (not heap or -heap[0][0] <= self._limit(self._rest[2]))
+                and (not heap or -heap[0][0] <= limit(self._rest[2]))
             ):
                 self._sort_rest()
                 end = len(order)
                 continue
             if heap and (position == end or -heap[0][0] > limit(base[order[position]])):
-                negative = heap[0][0]
-                tied = [pop(heap)[1]]
-                while heap and heap[0][0] == negative:
-                    tied.append(pop(heap)[1])
-                if len(tied) > 1:
-                    tied.sort(key=self._tie_key)
-                for index in tied:
-                    yield index, -negative
+                yield from self._pop_tied(heap)
                 continue
             if position == end:
                 return
             position += 1
             heapq.heappush(heap, (-self._score(index), index))
+
+    def _pop_tied(self, heap: list[tuple[float, int]]) -> Iterator[tuple[int, float]]:
+        """Pop the best score and every entry tied with it, in tie order."""
+        negative = heap[0][0]
+        tied = [heapq.heappop(heap)[1]]
+        while heap and heap[0][0] == negative:
+            tied.append(heapq.heappop(heap)[1])
+        if len(tied) > 1:
+            tied.sort(key=self._tie_key)
+        for index in tied:
+            yield index, -negative
+
+
+# What happened to an entry in one pool; explain() reports these strings.
+_ALWAYS: Final = "always"
+_SELECTED: Final = "selected"
+_OVER_TOKENS: Final = "over_tokens"
+_ENTRY_CAP: Final = "entry_cap"
+_BELOW_FLOOR: Final = "below_floor"
+_TAKEN_EARLIER: Final = "taken_earlier"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decision about one entry in one pool, in the order it was made."""
+
+    index: int
+    pool: str
+    outcome: str
+    score: float | None
+    cost: int | None
+    used: int
+
+
+@dataclass
+class _Selection:
+    """Everything one call decided; retrieve_pools and explain both read it."""
+
+    scan: _Scan
+    results: dict[str, list[Entry]]
+    steps: list[Step] | None  # every decision, when tracing
+
+
+def _take_always(
+    pool: Pool,
+    wanted: frozenset[object] | None,
+    store: list[Entry],
+    scan: _Scan,
+    taken: list[bool],
+    steps: list[Step] | None,
+) -> list[Entry]:
+    """The pool's untaken always-scope entries, in input order, outside the caps."""
+    chosen = []
+    for index in scan.always:
+        if wanted is not None and scan.keys[index] not in wanted:
+            continue
+        if taken[index]:
+            outcome = _TAKEN_EARLIER
+        else:
+            taken[index] = True
+            chosen.append(store[index])
+            outcome = _ALWAYS
+        if steps is not None:
+            steps.append(Step(index, pool.name, outcome, None, None, 0))
+    return chosen
+
+
+def _take_ranked(
+    pool: Pool,
+    wanted: frozenset[object] | None,
+    store: list[Entry],
+    scan: _Scan,
+    ranking: _Ranking,
+    taken: list[bool],
+    steps: list[Step] | None,
+) -> list[Entry]:
+    """The pool's context entries: best first, while they fit the caps and floor."""
+    chosen: list[Entry] = []
+    used = 0
+    floor = pool.min_score
+    # Every cost is >= 1, so a full pool takes nothing more: stop, unless
+    # explain() wants the reason for each entry left out.
+    full = pool.max_entries == 0 or pool.max_tokens == 0
+    if full and steps is None:
+        return chosen
+    ranking.room = pool.max_tokens
+    for index, score in ranking.walk(scan.keys, wanted, taken):
+        cost: int | None = None
+        if taken[index]:  # only yielded when tracing
+            outcome = _TAKEN_EARLIER
+        elif floor is not None and score < floor:
+            if steps is None:  # scores come best first: no later one reaches it
+                break
+            outcome = _BELOW_FLOOR
+        else:
+            cost = ranking.cost(index)
+            if full:  # only reached when tracing
+                over = len(chosen) >= pool.max_entries
+                outcome = _ENTRY_CAP if over else _OVER_TOKENS
+            elif used + cost <= pool.max_tokens:
+                taken[index] = True
+                used += cost
+                chosen.append(store[index])
+                ranking.room = pool.max_tokens - used
+                full = len(chosen) >= pool.max_entries or used >= pool.max_tokens
+                outcome = _SELECTED
+                if full and steps is None:
+                    break
+            else:
+                outcome = _OVER_TOKENS
+        if steps is not None:
+            steps.append(Step(index, pool.name, outcome, score, cost, used))
+    return chosen
+
+
+def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
+    """Fill the pools in order: the single implementation of the rules.
+
+    With ``trace`` every decision is recorded and every walk runs to the
+    end, so explain() can say why entries past a full pool were left out.
+    """
+    query = call.query
+    # explain() wants exact scores for all; without message words the base
+    # score is already exact.
+    bounded = query is not None and bool(query.words) and not trace
+    scan = _scan(store, call, exact=not bounded)
+    ranking = _Ranking(store, scan, call, bounded, exhaustive=trace)
+    taken = [False] * len(store)
+    steps: list[Step] | None = [] if trace else None
+    results: dict[str, list[Entry]] = {}
+    for pool in call.pools:
+        wanted = None if pool.types is None else frozenset(pool.types)
+        chosen = _take_always(pool, wanted, store, scan, taken, steps)
+        chosen += _take_ranked(pool, wanted, store, scan, ranking, taken, steps)
+        results[pool.name] = chosen
+    return _Selection(scan, results, steps)
+
+
+# ===========================================================================
+# The public retrieval functions
+# ===========================================================================
+
+
+def _unadmitted_warning(store: list[Entry], scan: _Scan) -> str:
+    """The text of the warning for always-scope entries that no pool admits."""
+    unadmitted = scan.unadmitted
+    shown = ", ".join(
+        f"{_label(index, store[index])} of type {scan.types[index]!r}"
+        for index in unadmitted[:3]
+    )
+    more = f" and {len(unadmitted) - 3} more" if len(unadmitted) > 3 else ""
+    return (
+        f"{len(unadmitted)} active always-scope entries are in no pool, so they "
+        f"were not loaded: {shown}{more}; add their types to a pool, or add a "
+        f"pool with types=None"
+    )
 
 
 def retrieve_pools(
@@ -1285,19 +1310,25 @@ def retrieve_pools(
     ...                now=datetime(2026, 1, 1))["facts"][0]["id"]
     'a'
 
-    Within each pool, as in :func:`retrieve`: active entries of the pool's types;
-    always-scope ones first (input order, outside both caps), then the rest by
-    ``(-score, created, id, input index)``, taken greedily while the count is
-    below ``max_entries`` and the tokens fit ``max_tokens`` (an entry that does
-    not fit is skipped, a later smaller one may still fit).
+    Within each pool, as in :func:`retrieve`: active entries of the pool's
+    types; always-scope ones first (input order, outside both caps), then the
+    rest by ``(-score, created, id, input index)``, taken greedily while the
+    count is below ``max_entries``, the tokens fit ``max_tokens`` (an entry
+    that does not fit is skipped, a later smaller one may still fit) and the
+    score is at least ``min_score``.
 
     Facts about the result: its keys are the pool names in pool order; each
     input object appears at most once across all pools (identity, not
-    equality); each pool's context cost is <= its ``max_tokens`` and count <=
-    its ``max_entries``; every active always-scope entry whose type some pool
-    accepts is in the first such pool. ``entries`` is read once; each entry is
-    scored at most once and never modified. Cost: O(n log n) for n entries
-    plus O(p * n) for p pools.
+    equality); each pool's context cost is <= its ``max_tokens``, its count
+    <= its ``max_entries``, each of its context scores >= its ``min_score``;
+    every active always-scope entry whose type some pool admits is in the
+    first such pool. ``entries`` is read once; each entry is scored at most
+    once and never modified. Cost: O(n log n) for n entries plus O(p * n)
+    for p pools.
+
+    Warns:
+        PoolsplitWarning: an active always-scope entry's type is admitted by
+            no pool, so it is not loaded (once per call, naming the first few).
 
     Raises:
         TypeError: an entry is not a Mapping, a pool is not a Pool, a hook is
@@ -1307,9 +1338,12 @@ def retrieve_pools(
         Errors raised by the caller's scorer, counter or predicate propagate
         unchanged.
     """
-    selection = _select(
-        entries, pools, context, scorer, token_counter, is_active, now, trace=False
-    )
+    call = _check_call(pools, context, scorer, token_counter, is_active, now)
+    store: list[Entry] = _as_list(entries)
+    selection = _select(store, call, trace=False)
+    if selection.scan.unadmitted:
+        message = _unadmitted_warning(store, selection.scan)
+        warnings.warn(PoolsplitWarning(message), stacklevel=2)
     return selection.results  # type: ignore[return-value]
 
 
@@ -1338,28 +1372,24 @@ def retrieve(
        and counts against neither cap.
     3. The others are scored once (``scorer(entry, context, now=now)``) and
        sorted by ``(-score, created, id, input index)``.
-    4. Greedy fill: take an entry while fewer than ``max_entries`` are taken and
-       ``used + cost <= max_tokens``; skip one that does not fit and go on.
+    4. Greedy fill: take an entry while fewer than ``max_entries`` are taken,
+       ``used + cost <= max_tokens`` and, when ``min_score`` is set, its
+       score is at least ``min_score``; skip one that does not fit and go on.
        Cost is a positive int ``token_count``, else ``token_counter(content)``,
        and at least 1: nothing is free.
 
     The result holds the input objects themselves; their context costs total
-    at most ``max_tokens``. Cost: O(n log n).
+    at most ``max_tokens``. One pool is asked for, so always-scope entries of
+    other types are not missing and nothing warns. Cost: O(n log n).
 
     Raises:
         As :func:`retrieve_pools`.
     """
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
-    return retrieve_pools(
-        entries,
-        [pool],
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-    )[pool.name]
+    call = _check_call([pool], context, scorer, token_counter, is_active, now)
+    selection = _select(_as_list(entries), call, trace=False)
+    return selection.results[pool.name]  # type: ignore[return-value]
 
 
 def render(
@@ -1424,27 +1454,26 @@ def render(
     return "\n".join(blocks)
 
 
-# --- Visibility: explain, validate, audit ---
+# ===========================================================================
+# Tooling: explain, validate, audit (built on the engine and the readers)
+# ===========================================================================
 
-INACTIVE: Final = "inactive"
-NO_POOL: Final = "no_pool"
-DUPLICATE: Final = "duplicate"
-
-# explain() and validate() warn when always-scope entries, which bypass every
-# cap, cost more than this many tokens together (or half of all pools' room).
-ALWAYS_TOKENS_WARNING: Final = 4000
+_INACTIVE: Final = "inactive"
+_NO_POOL: Final = "no_pool"
+_DUPLICATE: Final = "duplicate"
 
 
 @dataclass(frozen=True)
 class Decision:
     """The decisive outcome for one input entry.
 
-    ``outcome`` is ``always``, ``selected``, ``over_tokens``, ``entry_cap``
-    (with the first pool that considered it), ``inactive`` (``reason`` is
-    ``status``, ``superseded`` or ``predicate``), ``duplicate`` (the same
-    object listed earlier; ``reason`` names that position) or ``no_pool``.
-    ``taken_earlier_in`` names the later pools that also admit the entry but
-    found it already taken.
+    ``outcome`` is ``always``, ``selected``, ``over_tokens``, ``entry_cap``,
+    ``below_floor`` (its score is below the pool's ``min_score``; ``reason``
+    names the floor) (each with the first pool that considered it),
+    ``inactive`` (``reason`` is ``status``, ``superseded`` or
+    ``predicate``), ``duplicate`` (the same object listed earlier;
+    ``reason`` names that position) or ``no_pool``. ``taken_earlier_in``
+    names the later pools that also admit the entry but found it taken.
     """
 
     index: int
@@ -1468,9 +1497,10 @@ class PoolSummary:
     max_tokens: int
     entries_used: int
     max_entries: int
-    left_out: int
+    left_out: int  # over the token cap or past the entry cap
     always_count: int
     always_tokens: int
+    below_floor: int = 0
 
 
 @dataclass(frozen=True)
@@ -1492,7 +1522,7 @@ class Explanation:
         """The selection, equal to :func:`retrieve_pools` on the same arguments."""
         result: dict[str, list[Entry]] = {pool.name: [] for pool in self.pools}
         for step in self.steps:
-            if step.outcome in (TAKEN, TAKEN_ALWAYS):
+            if step.outcome in (_SELECTED, _ALWAYS):
                 result[step.pool].append(self.entries[step.index])
         return result
 
@@ -1507,18 +1537,19 @@ class Explanation:
 
     def render(self) -> str:
         """A text table: one row per entry, then the pools, then the warnings."""
-        header = (
-            "#",
-            "id",
-            "type",
-            "outcome",
-            "pool",
-            "score",
-            "cost",
-            "total",
-            "taken before",
-        )
-        rows = [header]
+        rows = [
+            (
+                "#",
+                "id",
+                "type",
+                "outcome",
+                "pool",
+                "score",
+                "cost",
+                "total",
+                "taken before",
+            )
+        ]
         for d in self.decisions:
             rows.append(
                 (
@@ -1536,10 +1567,11 @@ class Explanation:
         lines = _table(rows)
         lines.append("")
         for p in self.pools:
+            floor = f", below floor {p.below_floor}" if p.below_floor else ""
             lines.append(
                 f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
                 f"entries {p.entries_used}/{p.max_entries}, "
-                f"left out {p.left_out}, always {p.always_count} "
+                f"left out {p.left_out}{floor}, always {p.always_count} "
                 f"({p.always_tokens} tokens)"
             )
         lines.append(f"always-scope total: {self.always_tokens} tokens")
@@ -1557,20 +1589,154 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
-    """Values that json.dumps accepts: ids and types not JSON-native become str."""
-    return {
-        key: value
-        if value is None or isinstance(value, (str, int, float))
-        else repr(value)
-        for key, value in data.items()
-    }
+    """Values json.dumps writes as meant: the pool names of ``taken_earlier_in``
+    are a list; an id or type that is not JSON-native is its repr."""
+    safe: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "taken_earlier_in":
+            safe[key] = list(value)
+        elif value is None or isinstance(value, (str, int, float)):
+            safe[key] = value
+        else:
+            safe[key] = repr(value)
+    return safe
+
+
+def _decisive_steps(steps: list[Step]) -> tuple[dict[int, Step], dict[int, list[str]]]:
+    """Per entry, the step that decided it (a take wins, else the first pool's
+    reason) and the later pools that found it already taken."""
+    decisive: dict[int, Step] = {}
+    later: dict[int, list[str]] = {}
+    for step in steps:
+        if step.outcome == _TAKEN_EARLIER:
+            later.setdefault(step.index, []).append(step.pool)
+        elif step.index not in decisive or step.outcome in (_SELECTED, _ALWAYS):
+            decisive[step.index] = step
+    return decisive, later
+
+
+def _decision(
+    index: int,
+    entry: Entry,
+    selection: _Selection,
+    call: _Call,
+    decisive: dict[int, Step],
+    later: dict[int, list[str]],
+) -> Decision:
+    """What happened to one entry, from the steps that concern it."""
+    ident = entry.get("id")
+    kind = selection.scan.types[index]
+    first = selection.scan.duplicates.get(index)
+    if first is not None:
+        return Decision(index, ident, kind, _DUPLICATE, reason=f"entries[{first}]")
+    if not selection.scan.active[index]:
+        reason = _inactive_reason(entry, call.is_active)
+        return Decision(index, ident, kind, _INACTIVE, reason=reason)
+    step = decisive.get(index)
+    if step is None:
+        return Decision(index, ident, kind, _NO_POOL)
+    floor = None
+    if step.outcome == _BELOW_FLOOR:
+        floor = f"min_score {_pool_named(call, step.pool).min_score!r}"
+    return Decision(
+        index,
+        ident,
+        kind,
+        step.outcome,
+        pool=step.pool,
+        reason=floor,
+        score=step.score,
+        cost=step.cost,
+        used=None if step.outcome == _ALWAYS else step.used,
+        taken_earlier_in=tuple(later.get(index, ())),
+    )
 
 
 def _inactive_reason(entry: Entry, is_active: ActivePredicate) -> str:
+    """Why an inactive entry is out: ``status``, ``superseded`` or ``predicate``.
+
+    The default rule itself says which: asked about the status alone.
+    """
     if is_active is not default_is_active:
         return "predicate"
-    status = entry.get("status")
-    return "superseded" if status is None or status == ACTIVE_STATUS else "status"
+    return (
+        "superseded" if default_is_active({"status": entry.get("status")}) else "status"
+    )
+
+
+def _pool_named(call: _Call, name: str) -> Pool:
+    return next(pool for pool in call.pools if pool.name == name)
+
+
+def _summaries(store: list[Entry], call: _Call, steps: list[Step]) -> list[PoolSummary]:
+    """Per pool, what it spent and left out, grouped in one pass over the steps."""
+    tally = {pool.name: [0, 0, 0, 0, 0, 0] for pool in call.pools}
+    for step in steps:
+        counts = tally[step.pool]
+        if step.outcome == _SELECTED:
+            counts[0] += step.cost or 0
+            counts[1] += 1
+        elif step.outcome in (_OVER_TOKENS, _ENTRY_CAP):
+            counts[2] += 1
+        elif step.outcome == _ALWAYS:
+            counts[3] += 1
+            counts[4] += _cost(store[step.index], step.index, call.token_counter)
+        elif step.outcome == _BELOW_FLOOR:
+            counts[5] += 1
+    return [
+        PoolSummary(
+            pool.name,
+            tally[pool.name][0],
+            pool.max_tokens,
+            tally[pool.name][1],
+            pool.max_entries,
+            tally[pool.name][2],
+            tally[pool.name][3],
+            tally[pool.name][4],
+            tally[pool.name][5],
+        )
+        for pool in call.pools
+    ]
+
+
+def _explain_warnings(
+    store: list[Entry],
+    call: _Call,
+    decisions: list[Decision],
+    summaries: list[PoolSummary],
+) -> list[str]:
+    """Configurations that lose memory or spend without a cap."""
+    found = [
+        f"always-scope entry {d.id!r} of type {d.type!r} is in no pool"
+        for d in decisions
+        if d.outcome == _NO_POOL and _is_always(store[d.index])
+    ]
+    present = {_type_key(kind) for kind in map(_entry_type, store)}
+    for pool in call.pools:
+        if pool.types is not None and present.isdisjoint(pool.types):
+            found.append(
+                f"pool {pool.name!r} admits types {list(pool.types)!r}, and no "
+                f"entry of the store has one of them; check their spelling"
+            )
+    found.extend(
+        f"pool {p.name!r} had {p.left_out} eligible entries and selected none"
+        for p in summaries
+        if p.left_out and not p.entries_used
+    )
+    always_tokens = sum(p.always_tokens for p in summaries)
+    budget = sum(p.max_tokens for p in call.pools)
+    if always_tokens > budget:
+        found.append(
+            f"always-scope entries cost {always_tokens} tokens, more than the "
+            f"{budget} of all pools' max_tokens together"
+        )
+    elif always_tokens > _ALWAYS_TOKENS_WARNING or 2 * always_tokens > budget:
+        found.append(
+            f"always-scope entries cost {always_tokens} tokens, which no cap "
+            f"limits (more than {_ALWAYS_TOKENS_WARNING} or half of the {budget} "
+            f"of all pools' max_tokens); check who may write scope='always'"
+        )
+    return found
 
 
 def explain(
@@ -1592,116 +1758,33 @@ def explain(
     >>> report.warnings
     ("pool 'p' had 1 eligible entries and selected none",)
 
-    The same code path as :func:`retrieve_pools` computes it, so
+    The engine of :func:`retrieve_pools` computes it, so
     ``explain(...).selected()`` equals ``retrieve_pools(...)``. An entry
     skipped in one pool and taken by a later one is reported as taken; all
-    per-pool steps stay in ``steps``. Warnings: an active always-scope entry
-    that no pool admits, a pool with eligible entries that selected none, and
-    always-scope entries costing more than all pools' ``max_tokens`` together.
-    Cost: O(n log n + p * n), and every eligible entry is costed.
+    per-pool steps stay in ``steps``. Warnings (in the report, not Python
+    warnings): an active always-scope entry that no pool admits, a pool
+    whose ``types`` admit no entry of the store (a typo), a pool with
+    eligible entries that selected none, and always-scope entries costing
+    more than all pools' ``max_tokens`` together or more than 4,000 tokens.
+    Cost: O(n log n + p * n), and every eligible entry is scored and costed.
 
     Raises:
         As :func:`retrieve_pools`.
     """
-    checked = _check_pools(pools)
-    selection = _select(
-        entries, checked, context, scorer, token_counter, is_active, now, trace=True
-    )
-    store = selection.entries
-    decisive: dict[int, Step] = {}
-    later: dict[int, list[str]] = {}
-    public_steps = selection.steps
-    for step in public_steps:
-        if step.outcome == TAKEN_EARLIER:
-            later.setdefault(step.index, []).append(step.pool)
-        elif step.index not in decisive or step.outcome in (TAKEN, TAKEN_ALWAYS):
-            decisive[step.index] = step
-
-    decisions = []
-    warnings = []
-    for index, entry in enumerate(store):
-        ident = entry.get("id")
-        kind = selection.types[index]
-        first = selection.duplicates.get(index)
-        if first is not None:
-            decisions.append(
-                Decision(index, ident, kind, DUPLICATE, reason=f"entries[{first}]")
-            )
-            continue
-        if not selection.active[index]:
-            decisions.append(
-                Decision(
-                    index,
-                    ident,
-                    kind,
-                    INACTIVE,
-                    reason=_inactive_reason(entry, is_active),
-                )
-            )
-            continue
-        found = decisive.get(index)
-        if found is None:
-            decisions.append(Decision(index, ident, kind, NO_POOL))
-            if entry.get("scope") == ALWAYS_SCOPE:
-                warnings.append(
-                    f"always-scope entry {ident!r} of type {kind!r} is in no pool"
-                )
-            continue
-        decisions.append(
-            Decision(
-                index,
-                ident,
-                kind,
-                found.outcome,
-                pool=found.pool,
-                score=found.score,
-                cost=found.cost,
-                used=None if found.outcome == TAKEN_ALWAYS else found.used,
-                taken_earlier_in=tuple(later.get(index, ())),
-            )
-        )
-
-    summaries = []
-    for pool in checked:
-        mine = [s for s in public_steps if s.pool == pool.name]
-        taken = [s for s in mine if s.outcome == TAKEN]
-        always = [s for s in mine if s.outcome == TAKEN_ALWAYS]
-        left_out = sum(s.outcome in (SKIPPED_TOKENS, SKIPPED_ENTRIES) for s in mine)
-        summaries.append(
-            PoolSummary(
-                pool.name,
-                sum(s.cost or 0 for s in taken),
-                pool.max_tokens,
-                len(taken),
-                pool.max_entries,
-                left_out,
-                len(always),
-                sum(_cost(store[s.index], s.index, token_counter) for s in always),
-            )
-        )
-        if left_out and not taken:
-            warnings.append(
-                f"pool {pool.name!r} had {left_out} eligible entries and selected none"
-            )
-    always_tokens = sum(p.always_tokens for p in summaries)
-    budget = sum(p.max_tokens for p in checked)
-    if always_tokens > budget:
-        warnings.append(
-            f"always-scope entries cost {always_tokens} tokens, more than the "
-            f"{budget} of all pools' max_tokens together"
-        )
-    elif always_tokens > ALWAYS_TOKENS_WARNING or 2 * always_tokens > budget:
-        warnings.append(
-            f"always-scope entries cost {always_tokens} tokens, which no cap "
-            f"limits (more than {ALWAYS_TOKENS_WARNING} or half of the {budget} "
-            f"of all pools' max_tokens); check who may write scope='always'"
-        )
+    call = _check_call(pools, context, scorer, token_counter, is_active, now)
+    store = _as_list(entries)
+    selection = _select(store, call, trace=True)
+    steps = selection.steps
+    assert steps is not None  # traced
+    decisive, later = _decisive_steps(steps)
+    decisions = [
+        _decision(index, entry, selection, call, decisive, later)
+        for index, entry in enumerate(store)
+    ]
+    summaries = _summaries(store, call, steps)
+    found = _explain_warnings(store, call, decisions, summaries)
     return Explanation(
-        tuple(decisions),
-        tuple(summaries),
-        tuple(warnings),
-        tuple(public_steps),
-        tuple(store),
+        tuple(decisions), tuple(summaries), tuple(found), tuple(steps), tuple(store)
     )
 
 
@@ -1716,93 +1799,160 @@ class Problem:
     message: str
 
 
-_TEXT_FIELDS: Final = ("scope", "status", "type")
+_SCHEMA_KEYS: Final = (
+    "content",
+    "type",
+    "scope",
+    "tags",
+    "project",
+    "created",
+    "token_count",
+    "base_priority",
+    "status",
+    "superseded_by",
+    "id",
+)
+# How close (difflib's ratio) an unknown key must be to a schema key to be
+# taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
+# "score" (0.8) and the user's own fields ("source", "trust") are not.
+_NEAR_MISS: Final = 0.82
+
+Found = Iterator[tuple[str, str, str]]  # (severity, field, message)
+
+
+def _content_problems(entry: Entry) -> Found:
+    content = entry.get("content")
+    if content is None:
+        yield "warning", "content", "content is missing"
+    elif not isinstance(content, str):
+        message = f"content should be a str, got {type(content).__name__}"
+        yield "warning", "content", message
+
+
+def _priority_problems(entry: Entry) -> Found:
+    try:
+        _priority(entry)
+    except (TypeError, ValueError) as exc:
+        yield "error", "base_priority", str(exc).replace("base_priority ", "", 1)
+
+
+def _created_problems(entry: Entry) -> Found:
+    created = entry.get("created")
+    if created is not None and _seconds(created) is None:
+        message = f"cannot be read as a date, got {created!r}; it will not decay"
+        yield "warning", "created", message
+
+
+def _token_count_problems(entry: Entry) -> Found:
+    count = entry.get("token_count")
+    if count is not None and _token_count(entry) is None:
+        message = f"must be a positive int, got {count!r}; the counter is used"
+        yield "warning", "token_count", message
+
+
+def _tag_problems(entry: Entry) -> Found:
+    raw = entry.get("tags")
+    try:
+        tags = _tags(raw, "tags")
+    except TypeError as exc:
+        yield "error", "tags", str(exc).replace("tags ", "", 1)
+        return
+    if tags is not raw and isinstance(raw, (list, tuple, set, frozenset)):
+        yield "warning", "tags", "must contain only str; others compare as str()"
+
+
+def _text_problems(entry: Entry) -> Found:
+    for field in ("scope", "status", "type"):
+        value = entry.get(field)
+        if value is not None and not isinstance(value, str):
+            yield "warning", field, f"should be a str, got {type(value).__name__}"
+    status = entry.get("status")
+    if _almost(status, ACTIVE_STATUS):
+        message = (
+            f"is {status!r}, not exactly {ACTIVE_STATUS!r}: the entry is "
+            f"inactive and will never load"
+        )
+        yield "error", "status", message
+    scope = entry.get("scope")
+    if _almost(scope, ALWAYS_SCOPE):
+        message = (
+            f"is {scope!r}, not exactly {ALWAYS_SCOPE!r}: the entry competes "
+            f"for room instead of loading unconditionally"
+        )
+        yield "error", "scope", message
+
+
+def _almost(value: object, meant: str) -> bool:
+    """Whether ``value`` is ``meant`` after trimming and case-folding, but not
+    exactly: a spelling that silently means something else."""
+    return (
+        isinstance(value, str)
+        and value != meant
+        and value.strip().casefold() == meant.casefold()
+    )
+
+
+def _key_problems(entry: Entry) -> Found:
+    import difflib
+
+    for key in entry:
+        if not isinstance(key, str) or key in _SCHEMA_KEYS:
+            continue
+        close = difflib.get_close_matches(key, _SCHEMA_KEYS, 1, _NEAR_MISS)
+        folded = [k for k in _SCHEMA_KEYS if k == key.strip().casefold()]
+        likely = (folded or close or [None])[0]
+        if likely is not None:
+            message = (
+                f"unknown key {key!r}, probably {likely!r}; poolsplit reads only "
+                f"{likely!r}, so this value is ignored"
+            )
+            yield "warning", key, message
+
+
+_ENTRY_CHECKS: Final = (
+    _content_problems,
+    _priority_problems,
+    _created_problems,
+    _token_count_problems,
+    _tag_problems,
+    _text_problems,
+    _key_problems,
+)
 
 
 def _entry_problems(index: int, entry: Entry) -> list[Problem]:
     """The problems of one mapping entry, field by field."""
     ident = entry.get("id")
-    found: list[Problem] = []
-
-    def add(severity: str, field: str, message: str) -> None:
-        found.append(Problem(index, ident, severity, field, message))
-
-    content = entry.get("content")
-    if content is None:
-        add("warning", "content", "content is missing")
-    elif not isinstance(content, str):
-        add("warning", "content", f"content should be a str, got {_kind(content)}")
-    priority = entry.get("base_priority")
-    if priority is not None:
-        if not isinstance(priority, numbers.Real) or isinstance(priority, bool):
-            add("error", "base_priority", f"must be a real number, got {priority!r}")
-        elif math.isnan(_to_float(priority)):
-            add("error", "base_priority", "must not be NaN")
-    created = entry.get("created")
-    if created is not None and _created_seconds(created) is None:
-        add("warning", "created", f"cannot be read as a date, got {created!r}")
-    count = entry.get("token_count")
-    if count is not None and (type(count) is not int or count <= 0):
-        add("warning", "token_count", f"must be a positive int, got {count!r}")
-    tags = entry.get("tags")
-    if tags is not None and not isinstance(tags, str):
-        if not isinstance(tags, (list, tuple, set, frozenset)):
-            add("error", "tags", f"must be a list of str, got {_kind(tags)}")
-        elif not all(isinstance(tag, str) for tag in tags):
-            add("warning", "tags", "must contain only str")
-    for field in _TEXT_FIELDS:
-        value = entry.get(field)
-        if value is not None and not isinstance(value, str):
-            add("warning", field, f"should be a str, got {_kind(value)}")
-    return found
+    return [
+        Problem(index, ident, severity, field, message)
+        for check in _ENTRY_CHECKS
+        for severity, field, message in check(entry)
+    ]
 
 
-def _kind(value: object) -> str:
-    return type(value).__name__
-
-
-def validate(entries: Iterable[object]) -> list[Problem]:
-    """List the problems of a store, in input order; an empty list means clean.
-
-    >>> [p.message for p in validate([{"id": 1, "content": "x"}, {"id": 1}])]
-    ['content is missing', 'duplicate id 1 (first at entries[0])']
-
-    Errors make retrieval raise or mean the store is not what it says: an
-    entry that is not a mapping, a non-numeric or NaN ``base_priority``,
-    ``tags`` that are not a list, duplicate ids. Warnings are silently
-    tolerated by retrieval but probably wrong: missing content, unparseable
-    ``created``, a ``token_count`` that is not a positive int, non-str tags,
-    ``scope``/``status``/``type`` that are not str, and ``superseded_by``
-    naming an id that is not in the store. Cost: O(n).
-    """
-    store = list(entries)
-    problems: list[Problem] = []
+def _id_problems(store: list[object]) -> tuple[list[Problem], dict[object, int]]:
+    """Unhashable and duplicate ids; also each id's first position."""
+    problems = []
     first: dict[object, int] = {}
     for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping):
-            message = f"must be an object, got {_kind(entry)}"
-            problems.append(Problem(index, None, "error", "", message))
+        if not isinstance(entry, Mapping) or entry.get("id") is None:
             continue
-        problems.extend(_entry_problems(index, entry))
         ident = entry.get("id")
-        if ident is None:
-            continue
         try:
             earlier = first.setdefault(ident, index)
         except TypeError:
-            message = f"must be hashable, got {_kind(ident)}"
+            message = f"must be hashable, got {type(ident).__name__}"
             problems.append(Problem(index, ident, "error", "id", message))
             continue
         if earlier != index:
-            problems.append(
-                Problem(
-                    index,
-                    ident,
-                    "error",
-                    "id",
-                    f"duplicate id {ident!r} (first at entries[{earlier}])",
-                )
-            )
+            message = f"duplicate id {ident!r} (first at entries[{earlier}])"
+            problems.append(Problem(index, ident, "error", "id", message))
+    return problems, first
+
+
+def _dangling_problems(store: list[object], ids: dict[object, int]) -> list[Problem]:
+    """Entries retired by an id that is not in the store: lost, not replaced."""
+    problems = []
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
             continue
@@ -1810,21 +1960,17 @@ def validate(entries: Iterable[object]) -> list[Problem]:
         if target is None or isinstance(target, bool):
             continue
         try:
-            known = target in first
+            known = target in ids
         except TypeError:
             known = False
         if not known:
-            problems.append(
-                Problem(
-                    index,
-                    entry.get("id"),
-                    "warning",
-                    "superseded_by",
-                    f"names id {target!r}, which is not in the store",
-                )
+            message = (
+                f"names id {target!r}, which is not in the store: this entry "
+                f"never loads, and nothing replaces it"
             )
-    problems.extend(_always_budget_problem(store))
-    problems.sort(key=lambda p: p.index)
+            problems.append(
+                Problem(index, entry.get("id"), "error", "superseded_by", message)
+            )
     return problems
 
 
@@ -1832,16 +1978,15 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
     """A warning on the entry where active always-scope entries pass the limit.
 
     Always-scope entries bypass every cap, so their total is a trust decision,
-    not a budget: past ``ALWAYS_TOKENS_WARNING`` default-counted tokens the
-    host should check who may write them. Costs are counted as retrieval
-    would with the default counter; entries retrieval would reject are
-    skipped here, since they already have their own error.
+    not a budget: past 4,000 default-counted tokens the host should check who
+    may write them. Entries retrieval would reject are skipped here, since
+    they already have their own error.
     """
     total = 0
     crossed: tuple[int, object] | None = None
     count = 0
     for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping) or entry.get("scope") != ALWAYS_SCOPE:
+        if not isinstance(entry, Mapping) or not _is_always(entry):
             continue
         try:
             if not default_is_active(entry):
@@ -1851,17 +1996,56 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
             continue
         count += 1
         total += cost
-        if crossed is None and total > ALWAYS_TOKENS_WARNING:
+        if crossed is None and total > _ALWAYS_TOKENS_WARNING:
             crossed = (index, entry.get("id"))
     if crossed is None:
         return []
     index, ident = crossed
     message = (
         f"active always-scope entries cost {total} tokens in all ({count} "
-        f"entries; the total passes {ALWAYS_TOKENS_WARNING} here); no cap "
+        f"entries; the total passes {_ALWAYS_TOKENS_WARNING} here); no cap "
         "limits them, so check who may write scope='always'"
     )
     return [Problem(index, ident, "warning", "scope", message)]
+
+
+def validate(entries: Iterable[object]) -> list[Problem]:
+    """List the problems of a store, in input order; an empty list means clean.
+
+    >>> [p.message for p in validate([{"id": 1, "content": "x"}, {"id": 1}])]
+    ['content is missing', 'duplicate id 1 (first at entries[0])']
+
+    Each field is read by the same reader retrieval uses, so a value
+    retrieval accepts is never flagged as unusable. Errors: an entry that is
+    not a mapping, a non-numeric or NaN ``base_priority``, ``tags`` that are
+    not a list, an unhashable or duplicate id, a ``status``/``scope`` that is
+    ``"active"``/``"always"`` only after trimming and case-folding (inactive
+    forever; competes instead of loading), a ``superseded_by`` naming an id
+    not in the store (the entry never loads and nothing replaces it).
+    Warnings: missing content, unparseable ``created``, a ``token_count``
+    that is not a positive int, non-str tags, ``scope``/``status``/``type``
+    that are not str, an unknown key that looks like a schema key
+    (``"scop"``), and always-scope entries passing 4,000 tokens together.
+    Other extra keys are the caller's own fields. Positions are 0-based.
+    Cost: O(n).
+
+    Raises:
+        TypeError: ``entries`` is not iterable.
+    """
+    store: list[object] = _as_list(entries)
+    problems: list[Problem] = []
+    for index, entry in enumerate(store):
+        if isinstance(entry, Mapping):
+            problems.extend(_entry_problems(index, entry))
+        else:
+            message = f"must be an object, got {type(entry).__name__}"
+            problems.append(Problem(index, None, "error", "", message))
+    id_problems, ids = _id_problems(store)
+    problems.extend(id_problems)
+    problems.extend(_dangling_problems(store, ids))
+    problems.extend(_always_budget_problem(store))
+    problems.sort(key=lambda p: p.index)
+    return problems
 
 
 @dataclass(frozen=True)
@@ -1877,13 +2061,16 @@ class TypeAudit:
 
 @dataclass(frozen=True)
 class Audit:
-    """What :func:`audit` measured; ``always_*`` count every-entry loads."""
+    """What :func:`audit` measured; ``always_*`` count every-entry loads, and
+    ``single_*`` are the caps of the single budget compared against."""
 
     queries: int
     types: tuple[TypeAudit, ...]
     always_entries: int
     always_every_pools: int
     always_every_single: int
+    single_tokens: int = 0
+    single_entries: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dicts."""
@@ -1908,6 +2095,10 @@ class Audit:
             )
         lines = _table(rows)
         lines.append("")
+        lines.append(
+            f"single budget: {self.single_tokens} tokens / {self.single_entries} "
+            f"entries (the pools' caps summed, always-scope ranked like the rest)"
+        )
         lines.append(
             f"always-scope entries loaded on every query: "
             f"single {self.always_every_single}/{self.always_entries}, "
@@ -1934,6 +2125,37 @@ class _NoScope(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+class _Tally:
+    """Per type: queries with a load and tokens loaded; per always entry: loads."""
+
+    def __init__(self) -> None:
+        self.hits: dict[str, int] = {}
+        self.tokens: dict[str, int] = {}
+        self.always_loads: dict[int, int] = {}
+
+    def add(
+        self,
+        store: list[Entry],
+        loaded: Iterable[int],
+        token_counter: TokenCounter,
+    ) -> None:
+        """Count one query's loaded entries, by position in ``store``."""
+        seen: set[str] = set()
+        for index in loaded:
+            entry = store[index]
+            kind = str(_entry_type(entry))
+            seen.add(kind)
+            cost = _cost(entry, index, token_counter)
+            self.tokens[kind] = self.tokens.get(kind, 0) + cost
+            if _is_always(entry):
+                self.always_loads[index] = self.always_loads.get(index, 0) + 1
+        for kind in seen:
+            self.hits[kind] = self.hits.get(kind, 0) + 1
+
+    def share(self, kind: str) -> float:
+        return self.tokens.get(kind, 0) / (sum(self.tokens.values()) or 1)
 
 
 def audit(
@@ -1967,152 +2189,111 @@ def audit(
     Raises:
         As :func:`retrieve_pools`.
     """
-    checked = _check_pools(pools)
-    store = list(entries)
-    views = [_NoScope(e) if isinstance(e, Mapping) else e for e in store]
+    call = _check_call(pools, None, scorer, token_counter, is_active, now)
+    store = _as_list(entries)
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping):
+            raise TypeError(
+                f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
+            )
+    views = [_NoScope(entry) for entry in store]
     single = Pool(
         "single",
-        sum(p.max_tokens for p in checked),
-        sum(p.max_entries for p in checked),
+        sum(p.max_tokens for p in call.pools),
+        sum(p.max_entries for p in call.pools),
     )
     position = {id(view): index for index, view in enumerate(views)}
     position.update({id(entry): index for index, entry in enumerate(store)})
-    hits = {"pools": {}, "single": {}}  # type: dict[str, dict[str, int]]
-    tokens = {"pools": {}, "single": {}}  # type: dict[str, dict[str, int]]
-    always_loads = {"pools": {}, "single": {}}  # type: dict[str, dict[int, int]]
+    hooks: dict[str, Any] = {"scorer": scorer, "token_counter": token_counter}
+    tallies = {"pools": _Tally(), "single": _Tally()}
     queries = 0
     for context in contexts:
         queries += 1
-        runs = {
-            "pools": _select(
-                store, checked, context, scorer, token_counter, is_active, now, False
+        runs: dict[str, dict[str, list[Any]]] = {
+            "pools": retrieve_pools(
+                store, call.pools, context, is_active=is_active, now=call.now, **hooks
             ),
-            "single": _select(
+            "single": retrieve_pools(
                 views,
                 [single],
                 context,
-                scorer,
-                token_counter,
-                lambda view: is_active(view.entry),  # type: ignore[attr-defined]
-                now,
-                False,
+                is_active=lambda view: is_active(view.entry),
+                now=call.now,
+                **hooks,
             ),
         }
-        for mode, selection in runs.items():
-            seen: set[str] = set()
-            for chosen in selection.results.values():
-                for loaded in chosen:
-                    index = position[id(loaded)]
-                    original = store[index]
-                    kind = str(selection.types[index])
-                    seen.add(kind)
-                    cost = _cost(original, index, token_counter)
-                    tokens[mode][kind] = tokens[mode].get(kind, 0) + cost
-                    if original.get("scope") == ALWAYS_SCOPE:
-                        loads = always_loads[mode]
-                        loads[index] = loads.get(index, 0) + 1
-            for kind in seen:
-                hits[mode][kind] = hits[mode].get(kind, 0) + 1
-    names = sorted(
-        {str(DEFAULT_TYPE if e.get("type") is None else e.get("type")) for e in store}
-    )
-    always_ids = [
-        i
-        for i, e in enumerate(store)
-        if e.get("scope") == ALWAYS_SCOPE and is_active(e)
-    ]
-    totals = {mode: sum(tokens[mode].values()) or 1 for mode in tokens}
+        for mode, results in runs.items():
+            loaded = (position[id(e)] for chosen in results.values() for e in chosen)
+            tallies[mode].add(store, loaded, token_counter)
+    names = sorted({str(_entry_type(entry)) for entry in store})
+    always = [i for i, e in enumerate(store) if _is_always(e) and is_active(e)]
+    every = {
+        mode: sum(1 for i in always if tally.always_loads.get(i, 0) == queries)
+        for mode, tally in tallies.items()
+    }
+    pooled, lone = tallies["pools"], tallies["single"]
     types = tuple(
         TypeAudit(
             name,
-            hits["pools"].get(name, 0),
-            hits["single"].get(name, 0),
-            tokens["pools"].get(name, 0) / totals["pools"],
-            tokens["single"].get(name, 0) / totals["single"],
+            pooled.hits.get(name, 0),
+            lone.hits.get(name, 0),
+            pooled.share(name),
+            lone.share(name),
         )
         for name in names
     )
     return Audit(
         queries,
         types,
-        len(always_ids),
-        sum(1 for i in always_ids if always_loads["pools"].get(i, 0) == queries),
-        sum(1 for i in always_ids if always_loads["single"].get(i, 0) == queries),
+        len(always),
+        every["pools"],
+        every["single"],
+        single.max_tokens,
+        single.max_entries,
     )
 
 
+# ===========================================================================
+# The demo: a sample store, its pools, and the audit the README shows
+# ===========================================================================
+
 DEMO_NOW: Final = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
-# Wording per type: (type, count, priority range, age range in days, phrases).
+# Per type: (type, count, priority range, age range in days, phrases).
+# fmt: off
 _DEMO_KINDS: Final = (
-    (
-        "correction",
-        8,
-        (9, 10),
-        (0, 30),
-        (
-            "Never force-push to main; open a pull request instead",
-            "Run the migrations on staging before production",
-            "Dates in the API are UTC, never local time",
-            "Do not paste customer data into issue comments",
-        ),
-    ),
-    (
-        "task",
-        80,
-        (6, 9),
-        (0, 20),
-        (
-            "Finish the billing export for the {w} report",
-            "Review the pull request that touches {w}",
-            "Fix the flaky test in the {w} module",
-            "Reply to the support ticket about {w}",
-        ),
-    ),
-    (
-        "fact",
-        80,
-        (5, 7),
-        (0, 60),
-        (
-            "The {w} service runs on Postgres 15 behind pgbouncer",
-            "Staging deploys from the release branch of {w}",
-            "The {w} dashboard lives in Grafana under Ops",
-            "Rate limits for {w} are 100 requests per minute",
-        ),
-    ),
-    (
-        "skill",
-        30,
-        (3, 4),
-        (60, 200),
-        (
-            "How to bisect a regression in {w} with git bisect run",
-            "How to profile a slow {w} query with EXPLAIN ANALYZE",
-            "How to roll back a bad {w} deploy in one command",
-        ),
-    ),
-    (
-        "growth",
-        20,
-        (2, 3),
-        (90, 250),
-        (
-            "I rush {w} reviews on Fridays; slow down and read the tests",
-            "Ask earlier when {w} requirements are vague",
-        ),
-    ),
-    (
-        "episode",
-        80,
-        (4, 6),
-        (0, 40),
-        (
-            "Paired with Sam on the {w} outage; root cause was a stale cache",
-            "Demoed the {w} feature to the team; they asked for CSV export",
-            "Spent the afternoon on {w} alerts that turned out to be noise",
-        ),
-    ),
+    ("correction", 8, (9, 10), (0, 30), (
+        "Never force-push to main; open a pull request instead",
+        "Run the migrations on staging before production",
+        "Dates in the API are UTC, never local time",
+        "Do not paste customer data into issue comments",
+    )),
+    ("task", 80, (6, 9), (0, 20), (
+        "Finish the billing export for the {w} report",
+        "Review the pull request that touches {w}",
+        "Fix the flaky test in the {w} module",
+        "Reply to the support ticket about {w}",
+    )),
+    ("fact", 80, (5, 7), (0, 60), (
+        "The {w} service runs on Postgres 15 behind pgbouncer",
+        "Staging deploys from the release branch of {w}",
+        "The {w} dashboard lives in Grafana under Ops",
+        "Rate limits for {w} are 100 requests per minute",
+    )),
+    ("skill", 30, (3, 4), (60, 200), (
+        "How to bisect a regression in {w} with git bisect run",
+        "How to profile a slow {w} query with EXPLAIN ANALYZE",
+        "How to roll back a bad {w} deploy in one command",
+    )),
+    ("growth", 20, (2, 3), (90, 250), (
+        "I rush {w} reviews on Fridays; slow down and read the tests",
+        "Ask earlier when {w} requirements are vague",
+    )),
+    ("episode", 80, (4, 6), (0, 40), (
+        "Paired with Sam on the {w} outage; root cause was a stale cache",
+        "Demoed the {w} feature to the team; they asked for CSV export",
+        "Spent the afternoon on {w} alerts that turned out to be noise",
+    )),
 )
 _DEMO_WORDS: Final = ("billing", "search", "auth", "invoices", "checkout", "reports")
 _DEMO_POOLS: Final = (
@@ -2123,6 +2304,7 @@ _DEMO_POOLS: Final = (
     ("growth", 200, 1, ("growth",)),
     ("episodes", 300, 2, ("episode",)),
 )
+# fmt: on
 
 
 def demo_pools() -> list[Pool]:
@@ -2175,20 +2357,20 @@ def _demo() -> str:
         for verb in ("plan", "debug", "review", "ship", "explain")
         for word in _DEMO_WORDS
     ]
-    single = sum(p.max_tokens for p in pools), sum(p.max_entries for p in pools)
     parts = []
     for title, flood in (("Everyday store", 0), ("Flood: 300 urgent tasks", 300)):
         store = demo_store(flood)
         result = audit(store, pools, queries, now=DEMO_NOW)
         parts.append(
-            f"== {title}: {len(store)} entries, {len(queries)} queries; "
-            f"single budget {single[0]} tokens / {single[1]} entries "
-            f"vs {len(pools)} pools ==\n{result.render()}"
+            f"== {title}: {len(store)} entries, {len(queries)} queries, "
+            f"{len(pools)} pools vs one budget ==\n{result.render()}"
         )
     return "\n".join(parts)
 
 
-# --- Command line ---
+# ===========================================================================
+# The command line: reads JSON, calls the public functions, writes the result
+# ===========================================================================
 
 
 class _CliError(Exception):
@@ -2196,8 +2378,6 @@ class _CliError(Exception):
 
 
 def _read_text(path: str) -> str:
-    import sys
-
     if path == "-":
         return sys.stdin.read()
     try:
@@ -2207,7 +2387,12 @@ def _read_text(path: str) -> str:
         raise _CliError(f"{path}: cannot read: {exc}") from None
 
 
+def _where(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
 def _parse_json(text: str, where: str, line: int) -> Any:
+    """One JSON document; a parse error names the file and line."""
     import json
 
     try:
@@ -2222,28 +2407,72 @@ def _parse_json(text: str, where: str, line: int) -> Any:
         raise _CliError(f"{where}:{line}: invalid JSON: {exc}") from None
 
 
-def _load_lines(path: str, kind: str, *, objects: bool = True) -> list[Any]:
-    """A JSON array, or JSON Lines (blank lines skipped), of objects.
+_JSON_GAP: Final = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
 
-    With ``objects`` False any JSON value is accepted (validate reports them).
+
+def _array_lines(text: str, count: int) -> list[int]:
+    """The line on which each of the ``count`` items of a JSON array starts."""
+    import json
+
+    decoder = json.JSONDecoder()
+    position = text.index("[") + 1
+    line = text.count("\n", 0, position) + 1
+    lines = []
+    for _ in range(count):
+        start = _JSON_GAP.match(text, position).end()  # type: ignore[union-attr]
+        line += text.count("\n", position, start)
+        lines.append(line)
+        position = decoder.raw_decode(text, start)[1]
+        line += text.count("\n", start, position)
+    return lines
+
+
+@dataclass
+class _Lines:
+    """A store or query file: each item with its line, and lines not JSON."""
+
+    where: str
+    numbers: list[int]
+    items: list[Any]
+    broken: list[tuple[int, str]]  # (line, "FILE:LINE: invalid JSON: ...")
+
+
+def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
+    """A JSON array or JSON Lines (blank lines skipped) of objects.
+
+    With ``keep_going`` (validate) a JSON Lines line that does not parse is
+    recorded and the rest is read, and any JSON value is kept (validate
+    reports it); otherwise the first problem raises. A JSON array that does
+    not parse is always one error.
     """
     text = _read_text(path)
-    where = "<stdin>" if path == "-" else path
+    where = _where(path)
+    loaded = _Lines(where, [], [], [])
     if text.lstrip().startswith("["):
         items = _parse_json(text, where, 1)
-        if not isinstance(items, list):  # pragma: no cover - '[' starts a list
-            items = [items]
-        numbered = [(1, item) for item in items]
+        loaded.numbers = _array_lines(text, len(items))
+        loaded.items = items
     else:
-        numbered = [
-            (number, _parse_json(line, where, number))
-            for number, line in enumerate(text.splitlines(), 1)
-            if line.strip()
-        ]
-    for number, item in numbered:
-        if objects and not isinstance(item, dict):
-            raise _CliError(f"{where}:{number}: each {kind} must be a JSON object")
-    return [item for _, item in numbered]
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                item = _parse_json(line, where, number)
+            except _CliError as exc:
+                if not keep_going:
+                    raise
+                loaded.broken.append((number, str(exc)))
+                continue
+            loaded.numbers.append(number)
+            loaded.items.append(item)
+    if not keep_going:
+        for number, item in zip(loaded.numbers, loaded.items):
+            if not isinstance(item, dict):
+                raise _CliError(f"{where}:{number}: each {kind} must be a JSON object")
+    return loaded
+
+
+_POOL_KEYS: Final = ("name", "max_tokens", "max_entries", "types", "min_score")
 
 
 def _load_pools(path: str) -> list[Pool]:
@@ -2256,11 +2485,10 @@ def _load_pools(path: str) -> list[Pool]:
         try:
             if not isinstance(spec, dict):
                 raise TypeError(f"must be an object, got {type(spec).__name__}")
-            unknown = sorted(set(spec) - {"name", "max_tokens", "max_entries", "types"})
+            unknown = sorted(set(spec) - set(_POOL_KEYS))
             if unknown:
                 raise ValueError(
-                    f"unknown key {unknown[0]!r}; "
-                    f"expected name, max_tokens, max_entries, types"
+                    f"unknown key {unknown[0]!r}; expected {', '.join(_POOL_KEYS)}"
                 )
             pools.append(Pool(**spec))
         except (TypeError, ValueError) as exc:
@@ -2302,8 +2530,6 @@ def _dumps(data: object) -> str:
 
 def _progress(contexts: list[Any]) -> Iterator[Any]:
     """Yield the queries, counting them on stderr when it is a terminal."""
-    import sys
-
     show = sys.stderr.isatty()
     for number, context in enumerate(contexts, 1):
         if show:
@@ -2313,105 +2539,208 @@ def _progress(contexts: list[Any]) -> Iterator[Any]:
         sys.stderr.write("\n")
 
 
+def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
+    """validate's output: every problem at FILE:LINE with position and id."""
+    problems = validate(loaded.items)
+    errors = len(loaded.broken) + sum(p.severity == "error" for p in problems)
+    status = int(errors > 0)
+    found: list[tuple[int, Any]] = [
+        (line, {"line": line, "severity": "error", "message": text})
+        for line, text in loaded.broken
+    ]
+    for p in problems:
+        found.append((loaded.numbers[p.index], p))
+    found.sort(key=lambda pair: pair[0])
+    if form == "json":
+        rows = [
+            item if isinstance(item, dict) else {"line": line, **_json_safe(vars(item))}
+            for line, item in found
+        ]
+        return _dumps(rows) + "\n", status
+    lines = []
+    for line, item in found:
+        if isinstance(item, dict):
+            lines.append(f"{item['message']}\n")
+            continue
+        field = f"{item.field}: " if item.field else ""
+        lines.append(
+            f"{loaded.where}:{line}: entries[{item.index}] (id={item.id!r}) "
+            f"{item.severity}: {field}{item.message}\n"
+        )
+    warned = sum(p.severity == "warning" for p in problems)
+    summary = (
+        f"{loaded.where}: {len(loaded.items)} entries read, {errors} errors, "
+        f"{warned} warnings\n"
+    )
+    return "".join(lines) + summary, status
+
+
 def _run(args: Any) -> tuple[str, int]:
     """Execute one parsed command; return its stdout text and exit status."""
     if args.command == "demo":
         return _demo(), 0
-    store = _load_lines(args.store, "entry", objects=args.command != "validate")
-    if args.command == "validate":
-        problems = validate(store)
-        if args.format == "json":
-            text = _dumps([vars(p) for p in problems]) + "\n"
-        else:
-            text = "".join(
-                f"entries[{p.index}] (id={p.id!r}) {p.severity}: "
-                f"{p.field + ': ' if p.field else ''}{p.message}\n"
-                for p in problems
-            )
-        return text, int(any(p.severity == "error" for p in problems))
+    validating = args.command == "validate"
+    loaded = _load_lines(args.store, "entry", keep_going=validating)
+    if validating:
+        return _validate_report(loaded, args.format)
+    store = loaded.items
     pools = _load_pools(args.pools)
     now = _parse_now(args.now)
-    if args.command == "audit":
-        contexts = _load_lines(args.queries, "query")
-        try:
+    try:
+        result: Audit | Explanation
+        if args.command == "audit":
+            contexts = _load_lines(args.queries, "query").items
             result = audit(store, pools, _progress(contexts), now=now)
-        except (TypeError, ValueError) as exc:
-            raise _CliError(f"{args.store}: {exc}") from None
+        elif args.command == "explain":
+            result = explain(store, pools, _context(args), now=now)
+        else:
+            selected = retrieve_pools(store, pools, _context(args), now=now)
+    except (TypeError, ValueError) as exc:
+        raise _CliError(f"{loaded.where}: {exc}") from None
+    if args.command != "retrieve":
         if args.format == "json":
             return _dumps(result.to_dict()) + "\n", 0
         return result.render(), 0
-    context = _context(args)
-    try:
-        report = explain(store, pools, context, now=now)
-    except (TypeError, ValueError) as exc:
-        raise _CliError(f"{args.store}: {exc}") from None
-    if args.command == "explain":
-        if args.format == "json":
-            return _dumps(report.to_dict()) + "\n", 0
-        return report.render(), 0
-    selected = report.selected()
     if args.format == "json":
         return _dumps(selected) + "\n", 0
     if args.format == "prompt":
         return render(selected), 0
-    blocks = []
-    for name, chosen in selected.items():
-        if not chosen:
-            continue
-        body = "".join(f"- [{entry.get('id')}] {_content(entry)}\n" for entry in chosen)
-        blocks.append(f"## {name}\n{body}")
-    return "\n".join(blocks), 0
+    labelled = {
+        name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
+        for name, chosen in selected.items()
+    }
+    return render(labelled), 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``poolsplit`` command line; return the exit status.
+_EPILOG: Final = """\
+STORE is a JSON array of entries, or JSON Lines (one entry per line), or -
+for stdin. POOLS is a JSON array of pools, filled in order, for example:
 
-    Exit 0 on success, 1 when ``validate`` finds errors, 2 on a usage error or
-    unreadable input (one line on stderr, no traceback).
-    """
+  [{"name": "core", "max_tokens": 0, "max_entries": 0, "types": ["correction"]},
+   {"name": "work", "max_tokens": 600, "max_entries": 4, "types": ["task"],
+    "min_score": 3.0},
+   {"name": "rest", "max_tokens": 400, "max_entries": 3}]
+
+(always-scope corrections load in "core" whatever its caps; "rest" has no
+types, so it takes what the typed pools left). QUERIES is JSON Lines of
+contexts, one per line:
+
+  {"message": "fix the billing export", "tags": ["billing"], "project": "api"}
+
+examples:
+  poolsplit retrieve store.jsonl --pools pools.json --message "fix billing"
+  poolsplit explain store.jsonl --pools pools.json --tags billing,api
+  poolsplit validate store.jsonl
+  poolsplit audit store.jsonl --pools pools.json --queries queries.jsonl
+"""
+
+
+def _parser() -> Any:
+    """The argument parser, with help for every option."""
     import argparse
-    import sys
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> Any:  # one line instead of usage + error
             raise _CliError(message)
 
     summary = (__doc__ or "").partition("\n")[0]  # None under python -OO
-    parser = Parser(prog="poolsplit", description=summary)
+    form = argparse.RawDescriptionHelpFormatter
+    parser = Parser(
+        prog="poolsplit", description=summary, epilog=_EPILOG, formatter_class=form
+    )
     parser.add_argument("--version", action="version", version=__version__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, summary: str, formats: Sequence[str]) -> Any:
-        sub = commands.add_parser(name, help=summary, description=summary)
-        sub.add_argument("store", metavar="STORE", help="JSON array, JSON Lines or -")
-        sub.add_argument("--format", choices=formats, default=formats[0])
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=_EPILOG,
+            formatter_class=form,
+        )
+        sub.add_argument(
+            "store", metavar="STORE", help="entries: a JSON array, JSON Lines, or -"
+        )
+        sub.add_argument(
+            "--format",
+            choices=formats,
+            default=formats[0],
+            help=f"output format (default: {formats[0]})",
+        )
         return sub
 
+    def pools_and_now(sub: Any) -> None:
+        sub.add_argument(
+            "--pools", required=True, metavar="POOLS", help="JSON array of pools"
+        )
+        sub.add_argument(
+            "--now",
+            metavar="ISO",
+            help="the moment recency is measured from, e.g. 2026-01-01 or "
+            "2026-01-01T09:30:00Z (default: the current time); fix it for "
+            "reproducible output",
+        )
+
     for name, summary, formats in (
-        ("retrieve", "print the selected entries", ("text", "json", "prompt")),
+        (
+            "retrieve",
+            "print the selected entries",
+            ("text", "json", "prompt"),
+        ),
         ("explain", "show why each entry loaded or not", ("text", "json")),
     ):
         sub = command(name, summary, formats)
-        sub.add_argument("--pools", required=True, metavar="POOLS")
-        sub.add_argument("--message", metavar="TEXT")
-        sub.add_argument("--tags", metavar="A,B")
-        sub.add_argument("--project", metavar="P")
-        sub.add_argument("--now", metavar="ISO")
+        pools_and_now(sub)
+        sub.add_argument(
+            "--message", metavar="TEXT", help="the user's message the entries match"
+        )
+        sub.add_argument(
+            "--tags",
+            metavar="A,B",
+            help="the context's tags, comma-separated; entries sharing them "
+            "rank higher",
+        )
+        sub.add_argument(
+            "--project",
+            metavar="P",
+            help="the current project (entries of another project rank lower)",
+        )
     command("validate", "list the problems of a store", ("text", "json"))
     sub = command("audit", "measure starvation, pools vs one budget", ("text", "json"))
-    sub.add_argument("--pools", required=True, metavar="POOLS")
-    sub.add_argument("--queries", required=True, metavar="QUERIES")
-    sub.add_argument("--now", metavar="ISO")
-    commands.add_parser("demo", help="audit a built-in sample store")
+    pools_and_now(sub)
+    sub.add_argument(
+        "--queries", required=True, metavar="QUERIES", help="JSON Lines of contexts"
+    )
+    commands.add_parser(
+        "demo",
+        help="audit a built-in sample store",
+        description="Audit a built-in sample store, then the same store flooded "
+        "with 300 urgent tasks: one ranked budget against pools of the same size.",
+    )
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``poolsplit`` command line; return the exit status.
+
+    Exit 0 on success, 1 when ``validate`` finds errors, 2 on a usage error or
+    unreadable input (one line on stderr, no traceback). A PoolsplitWarning
+    is printed on stderr as ``poolsplit: warning: ...``.
+    """
+    parser = _parser()
     try:
         args = parser.parse_args(argv)
-        text, status = _run(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", PoolsplitWarning)
+            text, status = _run(args)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
     except _CliError as exc:
         print(f"poolsplit: error: {exc}", file=sys.stderr)
         return 2
+    for warning in caught:
+        print(f"poolsplit: warning: {warning.message}", file=sys.stderr)
     _write(sys.stdout, text)
     return status
 

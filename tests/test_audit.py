@@ -39,6 +39,8 @@ def test_hand_computed():
         1,
         1,
         0,
+        20,
+        2,
     )
     assert result.to_dict()["types"][0]["type"] == "correction"
     assert result.render() == (
@@ -48,6 +50,8 @@ def test_hand_computed():
         "skill       2/2             2/2            33.3%         20.0%\n"
         "task        2/2             2/2            66.7%         40.0%\n"
         "\n"
+        "single budget: 20 tokens / 2 entries (the pools' caps summed, "
+        "always-scope ranked like the rest)\n"
         "always-scope entries loaded on every query: single 0/1, pools 1/1\n"
     )
 

@@ -93,6 +93,8 @@ def test_explain(files, capsys):
         "pool work: tokens 7/50, entries 2/2, left out 0, always 0 (0 tokens)\n"
         "pool none: tokens 0/5, entries 0/1, left out 0, always 0 (0 tokens)\n"
         "always-scope total: 4 tokens\n"
+        "warning: pool 'none' admits types ['zz'], and no entry of the store has "
+        "one of them; check their spelling\n"
     )
     status, out, _ = run(
         capsys, "explain", "s.jsonl", "--pools", "pools.json", "--format", "json", *NOW
@@ -103,7 +105,8 @@ def test_explain(files, capsys):
 def test_validate(files, capsys, monkeypatch):
     assert run(capsys, "validate", "s.jsonl") == (
         0,
-        "entries[3] (id='x') warning: content: content is missing\n",
+        "s.jsonl:5: entries[3] (id='x') warning: content: content is missing\n"
+        "s.jsonl: 4 entries read, 0 errors, 1 warnings\n",
         "",
     )
     monkeypatch.setattr(
@@ -118,6 +121,7 @@ def test_validate(files, capsys, monkeypatch):
             "field": "id",
             "id": 1,
             "index": 1,
+            "line": 1,
             "message": "duplicate id 1 (first at entries[0])",
             "severity": "error",
         }
@@ -125,7 +129,8 @@ def test_validate(files, capsys, monkeypatch):
     Path("bad.json").write_text("[3]")
     assert run(capsys, "validate", "bad.json") == (
         1,
-        "entries[0] (id=None) error: must be an object, got int\n",
+        "bad.json:1: entries[0] (id=None) error: must be an object, got int\n"
+        "bad.json: 1 entries read, 1 errors, 0 warnings\n",
         "",
     )
 
@@ -149,6 +154,8 @@ def test_audit(files, capsys):
         "note        0/2             0/2            0.0%          0.0%\n"
         "task        2/2             2/2            27.3%         27.3%\n"
         "\n"
+        "single budget: 55 tokens / 3 entries (the pools' caps summed, "
+        "always-scope ranked like the rest)\n"
         "always-scope entries loaded on every query: single 1/1, pools 1/1\n"
     )
     status, out, _ = run(
@@ -197,7 +204,7 @@ def test_demo(capsys):
             "invalid start byte",
         ),
         (
-            ["validate", "broken.jsonl"],
+            ["explain", "broken.jsonl", "--pools", "pools.json"],
             ("broken.jsonl", b'{"a": 1}\n\n{"a": \n'),
             "broken.jsonl:3: invalid JSON: Expecting value",
         ),
@@ -235,7 +242,7 @@ def test_demo(capsys):
             ["retrieve", "s.jsonl", "--pools", "p.json"],
             ("p.json", b'[{"name": "a", "max_tokens": 1, "max_entries": 1, "x": 1}]'),
             "p.json: pools[0]: unknown key 'x'; "
-            "expected name, max_tokens, max_entries, types",
+            "expected name, max_tokens, max_entries, types, min_score",
         ),
         (
             ["retrieve", "s.jsonl", "--pools", "p.json"],

@@ -101,10 +101,17 @@ def test_cli_integer_past_the_digit_limit_is_one_line_error(tmp_path, capsys):
     """json.loads raises a plain ValueError (not JSONDecodeError) for it."""
     store = tmp_path / "store.jsonl"
     store.write_text('{"id": ' + "9" * 5000 + "}\n")
-    status, out, err = run(["validate", str(store)], capsys)
+    status, out, err = run(
+        ["retrieve", str(store), "--pools", pools_file(tmp_path)], capsys
+    )
     assert status == 2
     assert err.startswith(f"poolsplit: error: {store}:1: invalid JSON: ")
     assert err.count("\n") == 1
+    # validate reports the line as an error and goes on
+    status, out, err = run(["validate", str(store)], capsys)
+    assert (status, err) == (1, "")
+    assert out.startswith(f"{store}:1: invalid JSON: ")
+    assert out.endswith(f"{store}: 0 entries read, 1 errors, 0 warnings\n")
 
 
 @pytest.mark.parametrize("now", ["9999-12-31T23:00-05:00", "0001-01-01T00:00+05:00"])

@@ -7,7 +7,7 @@ import pytest
 from conftest import NOW
 
 import poolsplit
-from poolsplit import Pool, clear_caches, retrieve, retrieve_pools
+from poolsplit import Pool, clear_caches, explain, retrieve, retrieve_pools
 
 
 def ids(entries):
@@ -602,15 +602,18 @@ def test_ties_break_by_created_then_id_then_index():
 
 
 def test_same_instant_different_offsets_tie_on_created():
-    """+05:00 and Z forms of one instant tie, so id decides."""
+    """+05:00 and Z forms of one instant tie on the instant, then the string.
+
+    The raw strings differ only after the instant; "2025-01-01T00:00:00Z" <
+    "2025-01-01T05:00:00+05:00", so "a" comes first although "b" is listed first.
+    """
     store = [
         {"id": "b", "created": "2025-01-01T05:00:00+05:00"},
         {"id": "a", "created": "2025-01-01T00:00:00Z"},
+        {"id": "0", "created": "2025-01-01T00:00:01Z"},
     ]
-    # created keys differ only in the raw-string tiebreak; both parse to one instant
-    k0 = poolsplit._created_key(store[0]["created"])
-    k1 = poolsplit._created_key(store[1]["created"])
-    assert k0[:2] == k1[:2]
+    got = retrieve(store, Pool("p", 100, 3), now=NOW)
+    assert ids(got) == ["a", "b", "0"]
 
 
 # --- retrieve_pools -------------------------------------------------------
@@ -718,17 +721,8 @@ def test_trace_records_every_outcome():
         {"id": "b", "token_count": 3, "base_priority": 7},
         {"id": "c", "token_count": 1, "base_priority": 6},
     ]
-    selection = poolsplit._select(
-        store,
-        [Pool("p", 10, 2)],
-        None,
-        poolsplit.default_scorer,
-        poolsplit.default_token_counter,
-        poolsplit.default_is_active,
-        NOW,
-        trace=True,
-    )
-    outcomes = [(store[s.index]["id"], s.outcome) for s in selection.steps]
+    report = explain(store, [Pool("p", 10, 2)], now=NOW)
+    outcomes = [(store[s.index]["id"], s.outcome) for s in report.steps]
     assert outcomes == [
         ("al", "always"),
         ("a", "selected"),
@@ -736,4 +730,4 @@ def test_trace_records_every_outcome():
         ("b", "selected"),
         ("c", "entry_cap"),
     ]
-    assert ids(selection.results["p"]) == ["al", "a", "b"]
+    assert ids(report.selected()["p"]) == ["al", "a", "b"]

@@ -40,20 +40,47 @@ def test_every_problem():
     got = [(p.index, p.severity, p.field, p.message) for p in problems[1:]]
     assert got == [
         (1, "warning", "content", "content should be a str, got int"),
-        (1, "error", "base_priority", "must be a real number, got 'high'"),
-        (1, "warning", "created", "cannot be read as a date, got 'yesterday'"),
-        (1, "warning", "token_count", "must be a positive int, got 0"),
-        (1, "error", "tags", "must be a list of str, got dict"),
+        (1, "error", "base_priority", "must be a real number, got str 'high'"),
+        (
+            1,
+            "warning",
+            "created",
+            "cannot be read as a date, got 'yesterday'; it will not decay",
+        ),
+        (
+            1,
+            "warning",
+            "token_count",
+            "must be a positive int, got 0; the counter is used",
+        ),
+        (1, "error", "tags", "must be a str or a list of str, got dict"),
         (1, "warning", "scope", "should be a str, got int"),
         (1, "warning", "status", "should be a str, got int"),
         (1, "warning", "type", "should be a str, got list"),
-        (2, "error", "base_priority", "must not be NaN"),
-        (2, "warning", "token_count", "must be a positive int, got True"),
-        (2, "warning", "tags", "must contain only str"),
+        (2, "error", "base_priority", "must not be NaN, got nan"),
+        (
+            2,
+            "warning",
+            "token_count",
+            "must be a positive int, got True; the counter is used",
+        ),
+        (2, "warning", "tags", "must contain only str; others compare as str()"),
         (2, "error", "id", "duplicate id 'a' (first at entries[1])"),
-        (2, "warning", "superseded_by", "names id 'ghost', which is not in the store"),
+        (
+            2,
+            "error",
+            "superseded_by",
+            "names id 'ghost', which is not in the store: this entry never "
+            "loads, and nothing replaces it",
+        ),
         (3, "error", "id", "must be hashable, got list"),
-        (3, "warning", "superseded_by", "names id ['u'], which is not in the store"),
+        (
+            3,
+            "error",
+            "superseded_by",
+            "names id ['u'], which is not in the store: this entry never "
+            "loads, and nothing replaces it",
+        ),
     ]
 
 
