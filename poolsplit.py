@@ -935,6 +935,13 @@ class _Scan:
     unadmitted: list[int]  # active always-scope entries no pool admits
 
 
+def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
+    """Every type some pool admits, or None when one admits every type."""
+    if any(pool.types is None for pool in pools):
+        return None
+    return frozenset(kind for pool in pools for kind in pool.types or ())
+
+
 def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry, then score each one that some pool may rank.
 
@@ -943,12 +950,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """
     count = len(store)
     scan = _Scan([None] * count, [False] * count, [None] * count, [], [], [], {}, [])
-    accepted: set[object] | None = set()
-    for pool in call.pools:
-        if pool.types is None:
-            accepted = None
-            break
-        accepted.update(pool.types)  # type: ignore[union-attr]
+    accepted = _admitted_types(call.pools)
     is_active = call.is_active
     # An object listed twice is one entry. Checking every entry costs a dict
     # operation each; one set of all ids, at C speed, shows whether any is.
@@ -2583,33 +2585,35 @@ def _run(args: Any) -> tuple[str, int]:
     loaded = _load_lines(args.store, "entry", keep_going=validating)
     if validating:
         return _validate_report(loaded, args.format)
-    store = loaded.items
     pools = _load_pools(args.pools)
     now = _parse_now(args.now)
+    report: Audit | Explanation
     try:
-        result: Audit | Explanation
         if args.command == "audit":
             contexts = _load_lines(args.queries, "query").items
-            result = audit(store, pools, _progress(contexts), now=now)
+            report = audit(loaded.items, pools, _progress(contexts), now=now)
         elif args.command == "explain":
-            result = explain(store, pools, _context(args), now=now)
+            report = explain(loaded.items, pools, _context(args), now=now)
         else:
-            selected = retrieve_pools(store, pools, _context(args), now=now)
+            selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
+            return _selection_text(selected, args.format), 0
     except (TypeError, ValueError) as exc:
         raise _CliError(f"{loaded.where}: {exc}") from None
-    if args.command != "retrieve":
-        if args.format == "json":
-            return _dumps(result.to_dict()) + "\n", 0
-        return result.render(), 0
     if args.format == "json":
-        return _dumps(selected) + "\n", 0
-    if args.format == "prompt":
-        return render(selected), 0
-    labelled = {
-        name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
-        for name, chosen in selected.items()
-    }
-    return render(labelled), 0
+        return _dumps(report.to_dict()) + "\n", 0
+    return report.render(), 0
+
+
+def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
+    """retrieve's output: JSON, the prompt text, or the prompt text with ids."""
+    if form == "json":
+        return _dumps(selected) + "\n"
+    if form == "text":
+        selected = {
+            name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
+            for name, chosen in selected.items()
+        }
+    return render(selected)
 
 
 _EPILOG: Final = """\
