@@ -990,11 +990,26 @@ def test_mcp_server_rejects_a_bad_pools_file(mcp_ready, tmp_path):
     assert "pools[0]: max_tokens must be >= 0" in run.stderr
 
 
-def test_mcp_server_on_postgres(mcp_ready, pg_dsn):
+def test_mcp_server_on_postgres(mcp_ready, pg_dsn, tmp_path, monkeypatch):
     import anyio
+    import psycopg
+
+    parts = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    secret = f":{parts['password']}" if parts.get("password") else ""
+    url = (
+        f"postgresql://{parts['user']}{secret}@{parts['host']}:{parts['port']}"
+        f"/{parts['dbname']}"
+    )
+    written = []
+    monkeypatch.chdir(tmp_path)  # a URL read as a SQLite path would land here
+    import postgres_store
+
+    db = postgres_store.connect(pg_dsn)
+    db.execute("TRUNCATE entries")  # the other PostgreSQL tests' rows
+    db.close()
 
     async def session():
-        async with mcp_client("--db", pg_dsn) as client:
+        async with mcp_client("--db", url) as client:
             first = await client.call_tool(
                 "remember",
                 {
@@ -1020,7 +1035,13 @@ def test_mcp_server_on_postgres(mcp_ready, pg_dsn):
             got = await client.call_tool("recall", {"message": "push"})
             core = got.structured_content["pools"]["corrections"]
             assert core == [new.structured_content["id"]]
+            written.extend([old, core[0]])
             gone = await client.call_tool("forget", {"id": core[0]})
             assert gone.structured_content == {"forgotten": True}
 
     anyio.run(session)
+    assert list(tmp_path.iterdir()) == []
+    with psycopg.connect(pg_dsn) as db:
+        sql = "SELECT id, status FROM entries WHERE id = ANY(%s)"
+        rows = dict(db.execute(sql, (written,)).fetchall())
+    assert rows == {written[0]: "superseded", written[1]: "forgotten"}
