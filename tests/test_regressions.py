@@ -7,12 +7,23 @@ output into a one-line error or an escape instead of a traceback.
 """
 
 import io
+import json
 import sys
 
 import pytest
 from conftest import NOW
 
-from poolsplit import Pool, explain, main, retrieve, retrieve_pools, validate
+import poolsplit
+from poolsplit import (
+    Pool,
+    audit,
+    default_scorer,
+    explain,
+    main,
+    retrieve,
+    retrieve_pools,
+    validate,
+)
 
 HUGE = 10**400  # JSON allows it; float(HUGE) raises OverflowError
 
@@ -201,3 +212,140 @@ def test_repeated_object_is_counted_once_even_by_a_changing_counter():
         retrieve([entry, entry], Pool("p", 10, 5), now=NOW, token_counter=counter) == []
     )
     assert calls == ["hello"]
+
+
+# --- The seven bugs a close read found (issue "poolsplit.py reads as its own spec")
+
+
+def test_unicode_error_from_content_keeps_its_cause():
+    """1: the label was added by rebuilding the exception with type(exc)(msg),
+    which UnicodeDecodeError's five-argument constructor rejects."""
+    failure = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    class Undecodable:
+        def __str__(self):
+            raise failure
+
+    store = [{"id": "u", "content": Undecodable()}]
+    with pytest.raises(ValueError) as caught:
+        retrieve(store, Pool("p", 10, 1), {"message": "word"}, now=NOW)
+    assert type(caught.value) is ValueError
+    assert str(caught.value) == (
+        "entries[0] (id='u'): 'utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte"
+    )
+    assert caught.value.__cause__ is failure
+
+
+def test_audit_rejects_a_non_mapping_entry_without_queries():
+    """2: audit(["x"], pools, []) raised AttributeError, not TypeError."""
+    with pytest.raises(TypeError, match=r"^entries\[0\] must be a Mapping, got str$"):
+        audit(["x"], [Pool("p", 1, 1)], [], now=NOW)
+
+
+def test_validate_and_retrieval_agree_on_an_int_subclass_token_count():
+    """3: validate warned "must be a positive int, got 3" for a cost retrieval used."""
+
+    class Count(int):
+        pass
+
+    entry = {"id": "a", "content": "x" * 400, "token_count": Count(3)}
+    assert validate([entry]) == []
+    assert [e["id"] for e in retrieve([entry], Pool("p", 3, 1), now=NOW)] == ["a"]
+
+
+def test_explain_reads_each_step_a_constant_number_of_times():
+    """4: explain filtered every step once per pool, quadratic in pools.
+
+    Counted, not timed: how often a step's pool is read, for 20 and 40 pools.
+    Linear work doubles; the old per-pool filtering quadrupled.
+    """
+    reads = []
+
+    class CountingStep(poolsplit.Step):
+        def __getattribute__(self, name):
+            if name == "pool":
+                reads.append(1)
+            return object.__getattribute__(self, name)
+
+    store = [
+        {
+            "id": i,
+            "type": f"t{i % 10}",
+            "content": "x",
+            "scope": "always" * (i % 7 == 0),
+        }
+        for i in range(200)
+    ]
+    counts = []
+    for pools in (20, 40):
+        reads.clear()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(poolsplit, "Step", CountingStep)
+            explain(
+                store,
+                [
+                    Pool(f"p{k}", 3, 1, (f"t{k % 10}", f"t{(k + 1) % 10}"))
+                    for k in range(pools)
+                ],
+                now=NOW,
+            )
+        counts.append(len(reads))
+    assert counts[0] > 0
+    assert counts[1] <= 2.2 * counts[0]
+
+
+def test_explain_json_taken_earlier_in_is_a_list(tmp_path, capsys):
+    """5: --format json wrote "('work',)", a Python repr."""
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "c", "scope": "always", "type": "x"}\n')
+    pools = tmp_path / "p.json"
+    pools.write_text(
+        '[{"name": "a", "max_tokens": 0, "max_entries": 0},'
+        ' {"name": "b", "max_tokens": 0, "max_entries": 0}]'
+    )
+    argv = ["explain", str(store), "--pools", str(pools), "--format", "json"]
+    assert main(argv) == 0
+    decision = json.loads(capsys.readouterr().out)["decisions"][0]
+    assert decision["taken_earlier_in"] == ["b"]
+    assert (
+        explain([{"id": ("t",)}], [Pool("p", 1, 1)], now=NOW).to_dict()["decisions"][0][
+            "id"
+        ]
+        == "('t',)"
+    )
+
+
+def test_default_scorer_returns_a_float():
+    """6: default_scorer({}) returned the int 5."""
+    score = default_scorer({}, now=NOW)
+    assert type(score) is float and score == 5.0
+
+
+def test_cli_retrieve_calls_retrieve_pools_not_explain(tmp_path, capsys, monkeypatch):
+    """7: the command line's retrieve went through the traced explain path."""
+    calls = []
+    real = poolsplit.retrieve_pools
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("retrieve must not trace")
+
+    monkeypatch.setattr(poolsplit, "retrieve_pools", spy)
+    monkeypatch.setattr(poolsplit, "explain", forbidden)
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "a", "content": "x"}\n')
+    argv = [
+        "retrieve",
+        str(store),
+        "--pools",
+        pools_file(tmp_path),
+        "--now",
+        "2026-01-01",
+    ]
+    assert main(argv) == 0
+    assert capsys.readouterr().out == "## p\n- [a] x\n"
+    assert calls == [1]
