@@ -50,7 +50,7 @@ import re
 import sys
 import unicodedata
 import warnings
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
@@ -835,71 +835,61 @@ def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
         raise _labelled(exc, _label(index, entry)) from exc
 
 
-def _base_scores(store: list[Entry], ranked: list[int], query: _Query) -> list[float]:
-    """:func:`_base_score` of each ranked entry: its fast path.
+def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
+    """:func:`_base_score` for one call's query, with the usual types inline.
 
-    A warm turn scores every candidate of the store, and function calls per
-    entry cost a third of such a turn at 100,000 entries (an interleaved A/B
-    in the README's Performance section). So the usual field types (an int
-    or float priority, a str or missing ``created``, a list of str tags or
-    none) are computed here without calls, by the same operations in the
-    same order, giving the same float; anything else goes through
+    A warm turn scores every candidate of the store, and the four calls per
+    entry of the plain rule cost 12-13% of a warm turn at 100,000 entries
+    (interleaved A/B, 21 turns each, twice; CHANGELOG 0.3.0). So the usual
+    field types (an int or float priority, a str or missing ``created``, a
+    list of str tags or none) are computed here by the same operations in
+    the same order, giving the same float; anything else goes to
     :func:`_base_score`. tests/test_properties.py proves the two equal.
     """
-    scores: list[float] = []
-    append = scores.append
     now, query_tags, query_project = query.now, query.tags, query.project
     cached_seconds = _iso_seconds.get
     isnan = math.isnan
-    index = -1
-    try:
-        for index in ranked:
-            entry = store[index]
-            get = entry.get
-            priority: Any = get("base_priority")
-            created = get("created")
-            tags = get("tags")
-            number = type(priority)
+
+    def base_score(entry: Entry) -> float:
+        get = entry.get
+        priority: Any = get("base_priority")
+        created = get("created")
+        tags = get("tags")
+        number = type(priority)
+        try:
             if (
                 not (number is int or (number is float and not isnan(priority)))
                 or (created is not None and type(created) is not str)
-                or (tags is not None and (type(tags) is not list or not _all_str(tags)))
+                or (tags is not None and type(tags) is not list)
             ):
-                append(_base_score(entry, query))
-                continue
-            try:
-                score = float(priority)
-            except OverflowError:  # an int beyond the float range
-                append(_base_score(entry, query))
-                continue
-            if created is not None:
-                seconds = cached_seconds(created)
-                if seconds is None:
-                    seconds = _parse_iso(created)
-                if seconds is not None:
-                    age = (now - seconds) / _SECONDS_PER_DAY
-                    days = age if age > 0.0 else 0.0
-                    factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                    score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-            if tags and query_tags and not query_tags.isdisjoint(tags):
-                distinct = frozenset(tags)
-                score *= 1.0 + TAG_BOOST * len(distinct & query_tags) / len(distinct)
-            project = get("project")
-            if project is not None:
-                score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
-            append(score)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, _label(index, store[index])) from exc
-    return scores
+                raise _Unusual
+            if tags:
+                "".join(tags)  # raises TypeError unless every tag is a str
+            score = float(priority)  # OverflowError past the float range
+        except (_Unusual, TypeError, OverflowError):
+            return _base_score(entry, query)
+        if created is not None:
+            seconds = cached_seconds(created)
+            if seconds is None:
+                seconds = _parse_iso(created)
+            if seconds is not None:
+                age = (now - seconds) / _SECONDS_PER_DAY
+                days = age if age > 0.0 else 0.0
+                factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+                score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+        if tags and query_tags and not query_tags.isdisjoint(tags):
+            distinct = frozenset(tags)
+            score *= 1.0 + TAG_BOOST * len(distinct & query_tags) / len(distinct)
+        project = get("project")
+        if project is not None:
+            score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
+        return score
+
+    return base_score
 
 
-def _all_str(tags: list[Any]) -> bool:
-    """Whether every tag is a str, checked at C speed."""
-    try:
-        "".join(tags)
-    except TypeError:
-        return False
-    return True
+class _Unusual(Exception):
+    """An entry the fast path leaves to the plain rule."""
 
 
 class _Unhashable:
@@ -942,49 +932,59 @@ def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
     return frozenset(kind for pool in pools for kind in pool.types or ())
 
 
-def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
-    """Classify every entry, then score each one that some pool may rank.
+def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
+    """Classify every entry and score each one that some pool may rank.
 
-    Every entry is checked and every ``is_active`` call made before the first
-    score, so an entry that is not a Mapping is reported before a bad value.
+    One pass, in input order: the first entry with a problem (not a Mapping,
+    a bad value) is the one reported. With ``repeats``, an object listed
+    again is recorded in ``duplicates`` and left out.
     """
     count = len(store)
-    scan = _Scan([None] * count, [False] * count, [None] * count, [], [], [], {}, [])
+    types: list[object] = [None] * count
+    active = [False] * count
+    keys: list[object] = [None] * count
+    always: list[int] = []
+    ranked: list[int] = []
+    scores: list[float] = []
+    duplicates: dict[int, int] = {}
+    unadmitted: list[int] = []
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
-    # An object listed twice is one entry. Checking every entry costs a dict
-    # operation each; one set of all ids, at C speed, shows whether any is.
-    seen: dict[int, int] | None = None
-    if len(set(map(id, store))) < count:
-        seen = {}
+    query = call.query
+    fast = None if query is None or exact else _fast_base_score(query)
+    seen: dict[int, int] | None = {} if repeats else None
+    # The hottest loop of a turn: one pass over the whole store, so the
+    # lists are bound to locals (a third fewer attribute reads per entry).
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
             raise TypeError(
                 f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
             )
-        kind = scan.types[index] = _entry_type(entry)
+        kind = types[index] = _entry_type(entry)
         if not is_active(entry):
             continue
         if seen is not None:
             first = seen.setdefault(id(entry), index)
             if first != index:
-                scan.duplicates[index] = first
+                duplicates[index] = first
                 continue
-        scan.active[index] = True
-        key = scan.keys[index] = kind if type(kind) is str else _type_key(kind)
+        active[index] = True
+        key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
         if _is_always(entry):
-            scan.always.append(index)
+            always.append(index)
             if not admitted:
-                scan.unadmitted.append(index)
+                unadmitted.append(index)
         elif admitted:
-            scan.ranked.append(index)
-    query = call.query
-    if query is not None and not exact:
-        scan.scores = _base_scores(store, scan.ranked, query)
-    else:
-        scan.scores = [_first_score(store[i], i, call, exact) for i in scan.ranked]
-    return scan
+            ranked.append(index)
+            if fast is None:
+                scores.append(_first_score(entry, index, call, exact))
+                continue
+            try:
+                scores.append(fast(entry))
+            except (TypeError, ValueError) as exc:
+                raise _labelled(exc, _label(index, entry)) from exc
+    return _Scan(types, active, keys, always, ranked, scores, duplicates, unadmitted)
 
 
 class _Ranking:
@@ -1180,24 +1180,49 @@ class _Selection:
     steps: list[Step] | None  # every decision, when tracing
 
 
+@dataclass
+class _Fill:
+    """What filling the pools shares: the store, its scan and ranking, which
+    entries are taken, the steps (when tracing) and, when repeated objects
+    were not found up front, each object's first position as pools meet it."""
+
+    store: list[Entry]
+    scan: _Scan
+    ranking: _Ranking
+    taken: list[bool]
+    steps: list[Step] | None
+    first_seen: dict[int, int] | None
+
+    def repeat(self, index: int) -> bool:
+        """Whether the entry at ``index`` is an object met earlier at another
+        position; a repeat ties with its first in every order and costs the
+        same, so the first is always met first. The repeat is then passed over
+        as if it were not in the input."""
+        if self.first_seen is None:
+            return False
+        first = self.first_seen.setdefault(id(self.store[index]), index)
+        if first == index:
+            return False
+        self.taken[index] = True
+        return True
+
+
 def _take_always(
-    pool: Pool,
-    wanted: frozenset[object] | None,
-    store: list[Entry],
-    scan: _Scan,
-    taken: list[bool],
-    steps: list[Step] | None,
+    pool: Pool, wanted: frozenset[object] | None, fill: _Fill
 ) -> list[Entry]:
     """The pool's untaken always-scope entries, in input order, outside the caps."""
     chosen = []
-    for index in scan.always:
-        if wanted is not None and scan.keys[index] not in wanted:
+    taken, steps = fill.taken, fill.steps
+    for index in fill.scan.always:
+        if wanted is not None and fill.scan.keys[index] not in wanted:
             continue
         if taken[index]:
             outcome = _TAKEN_EARLIER
+        elif fill.repeat(index):
+            continue
         else:
             taken[index] = True
-            chosen.append(store[index])
+            chosen.append(fill.store[index])
             outcome = _ALWAYS
         if steps is not None:
             steps.append(Step(index, pool.name, outcome, None, None, 0))
@@ -1205,25 +1230,20 @@ def _take_always(
 
 
 def _take_ranked(
-    pool: Pool,
-    wanted: frozenset[object] | None,
-    store: list[Entry],
-    scan: _Scan,
-    ranking: _Ranking,
-    taken: list[bool],
-    steps: list[Step] | None,
+    pool: Pool, wanted: frozenset[object] | None, fill: _Fill
 ) -> list[Entry]:
     """The pool's context entries: best first, while they fit the caps and floor."""
     chosen: list[Entry] = []
     used = 0
     floor = pool.min_score
+    taken, steps, ranking = fill.taken, fill.steps, fill.ranking
     # Every cost is >= 1, so a full pool takes nothing more: stop, unless
     # explain() wants the reason for each entry left out.
     full = pool.max_entries == 0 or pool.max_tokens == 0
     if full and steps is None:
         return chosen
     ranking.room = pool.max_tokens
-    for index, score in ranking.walk(scan.keys, wanted, taken):
+    for index, score in ranking.walk(fill.scan.keys, wanted, taken):
         cost: int | None = None
         if taken[index]:  # only yielded when tracing
             outcome = _TAKEN_EARLIER
@@ -1231,6 +1251,8 @@ def _take_ranked(
             if steps is None:  # scores come best first: no later one reaches it
                 break
             outcome = _BELOW_FLOOR
+        elif fill.repeat(index):
+            continue
         else:
             cost = ranking.cost(index)
             if full:  # only reached when tracing
@@ -1239,7 +1261,7 @@ def _take_ranked(
             elif used + cost <= pool.max_tokens:
                 taken[index] = True
                 used += cost
-                chosen.append(store[index])
+                chosen.append(fill.store[index])
                 ranking.room = pool.max_tokens - used
                 full = len(chosen) >= pool.max_entries or used >= pool.max_tokens
                 outcome = _SELECTED
@@ -1262,17 +1284,28 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
     # explain() wants exact scores for all; without message words the base
     # score is already exact.
     bounded = query is not None and bool(query.words) and not trace
-    scan = _scan(store, call, exact=not bounded)
+    # explain() reports repeated objects, and a custom scorer must see each
+    # object once, so then repeats are found up front. Otherwise a pool finds
+    # one when it meets it: a dict operation per entry met, not per entry
+    # stored, which is a tenth of a warm turn at 100,000 entries.
+    up_front = trace or query is None
+    scan = _scan(store, call, exact=not bounded, repeats=up_front)
     ranking = _Ranking(store, scan, call, bounded, exhaustive=trace)
-    taken = [False] * len(store)
-    steps: list[Step] | None = [] if trace else None
+    fill = _Fill(
+        store,
+        scan,
+        ranking,
+        [False] * len(store),
+        [] if trace else None,
+        None if up_front else {},
+    )
     results: dict[str, list[Entry]] = {}
     for pool in call.pools:
         wanted = None if pool.types is None else frozenset(pool.types)
-        chosen = _take_always(pool, wanted, store, scan, taken, steps)
-        chosen += _take_ranked(pool, wanted, store, scan, ranking, taken, steps)
+        chosen = _take_always(pool, wanted, fill)
+        chosen += _take_ranked(pool, wanted, fill)
         results[pool.name] = chosen
-    return _Selection(scan, results, steps)
+    return _Selection(scan, results, fill.steps)
 
 
 # ===========================================================================
@@ -1282,7 +1315,10 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
 
 def _unadmitted_warning(store: list[Entry], scan: _Scan) -> str:
     """The text of the warning for always-scope entries that no pool admits."""
-    unadmitted = scan.unadmitted
+    firsts: dict[int, int] = {}  # an object listed twice is one entry
+    for index in scan.unadmitted:
+        firsts.setdefault(id(store[index]), index)
+    unadmitted = list(firsts.values())
     shown = ", ".join(
         f"{_label(index, store[index])} of type {scan.types[index]!r}"
         for index in unadmitted[:3]

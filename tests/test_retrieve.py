@@ -259,17 +259,16 @@ def test_entry_not_mapping_raises(bad):
     "bad_score",
     [{"id": "p", "base_priority": "high"}, {"id": "t", "tags": 5}],
 )
-def test_a_malformed_entry_is_reported_before_a_bad_score(bad_score):
-    """Every path reports a non-Mapping entry before an unscorable one, even
-    when the unscorable one comes first: the fast path scores in the same
-    pass that checks the entries, and must keep explain()'s precedence."""
-    store = [bad_score, "not a mapping"]
+def test_the_first_problem_in_input_order_is_reported(bad_score):
+    """Every path reads the store once, in input order, and reports the first
+    entry with a problem: an unscorable entry before a later non-Mapping, a
+    non-Mapping before a later unscorable one."""
     pools = [Pool("p", 10, 1)]
     for call in (retrieve_pools, poolsplit.explain):
-        with pytest.raises(TypeError, match=r"^entries\[1\] must be a Mapping"):
-            call(store, pools, {"message": "deploy"}, now=NOW)
-    with pytest.raises(TypeError, match=r"^entries\[0\] \(id=.*\): "):
-        retrieve_pools([bad_score, {"id": "ok"}], pools, now=NOW)
+        with pytest.raises(TypeError, match=r"^entries\[0\] \(id=.*\): "):
+            call([bad_score, "not a mapping"], pools, {"message": "deploy"}, now=NOW)
+        with pytest.raises(TypeError, match=r"^entries\[0\] must be a Mapping"):
+            call(["not a mapping", bad_score], pools, {"message": "deploy"}, now=NOW)
 
 
 class _EqRaises:
@@ -281,14 +280,15 @@ class _EqRaises:
     __hash__ = object.__hash__
 
 
-def test_an_exception_from_a_value_waits_for_the_whole_scan():
-    """An exception raised while scoring an otherwise usual entry comes after
-    every entry is checked and every is_active call is made, and after an
-    earlier entry's bad base_priority: the order of every other path."""
+def test_an_exception_from_a_value_propagates_in_input_order():
+    """An exception raised by a value while scoring (not a TypeError or
+    ValueError) propagates unchanged, when its entry is read."""
     pools = [Pool("p", 10, 5)]
     raising = {"id": "a", "base_priority": 5, "project": _EqRaises()}
-    with pytest.raises(TypeError, match=r"^entries\[1\] must be a Mapping"):
+    with pytest.raises(RuntimeError, match="eq boom"):
         retrieve_pools([raising, "oops"], pools, now=NOW)
+    with pytest.raises(TypeError, match=r"^entries\[0\] must be a Mapping"):
+        retrieve_pools(["oops", raising], pools, now=NOW)
     bad = {"id": "b", "base_priority": "high"}
     with pytest.raises(TypeError, match=r"^entries\[0\] \(id='b'\): base_priority"):
         retrieve_pools([bad, raising], pools, now=NOW)
@@ -301,8 +301,8 @@ def test_an_exception_from_a_value_waits_for_the_whole_scan():
         return True
 
     with pytest.raises(LookupError, match="is_active boom"):
-        retrieve_pools([raising, {"id": "c"}], pools, is_active=is_active, now=NOW)
-    assert calls == ["a", "c"]
+        retrieve_pools([{"id": "b"}, {"id": "c"}], pools, is_active=is_active, now=NOW)
+    assert calls == ["b", "c"]
     with pytest.raises(RuntimeError, match="eq boom"):
         retrieve_pools([{"id": "ok"}, raising], pools, now=NOW)
 
