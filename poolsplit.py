@@ -61,7 +61,7 @@ __all__ = [
     "ActivePredicate",
     "Audit",
     "Decision",
-    "Entry",
+    "EntryDict",
     "Explanation",
     "Pool",
     "PoolSummary",
@@ -84,7 +84,7 @@ __all__ = [
     "retrieve_pools",
     "validate",
 ]
-__version__ = "0.3.0"
+__version__ = "0.2.0"
 
 # ===========================================================================
 # Constants: the defaults and the default scorer's numbers (README's table)
@@ -472,14 +472,14 @@ def _created_key(entry: Entry) -> SortKey:
 
     Comparing raw values would raise TypeError on a store mixing str and
     datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
-    forms of one moment tie (then by the string itself).
+    forms of one moment, or a str and a datetime of it, tie.
     """
     value = entry.get("created")
     if value is None:
         return (0, "", "")
     seconds = _seconds(value)
     if seconds is not None:
-        return (1, seconds, value if isinstance(value, str) else "")
+        return (1, seconds, "")
     return (2, "", f"{type(value).__name__}:{value!r}")
 
 
@@ -803,6 +803,10 @@ def _as_list(entries: Iterable[Any]) -> list[Any]:
     return list(iterator)
 
 
+def _not_a_mapping(index: int, entry: object) -> TypeError:
+    return TypeError(f"entries[{index}] must be a Mapping, got {type(entry).__name__}")
+
+
 def _check_score(value: object, index: int, entry: Entry) -> float:
     """A scorer result as a float; NaN or a non-number names the entry."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
@@ -957,9 +961,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     # lists are bound to locals (a third fewer attribute reads per entry).
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
-            raise TypeError(
-                f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
-            )
+            raise _not_a_mapping(index, entry)
         kind = types[index] = _entry_type(entry)
         if not is_active(entry):
             continue
@@ -2231,9 +2233,7 @@ def audit(
     store = _as_list(entries)
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
-            raise TypeError(
-                f"entries[{index}] must be a Mapping, got {type(entry).__name__}"
-            )
+            raise _not_a_mapping(index, entry)
     views = [_NoScope(entry) for entry in store]
     single = Pool(
         "single",
@@ -2263,6 +2263,17 @@ def audit(
         for mode, results in runs.items():
             loaded = (position[id(e)] for chosen in results.values() for e in chosen)
             tallies[mode].add(store, loaded, token_counter)
+    return _audit_result(store, tallies, queries, is_active, single)
+
+
+def _audit_result(
+    store: list[Entry],
+    tallies: dict[str, _Tally],
+    queries: int,
+    is_active: ActivePredicate,
+    single: Pool,
+) -> Audit:
+    """The Audit from both modes' tallies: per type, then always-scope loads."""
     names = sorted({str(_entry_type(entry)) for entry in store})
     always = [i for i, e in enumerate(store) if _is_always(e) and is_active(e)]
     every = {

@@ -1,7 +1,7 @@
 """Example tests for retrieve and retrieve_pools boundaries."""
 
 import types
-from datetime import date, datetime
+from datetime import date, datetime, timezone
 
 import pytest
 from conftest import NOW
@@ -602,18 +602,17 @@ def test_ties_break_by_created_then_id_then_index():
 
 
 def test_same_instant_different_offsets_tie_on_created():
-    """+05:00 and Z forms of one instant tie on the instant, then the string.
-
-    The raw strings differ only after the instant; "2025-01-01T00:00:00Z" <
-    "2025-01-01T05:00:00+05:00", so "a" comes first although "b" is listed first.
-    """
+    """+05:00 and Z forms of one instant, and a datetime of it, tie on created,
+    so id decides ("a" before "b" although "b" is listed first); a later
+    instant comes after both whatever its id."""
     store = [
+        {"id": "c", "created": datetime(2025, 1, 1, tzinfo=timezone.utc)},
         {"id": "b", "created": "2025-01-01T05:00:00+05:00"},
         {"id": "a", "created": "2025-01-01T00:00:00Z"},
         {"id": "0", "created": "2025-01-01T00:00:01Z"},
     ]
-    got = retrieve(store, Pool("p", 100, 3), now=NOW)
-    assert ids(got) == ["a", "b", "0"]
+    got = retrieve(store, Pool("p", 100, 4), now=NOW)
+    assert ids(got) == ["a", "b", "c", "0"]
 
 
 # --- retrieve_pools -------------------------------------------------------
