@@ -565,11 +565,9 @@ def default_token_counter(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _label(index: int, entry: object) -> str:
-    """How errors name an entry: its position and, when it has one, its id."""
-    if isinstance(entry, Mapping):
-        return f"entries[{index}] (id={entry.get('id')!r})"
-    return f"entries[{index}]"
+def _label(index: int, entry: Entry) -> str:
+    """How errors name an entry: its position and its id."""
+    return f"entries[{index}] (id={entry.get('id')!r})"
 
 
 def _labelled(exc: Exception, label: str) -> Exception:
@@ -896,14 +894,8 @@ class _Unusual(Exception):
     """An entry the fast path leaves to the plain rule."""
 
 
-class _Unhashable:
-    """Bucket for entries whose ``type`` cannot be hashed (a list, a dict)."""
-
-    def __repr__(self) -> str:
-        return "<unhashable type>"
-
-
-_UNHASHABLE: Final = _Unhashable()
+# The set member for every ``type`` that cannot be hashed (a list, a dict).
+_UNHASHABLE: Final = object()
 
 
 def _type_key(kind: object) -> object:

@@ -240,11 +240,6 @@ def test_infinite_scores_allowed_and_ordered():
     assert ids(got) == ["hi", "mid", "lo"]
 
 
-def test_error_label_for_non_mapping_entry():
-    """The label helper handles non-mappings (used for diagnostics)."""
-    assert poolsplit._label(3, object()) == "entries[3]"
-
-
 # --- input types ----------------------------------------------------------
 
 
@@ -704,11 +699,6 @@ def test_timestamp_cache_is_bounded(monkeypatch):
     assert seconds == [poolsplit._parse_iso(text) for text in days]
     assert seconds[1] - seconds[0] == 86400.0
     clear_caches()
-
-
-def test_unhashable_bucket_repr():
-    """The bucket for unhashable types has a readable repr."""
-    assert repr(poolsplit._UNHASHABLE) == "<unhashable type>"
 
 
 def test_trace_records_every_outcome():
