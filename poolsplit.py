@@ -464,11 +464,12 @@ def _seconds(value: object) -> float | None:
     return None
 
 
-SortKey = tuple[int, Union[float, str], str]
+SortKey = tuple[int, Union[int, float, str]]
 
 
 def _created_key(entry: Entry) -> SortKey:
-    """Tie order for ``created``: missing first, then by instant, then garbage.
+    """Tie order for ``created``: missing first, then by instant, then the
+    values that have no instant, all equal (the id decides among them).
 
     Comparing raw values would raise TypeError on a store mixing str and
     datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
@@ -476,25 +477,26 @@ def _created_key(entry: Entry) -> SortKey:
     """
     value = entry.get("created")
     if value is None:
-        return (0, "", "")
+        return (0, "")
     seconds = _seconds(value)
     if seconds is not None:
-        return (1, seconds, "")
-    return (2, "", f"{type(value).__name__}:{value!r}")
+        return (1, seconds)
+    return (2, "")
 
 
 def _id_key(entry: Entry) -> SortKey:
-    """Tie order for ``id``: missing as "", str, then numbers, then the rest."""
+    """Tie order for ``id``: missing as "", str, then numbers by exact value
+    (not bool, not NaN), then every other value, all equal (input position
+    decides among them)."""
     value = entry.get("id")
     if value is None:
-        return (0, "", "")
+        return (0, "")
     if isinstance(value, str):
-        return (0, value, "")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = _to_float(value)
-        if not math.isnan(number):
-            return (1, number, "")
-    return (2, "", f"{type(value).__name__}:{value!r}")
+        return (0, value)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and not (isinstance(value, float) and math.isnan(value)):
+        return (1, value)  # an int and a float compare exactly
+    return (2, "")
 
 
 # Runs of MIN_WORD_LENGTH or more letters or digits (\w without "_").

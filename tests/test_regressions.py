@@ -50,9 +50,11 @@ def test_validate_accepts_huge_int_priority():
 def test_huge_int_created_means_no_decay():
     """Like ``created: 1e999`` (inf), an instant beyond the float range."""
     store = [{"id": "a", "created": HUGE}, {"id": "b", "created": 1e999}]
-    # Both unreadable: equal scores, then the tie-break's "garbage" order.
+    # Both unreadable: equal scores and equal created keys, so the id decides.
     got = retrieve(store, Pool("p", 100, 2), now=NOW)
-    assert [e["id"] for e in got] == ["b", "a"]
+    assert [e["id"] for e in got] == ["a", "b"]
+    got = retrieve(store[::-1], Pool("p", 100, 2), now=NOW)
+    assert [e["id"] for e in got] == ["a", "b"]
     assert [p.field for p in validate(store)] == ["content", "created"] * 2
 
 
