@@ -913,7 +913,6 @@ def _type_key(kind: object) -> object:
 class _Scan:
     """One pass over the store: what each entry is, and who may be ranked."""
 
-    types: list[object]  # every entry's type
     active: list[bool]  # False for inactive entries and repeated objects
     keys: list[object]  # the type as a hashable set member, for active entries
     always: list[int]  # positions of active always-scope entries
@@ -938,7 +937,6 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     again is recorded in ``duplicates`` and left out.
     """
     count = len(store)
-    types: list[object] = [None] * count
     active = [False] * count
     keys: list[object] = [None] * count
     always: list[int] = []
@@ -956,7 +954,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-        kind = types[index] = _entry_type(entry)
+        kind = _entry_type(entry)
         if not is_active(entry):
             continue
         if seen is not None:
@@ -980,7 +978,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
                 scores.append(fast(entry))
             except (TypeError, ValueError) as exc:
                 raise _labelled(exc, _label(index, entry)) from exc
-    return _Scan(types, active, keys, always, ranked, scores, duplicates, unadmitted)
+    return _Scan(active, keys, always, ranked, scores, duplicates, unadmitted)
 
 
 class _Ranking:
@@ -1316,7 +1314,7 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> str:
         firsts.setdefault(id(store[index]), index)
     unadmitted = list(firsts.values())
     shown = ", ".join(
-        f"{_label(index, store[index])} of type {scan.types[index]!r}"
+        f"{_label(index, store[index])} of type {_entry_type(store[index])!r}"
         for index in unadmitted[:3]
     )
     more = f" and {len(unadmitted) - 3} more" if len(unadmitted) > 3 else ""
@@ -1659,7 +1657,7 @@ def _decision(
 ) -> Decision:
     """What happened to one entry, from the steps that concern it."""
     ident = entry.get("id")
-    kind = selection.scan.types[index]
+    kind = _entry_type(entry)
     first = selection.scan.duplicates.get(index)
     if first is not None:
         return Decision(index, ident, kind, _DUPLICATE, reason=f"entries[{first}]")
