@@ -839,6 +839,10 @@ def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
         raise _labelled(exc, _label(index, entry)) from exc
 
 
+class _Unusual(Exception):
+    """An entry the fast path leaves to the plain rule."""
+
+
 def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
     """:func:`_base_score` for one call's query, with the usual types inline.
 
@@ -890,10 +894,6 @@ def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
         return score
 
     return base_score
-
-
-class _Unusual(Exception):
-    """An entry the fast path leaves to the plain rule."""
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -1535,6 +1535,29 @@ class PoolSummary:
     below_floor: int = 0
 
 
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as left-aligned columns two spaces apart."""
+    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        for row in rows
+    ]
+
+
+def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
+    """Values json.dumps writes as meant: the pool names of ``taken_earlier_in``
+    are a list; an id or type that is not JSON-native is its repr."""
+    safe: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "taken_earlier_in":
+            safe[key] = list(value)
+        elif value is None or isinstance(value, (str, int, float)):
+            safe[key] = value
+        else:
+            safe[key] = repr(value)
+    return safe
+
+
 @dataclass(frozen=True)
 class Explanation:
     """Why each entry loaded or not; :func:`explain` builds it."""
@@ -1611,29 +1634,6 @@ class Explanation:
         return "\n".join(lines) + "\n"
 
 
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows as left-aligned columns two spaces apart."""
-    widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-        for row in rows
-    ]
-
-
-def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
-    """Values json.dumps writes as meant: the pool names of ``taken_earlier_in``
-    are a list; an id or type that is not JSON-native is its repr."""
-    safe: dict[str, Any] = {}
-    for key, value in data.items():
-        if key == "taken_earlier_in":
-            safe[key] = list(value)
-        elif value is None or isinstance(value, (str, int, float)):
-            safe[key] = value
-        else:
-            safe[key] = repr(value)
-    return safe
-
-
 def _decisive_steps(steps: list[Step]) -> tuple[dict[int, Step], dict[int, list[str]]]:
     """Per entry, the step that decided it (a take wins, else the first pool's
     reason) and the later pools that found it already taken."""
@@ -1645,6 +1645,22 @@ def _decisive_steps(steps: list[Step]) -> tuple[dict[int, Step], dict[int, list[
         elif step.index not in decisive or step.outcome in (_SELECTED, _ALWAYS):
             decisive[step.index] = step
     return decisive, later
+
+
+def _inactive_reason(entry: Entry, is_active: ActivePredicate) -> str:
+    """Why an inactive entry is out: ``status``, ``superseded`` or ``predicate``.
+
+    The default rule itself says which: asked about the status alone.
+    """
+    if is_active is not default_is_active:
+        return "predicate"
+    return (
+        "superseded" if default_is_active({"status": entry.get("status")}) else "status"
+    )
+
+
+def _pool_named(call: _Call, name: str) -> Pool:
+    return next(pool for pool in call.pools if pool.name == name)
 
 
 def _decision(
@@ -1682,22 +1698,6 @@ def _decision(
         used=None if step.outcome == _ALWAYS else step.used,
         taken_earlier_in=tuple(later.get(index, ())),
     )
-
-
-def _inactive_reason(entry: Entry, is_active: ActivePredicate) -> str:
-    """Why an inactive entry is out: ``status``, ``superseded`` or ``predicate``.
-
-    The default rule itself says which: asked about the status alone.
-    """
-    if is_active is not default_is_active:
-        return "predicate"
-    return (
-        "superseded" if default_is_active({"status": entry.get("status")}) else "status"
-    )
-
-
-def _pool_named(call: _Call, name: str) -> Pool:
-    return next(pool for pool in call.pools if pool.name == name)
 
 
 def _summaries(store: list[Entry], call: _Call, steps: list[Step]) -> list[PoolSummary]:
@@ -1893,6 +1893,16 @@ def _tag_problems(entry: Entry) -> Found:
         yield "warning", "tags", "must contain only str; others compare as str()"
 
 
+def _almost(value: object, meant: str) -> bool:
+    """Whether ``value`` is ``meant`` after trimming and case-folding, but not
+    exactly: a spelling that silently means something else."""
+    return (
+        isinstance(value, str)
+        and value != meant
+        and value.strip().casefold() == meant.casefold()
+    )
+
+
 def _text_problems(entry: Entry) -> Found:
     for field in ("scope", "status", "type"):
         value = entry.get(field)
@@ -1912,16 +1922,6 @@ def _text_problems(entry: Entry) -> Found:
             f"for room instead of loading unconditionally"
         )
         yield "error", "scope", message
-
-
-def _almost(value: object, meant: str) -> bool:
-    """Whether ``value`` is ``meant`` after trimming and case-folding, but not
-    exactly: a spelling that silently means something else."""
-    return (
-        isinstance(value, str)
-        and value != meant
-        and value.strip().casefold() == meant.casefold()
-    )
 
 
 def _key_problems(entry: Entry) -> Found:
@@ -2190,6 +2190,42 @@ class _Tally:
         return self.tokens.get(kind, 0) / (sum(self.tokens.values()) or 1)
 
 
+def _audit_result(
+    store: list[Entry],
+    tallies: dict[str, _Tally],
+    queries: int,
+    is_active: ActivePredicate,
+    single: Pool,
+) -> Audit:
+    """The Audit from both modes' tallies: per type, then always-scope loads."""
+    names = sorted({str(_entry_type(entry)) for entry in store})
+    always = [i for i, e in enumerate(store) if _is_always(e) and is_active(e)]
+    every = {
+        mode: sum(1 for i in always if tally.always_loads.get(i, 0) == queries)
+        for mode, tally in tallies.items()
+    }
+    pooled, lone = tallies["pools"], tallies["single"]
+    types = tuple(
+        TypeAudit(
+            name,
+            pooled.hits.get(name, 0),
+            lone.hits.get(name, 0),
+            pooled.share(name),
+            lone.share(name),
+        )
+        for name in names
+    )
+    return Audit(
+        queries,
+        types,
+        len(always),
+        every["pools"],
+        every["single"],
+        single.max_tokens,
+        single.max_entries,
+    )
+
+
 def audit(
     entries: Iterable[Entry],
     pools: Sequence[Pool] | Iterable[Pool],
@@ -2256,42 +2292,6 @@ def audit(
             loaded = (position[id(e)] for chosen in results.values() for e in chosen)
             tallies[mode].add(store, loaded, token_counter)
     return _audit_result(store, tallies, queries, is_active, single)
-
-
-def _audit_result(
-    store: list[Entry],
-    tallies: dict[str, _Tally],
-    queries: int,
-    is_active: ActivePredicate,
-    single: Pool,
-) -> Audit:
-    """The Audit from both modes' tallies: per type, then always-scope loads."""
-    names = sorted({str(_entry_type(entry)) for entry in store})
-    always = [i for i, e in enumerate(store) if _is_always(e) and is_active(e)]
-    every = {
-        mode: sum(1 for i in always if tally.always_loads.get(i, 0) == queries)
-        for mode, tally in tallies.items()
-    }
-    pooled, lone = tallies["pools"], tallies["single"]
-    types = tuple(
-        TypeAudit(
-            name,
-            pooled.hits.get(name, 0),
-            lone.hits.get(name, 0),
-            pooled.share(name),
-            lone.share(name),
-        )
-        for name in names
-    )
-    return Audit(
-        queries,
-        types,
-        len(always),
-        every["pools"],
-        every["single"],
-        single.max_tokens,
-        single.max_entries,
-    )
 
 
 # ===========================================================================
@@ -2616,6 +2616,18 @@ def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
     return "".join(lines) + summary, status
 
 
+def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
+    """retrieve's output: JSON, the prompt text, or the prompt text with ids."""
+    if form == "json":
+        return _dumps(selected) + "\n"
+    if form == "text":
+        selected = {
+            name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
+            for name, chosen in selected.items()
+        }
+    return render(selected)
+
+
 def _run(args: Any) -> tuple[str, int]:
     """Execute one parsed command; return its stdout text and exit status."""
     if args.command == "demo":
@@ -2641,18 +2653,6 @@ def _run(args: Any) -> tuple[str, int]:
     if args.format == "json":
         return _dumps(report.to_dict()) + "\n", 0
     return report.render(), 0
-
-
-def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
-    """retrieve's output: JSON, the prompt text, or the prompt text with ids."""
-    if form == "json":
-        return _dumps(selected) + "\n"
-    if form == "text":
-        selected = {
-            name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
-            for name, chosen in selected.items()
-        }
-    return render(selected)
 
 
 _EPILOG: Final = """\
@@ -2764,6 +2764,16 @@ def _parser() -> Any:
     return parser
 
 
+def _write(stream: Any, text: str) -> None:
+    """Write ``text``; what the stream cannot encode (a lone surrogate from a
+    JSON ``"\\ud800"``, say) is written as a backslash escape, not a crash."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``poolsplit`` command line; return the exit status.
 
@@ -2786,16 +2796,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"poolsplit: warning: {warning.message}", file=sys.stderr)
     _write(sys.stdout, text)
     return status
-
-
-def _write(stream: Any, text: str) -> None:
-    """Write ``text``; what the stream cannot encode (a lone surrogate from a
-    JSON ``"\\ud800"``, say) is written as a backslash escape, not a crash."""
-    try:
-        stream.write(text)
-    except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 if __name__ == "__main__":
