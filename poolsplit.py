@@ -849,8 +849,8 @@ def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
     A warm turn scores every candidate of the store, and the four calls per
     entry of the plain rule cost 12-13% of a warm turn at 100,000 entries
     (interleaved A/B, 21 turns each, twice; CHANGELOG 0.3.0). So the usual
-    field types (an int or float priority, a str or missing ``created``, a
-    list of str tags or none) are computed here by the same operations in
+    field types (an int, float or missing priority, a str or missing
+    ``created``, a list of str tags or none) are computed here by the same operations in
     the same order, giving the same float; anything else goes to
     :func:`_base_score`. tests/test_properties.py proves the two equal.
     """
@@ -866,14 +866,19 @@ def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
         number = type(priority)
         try:
             if (
-                not (number is int or (number is float and not isnan(priority)))
+                not (
+                    priority is None
+                    or number is int
+                    or (number is float and not isnan(priority))
+                )
                 or (created is not None and type(created) is not str)
                 or (tags is not None and type(tags) is not list)
             ):
                 raise _Unusual
             if tags:
                 "".join(tags)  # raises TypeError unless every tag is a str
-            score = float(priority)  # OverflowError past the float range
+            # float() raises OverflowError past the float range
+            score = DEFAULT_PRIORITY if priority is None else float(priority)
         except (_Unusual, TypeError, OverflowError):
             return _base_score(entry, query)
         if created is not None:

@@ -52,7 +52,17 @@ tag_values = st.one_of(
     st.sampled_from(["a", ("a", "b"), {"b"}, frozenset(), 0, {}, [], 1.5]),
 )
 projects = st.one_of(st.none(), st.sampled_from(["x", "y", 3, ""]))
-entries = st.fixed_dictionaries(
+# The usual types, which the fast path computes itself, and then anything.
+usual_entries = st.fixed_dictionaries(
+    {},
+    optional={
+        "base_priority": st.one_of(st.integers(-3, 12), st.floats(-1e6, 1e6)),
+        "created": created_values.filter(lambda value: isinstance(value, str)),
+        "tags": st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=4),
+        "project": projects,
+    },
+)
+messy_entries = st.fixed_dictionaries(
     {},
     optional={
         "base_priority": priorities,
@@ -62,6 +72,7 @@ entries = st.fixed_dictionaries(
         "content": st.text(max_size=5),
     },
 )
+entries = st.one_of(usual_entries, messy_entries)
 contexts = st.fixed_dictionaries(
     {},
     optional={
@@ -86,6 +97,8 @@ def outcome(compute):
 @example({"tags": 0}, {}, 0)
 @example({"base_priority": 10**400, "created": "2025-01-01"}, {}, 0)
 @example({"tags": ["a", 1]}, {"tags": ["1"]}, 0)
+@example({"tags": ["a", "b"], "created": "2025-12-01"}, {"tags": ["a"]}, 0)
+@example({"base_priority": 3.5, "tags": ["a", "a"]}, {"tags": ["a", "c"]}, 0)
 def test_fast_base_score_equals_base_score(entry, context, days):
     now = NOW + timedelta(days=days)
     query = poolsplit._query(context, now)
