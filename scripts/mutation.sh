@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Mutation testing of poolsplit's core with mutmut 3.8.1. Not run by CI: a
+# full run takes about half an hour on a 2-core machine.
+# See scripts/mutation-equivalents.md for the latest score and the mutants
+# set aside as equivalent.
+#
+# Usage: scripts/mutation.sh [--sample N] [--deselect NODE_ID]... [--report]
+#                             [MUTANT_NAME]...
+#
+#   --sample N     run only the mutants whose number is a multiple of N, for
+#                  N = 1 (all, the default), 2, 5 or 10 (mutmut numbers each
+#                  function's mutants 1, 2, 3...; deterministic, no seed)
+#   --deselect ID  leave out a test (pytest's --deselect), for a suite that is
+#                  red on someone's work in progress; say so with the score
+#   --report       only print the summary of the last run
+#   MUTANT_NAME    rerun only these mutants (as the summary names them, e.g.
+#                  poolsplit.x__read_iso__mutmut_4), to check a new test
+#
+# What it does:
+# 1. Creates .venv-mutmut (git-ignored) with mutmut==3.8.1, pytest and
+#    hypothesis, unless it exists ($MUTATION_VENV overrides the path).
+# 2. Copies the work tree (tracked and untracked files, not ignored ones) to
+#    build/mutation/ ($MUTATION_DIR overrides), so that mutmut's mutants/
+#    folder stays out of the repository and edits made during the run do
+#    not reach it.
+# 3. Runs `mutmut run` over the core functions only (CORE below): the entry
+#    readers, the defaults, the engine, retrieve_pools, retrieve, render and
+#    Pool; not explain, validate, audit, the demo or the command line.
+#    mutmut mutates the whole file (it has no per-function option short of
+#    `# pragma: no mutate` in the source) but tests only the mutants whose
+#    names match the patterns given to `mutmut run`. The tests it runs are
+#    [tool.mutmut] pytest_add_cli_args_test_selection in pyproject.toml,
+#    with the quick hypothesis profile and a fixed hypothesis seed.
+# 4. Prints killed / non-equivalent for the core, and every survivor not
+#    listed in scripts/mutation-equivalents.md; exits 1 if there is one.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${MUTATION_VENV:-$root/.venv-mutmut}
+work=${MUTATION_DIR:-$root/build/mutation}
+sample=1
+report_only=0
+deselect=()
+names=()
+while (($#)); do
+    case $1 in
+    --sample) sample=$2; shift 2 ;;
+    --deselect) deselect+=("$2"); shift 2 ;;
+    --report) report_only=1; shift ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    -*) echo "mutation.sh: unknown option $1" >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+    esac
+done
+
+# The core, as mutmut names its functions (x_NAME) and methods (xǁCLASSǁNAME).
+CORE=(
+    # Pool and its checks
+    "xǁPoolǁ__post_init__" x__check_cap x__check_types x__check_floor
+    # the entry-field readers
+    x__content x__entry_type x__is_always x__tags x__to_float x__priority
+    x__token_count x__read_iso_general x__read_iso x__parse_iso x__seconds
+    x__created_key x__id_key x__words
+    # the defaults
+    x_default_is_active x_default_token_counter x__label x__labelled x__cost
+    x__resolve_now x__check_context x__query x__base_score x__message_factor
+    x_default_scorer
+    # the engine
+    x__check_pools x__check_call x__as_list x__not_a_mapping x__check_score
+    x__score_from x__first_score x__fast_base_score x__type_key
+    x__admitted_types x__scan "xǁ_Rankingǁ*" "xǁ_Fillǁrepeat" x__take_always
+    x__take_ranked x__select
+    # the public retrieval functions
+    x__unadmitted_warning x_retrieve_pools x_retrieve x_render
+)
+
+if [[ ! -x $venv/bin/mutmut ]]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet mutmut==3.8.1 'pytest>=7' 'hypothesis>=6.80'
+fi
+
+summary() {
+    cd "$work"
+    "$venv/bin/python" - "$root/scripts/mutation-equivalents.md" "$sample" "${CORE[@]}" <<'PY'
+import fnmatch
+import json
+import re
+import sys
+
+from mutmut.stats import status_by_exit_code
+
+listing, sample, core = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+with open(listing, encoding="utf-8") as f:
+    equivalent = set(re.findall(r"poolsplit\.x\S+?__mutmut_\d+", f.read()))
+with open("mutants/poolsplit.py.meta", encoding="utf-8") as f:
+    codes = json.load(f)["exit_code_by_key"]
+
+
+def in_core(key):
+    function, _, number = key.partition("__mutmut_")
+    chosen = int(number) % sample == 0
+    return chosen and any(fnmatch.fnmatchcase(function, f"poolsplit.{c}") for c in core)
+
+
+statuses = {key: status_by_exit_code[code] for key, code in codes.items() if in_core(key)}
+unchecked = [key for key, status in statuses.items() if status == "not checked"]
+for key in unchecked:
+    del statuses[key]
+if unchecked:
+    print(f"not checked (not in this run): {len(unchecked)}")
+counts = {}
+for status in statuses.values():
+    counts[status] = counts.get(status, 0) + 1
+survived = sorted(k for k, s in statuses.items() if s != "killed" and k not in equivalent)
+stale = sorted(k for k in equivalent if statuses.get(k) == "killed")
+caught = sum(1 for k, s in statuses.items() if s in ("killed", "timeout"))
+considered = len(statuses) - len(equivalent & set(statuses))
+print(f"core mutants: {len(statuses)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})")
+print(f"listed equivalent: {len(equivalent & set(statuses))}")
+print(f"score: {caught} / {considered} = {100 * caught / max(considered, 1):.1f}%")
+for key in survived:
+    print(f"not killed, not listed: {key} ({statuses[key]})")
+for key in stale:
+    print(f"listed as equivalent but killed or gone: {key}")
+sys.exit(1 if survived else 0)
+PY
+}
+
+if ((report_only)); then
+    summary
+    exit
+fi
+
+# Every oracle test file must be in the selection (a file that is missing
+# from it would silently not count).
+for test in "$root"/tests/test_oracle*.py; do
+    [[ -e $test ]] || continue
+    name=tests/$(basename "$test")
+    grep -q "\"$name\"" "$root/pyproject.toml" ||
+        { echo "mutation.sh: add $name to [tool.mutmut] in pyproject.toml" >&2; exit 2; }
+done
+
+mkdir -p "$work"
+# A fresh copy of the sources; mutmut's results (mutants/) are kept, and
+# mutmut regenerates the mutants of any function whose source changed.
+(cd "$root" && git ls-files -z -co --exclude-standard) |
+    (cd "$root" && tar --null -T - -cf -) | (cd "$work" && tar -xf -)
+if ((${#deselect[@]})); then
+    "$venv/bin/python" - "$work/pyproject.toml" "${deselect[@]}" <<'PY'
+import json
+import sys
+
+path, nodes = sys.argv[1], sys.argv[2:]
+text = open(path, encoding="utf-8").read()
+line = "pytest_add_cli_args = ["
+assert text.count(line) == 1, "pyproject.toml: [tool.mutmut] pytest_add_cli_args"
+extra = "".join(f"{json.dumps('--deselect=' + node)}, " for node in nodes)
+open(path, "w", encoding="utf-8").write(text.replace(line, line + extra))
+PY
+fi
+
+case $sample in
+1) last="" ;;
+2) last="[02468]" ;;
+5) last="[05]" ;;
+10) last="0" ;;
+*) echo "mutation.sh: --sample takes 1, 2, 5 or 10" >&2; exit 2 ;;
+esac
+patterns=("${names[@]}")
+if ((${#names[@]} == 0)); then
+    for function in "${CORE[@]}"; do
+        patterns+=("poolsplit.${function}__mutmut_*$last")
+    done
+fi
+
+cd "$work"
+start=$(date +%s)
+status=0
+"$venv/bin/mutmut" run "${patterns[@]}" >mutmut.log 2>&1 || status=$?
+tr '\r' '\n' <mutmut.log | grep -v '^ *$' | tail -n 5
+if ((status)); then
+    echo "mutation.sh: mutmut failed ($status); see $work/mutmut.log" >&2
+    exit "$status"
+fi
+echo "mutmut ran $(($(date +%s) - start)) s (commit $(git -C "$root" rev-parse --short HEAD))"
+summary
