@@ -11,6 +11,13 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+# The other interpreters in CI check compatibility, not the properties again.
+settings.register_profile(
+    "quick",
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 settings.register_profile(
     "long",
     max_examples=2000,
