@@ -23,7 +23,14 @@ from typing import Any
 # poolsplit comes earlier on sys.path and wins.
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-from poolsplit import Pool, Scorer, default_is_active, default_scorer, retrieve_pools
+from poolsplit import (
+    Pool,
+    Scorer,
+    default_is_active,
+    default_scorer,
+    render,
+    retrieve_pools,
+)
 
 Entry = Mapping[str, Any]
 
@@ -126,20 +133,23 @@ def to_messages(
     headers: Mapping[str, str] | None = None,
     role: str = "system",
 ) -> list[dict[str, str]]:
-    """One chat message per non-empty pool: a header line, then one bullet per entry.
+    """One chat message per non-empty pool, its text from :func:`poolsplit.render`.
 
     ``headers`` maps pool names to titles (default: the pool name). Pool order
     is kept, so always-scope corrections in the first pool come first.
     """
     headers = headers or {}
-    messages = []
-    for name, entries in results.items():
-        if not entries:
-            continue
-        lines = [f"## {headers.get(name, name)}"]
-        lines += [f"- {e.get('content', '')}" for e in entries]
-        messages.append({"role": role, "content": "\n".join(lines)})
-    return messages
+    return [
+        {
+            "role": role,
+            "content": render(
+                {name: entries},
+                headers={name: headers[name]} if name in headers else None,
+            ).rstrip("\n"),
+        }
+        for name, entries in results.items()
+        if entries
+    ]
 
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
