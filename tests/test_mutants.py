@@ -155,3 +155,67 @@ def test_explain_of_a_large_store_has_one_step_per_entry_and_pool():
     steps = explain(store, [Pool("p", 100, 1)], now=NOW).steps
     assert len(steps) == len(store)
     assert len({step.index for step in steps}) == len(store)
+
+
+# --- The five left open by the sampled run of 4fc37c5 ------------------------
+
+
+@pytest.mark.parametrize("context_project", ["x", "y"])
+def test_project_factor_applies_with_a_message(context_project):
+    """_fast_base_score 90, 95: a project entry at priority 4 beats an
+    untagged 5 in its own project (6.0 > 5.0) and loses elsewhere (2.0)."""
+    store = [
+        {"id": "general", "base_priority": 5},
+        {"id": "mine", "base_priority": 4, "project": "x"},
+    ]
+    context = {**NO_MATCH, "project": context_project}
+    got = retrieve(store, Pool("p", 100, 1), context, now=NOW)
+    assert ids(got) == (["mine"] if context_project == "x" else ["general"])
+
+
+def test_custom_scorer_scores_an_object_listed_twice_once():
+    """_select 10: a custom scorer sees each object once, even listed twice."""
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(entry["id"])
+        return 1.0
+
+    entry = {"id": "a"}
+    got = retrieve_pools(
+        [entry, {"id": "b"}, entry], [Pool("p", 100, 5)], scorer=scorer, now=NOW
+    )
+    assert sorted(seen) == ["a", "b"]
+    assert ids(got["p"]) == ["a", "b"]
+
+
+class Count(int):
+    pass
+
+
+def test_int_subclass_token_count_of_one_is_the_cost():
+    """_token_count 15: a token_count of 1 (an int subclass) costs 1, not the
+    counter's 100 for its content."""
+    entry = {"id": "a", "content": "x" * 400, "token_count": Count(1)}
+    assert ids(retrieve([entry], Pool("p", 1, 1), now=NOW)) == ["a"]
+
+
+def test_large_store_of_negative_scores_agrees_with_the_oracle():
+    """walk 30: above 16,384 ranked entries, a negative base score times the
+    message factor falls below the sample's cutoff (-1 x 2.5 = -2.5), so the
+    entries kept aside (-2, no match) must be sorted in before the heap's
+    best goes out: they rank first."""
+    from oracle import oracle_retrieve
+
+    store = [
+        {"id": f"top{i:05d}", "base_priority": -1, "content": "deploy cluster"}
+        for i in range(2_500)
+    ] + [
+        {"id": f"low{i:05d}", "base_priority": -2, "content": "other words"}
+        for i in range(14_500)
+    ]
+    pool = Pool("p", 10**6, 10)
+    context = {"message": "deploy cluster"}
+    got = retrieve(store, pool, context, now=NOW)
+    assert ids(got) == ids(oracle_retrieve(store, pool, context, now=NOW))
+    assert ids(got)[0] == "low00000"
