@@ -33,7 +33,7 @@ key                meaning
 ``id``             identifier; breaks ties in the ranking
 =================  ===========================================================
 
-Contents, in reading order: constants; public types (``Entry``, the hook
+Contents, in reading order: constants; public types (``EntryDict``, the hook
 protocols, ``PoolsplitWarning``, ``Pool``); one reader per entry field; the
 defaults (``default_is_active``, ``default_token_counter``,
 ``default_scorer``); the engine; ``retrieve_pools`` and ``retrieve``;
@@ -43,6 +43,7 @@ defaults (``default_is_active``, ``default_token_counter``,
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import numbers
@@ -202,7 +203,7 @@ def _check_types(types: object) -> tuple[str, ...] | None:
     if isinstance(types, (str, bytes)):
         raise TypeError(
             f"types must be an iterable of str or None, got a bare "
-            f"{type(types).__name__} {types!r}; write ({types!r},)"
+            f"{type(types).__name__} {types!r}; write [{types!r}]"
         )
     try:
         normalised: tuple[object, ...] = tuple(types)  # type: ignore[arg-type]
@@ -783,13 +784,20 @@ def _check_call(
     for name, hook in hooks.items():
         if not callable(hook):
             raise TypeError(f"{name} must be callable, got {type(hook).__name__}")
-    moment = _resolve_now(now)
-    if scorer is default_scorer:
-        query: _Query | None = _query(context, moment)
+    call = _Call(
+        checked, None, scorer, token_counter, is_active, _resolve_now(now), None
+    )
+    return _with_context(call, context)
+
+
+def _with_context(call: _Call, context: Context | None) -> _Call:
+    """``call`` for another context, checked (audit runs one call per context)."""
+    if call.scorer is default_scorer:
+        query: _Query | None = _query(context, call.now)
     else:
         query = None
         _check_context(context)
-    return _Call(checked, context, scorer, token_counter, is_active, moment, query)
+    return dataclasses.replace(call, context=context, query=query)
 
 
 def _as_list(entries: Iterable[Any]) -> list[Any]:
@@ -1312,8 +1320,8 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
 # ===========================================================================
 
 
-def _unadmitted_warning(store: list[Entry], scan: _Scan) -> str:
-    """The text of the warning for always-scope entries that no pool admits."""
+def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
+    """The warning for always-scope entries that no pool admits."""
     firsts: dict[int, int] = {}  # an object listed twice is one entry
     for index in scan.unadmitted:
         firsts.setdefault(id(store[index]), index)
@@ -1323,7 +1331,7 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> str:
         for index in unadmitted[:3]
     )
     more = f" and {len(unadmitted) - 3} more" if len(unadmitted) > 3 else ""
-    return (
+    return PoolsplitWarning(
         f"{len(unadmitted)} active always-scope entries are in no pool, so they "
         f"were not loaded: {shown}{more}; add their types to a pool, or add a "
         f"pool with types=None"
@@ -1379,8 +1387,7 @@ def retrieve_pools(
     store: list[Entry] = _as_list(entries)
     selection = _select(store, call, trace=False)
     if selection.scan.unadmitted:
-        message = _unadmitted_warning(store, selection.scan)
-        warnings.warn(PoolsplitWarning(message), stacklevel=2)
+        warnings.warn(_unadmitted_warning(store, selection.scan), stacklevel=2)
     return selection.results  # type: ignore[return-value]
 
 
@@ -1464,6 +1471,10 @@ def render(
     if not isinstance(results, Mapping):
         raise TypeError(f"results must be a Mapping, got {type(results).__name__}")
     titles: Mapping[str, str] = {} if headers is None else headers
+    if not isinstance(titles, Mapping):
+        raise TypeError(
+            f"headers must be a Mapping or None, got {type(titles).__name__}"
+        )
     for name, title in titles.items():
         if name not in results:
             raise ValueError(
@@ -1474,8 +1485,17 @@ def render(
             raise TypeError(
                 f"headers[{name!r}] must be a str, got {type(title).__name__}"
             )
+        if not title.strip() or len(title.splitlines()) != 1:
+            raise ValueError(
+                f"headers[{name!r}] must be one non-blank line, got {title!r}"
+            )
     blocks = []
     for name, chosen in results.items():
+        if isinstance(chosen, (str, bytes)) or not isinstance(chosen, Iterable):
+            raise TypeError(
+                f"results[{name!r}] must be a list of entries, "
+                f"got {type(chosen).__name__}"
+            )
         lines = []
         for position, entry in enumerate(chosen):
             if not isinstance(entry, Mapping):
@@ -1556,6 +1576,8 @@ def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
     for key, value in data.items():
         if key == "taken_earlier_in":
             safe[key] = list(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            safe[key] = repr(value)  # strict JSON has no Infinity
         elif value is None or isinstance(value, (str, int, float)):
             safe[key] = value
         else:
@@ -1607,7 +1629,7 @@ class Explanation:
                 "score",
                 "cost",
                 "total",
-                "taken before",
+                "later pools",
             )
         ]
         for d in self.decisions:
@@ -1750,7 +1772,9 @@ def _explain_warnings(
     ]
     present = {_type_key(kind) for kind in map(_entry_type, store)}
     for pool in call.pools:
-        if pool.types is not None and present.isdisjoint(pool.types):
+        if pool.types == ():
+            found.append(f"pool {pool.name!r} has types=(), so it admits nothing")
+        elif pool.types is not None and present.isdisjoint(pool.types):
             found.append(
                 f"pool {pool.name!r} admits types {list(pool.types)!r}, and no "
                 f"entry of the store has one of them; check their spelling"
@@ -1803,7 +1827,8 @@ def explain(
     whose ``types`` admit no entry of the store (a typo), a pool with
     eligible entries that selected none, and always-scope entries costing
     more than all pools' ``max_tokens`` together or more than 4,000 tokens.
-    Cost: O(n log n + p * n), and every eligible entry is scored and costed.
+    Cost: O(n log n + p * n): every eligible entry is scored, and costed
+    unless it is below a pool's floor.
 
     Raises:
         As :func:`retrieve_pools`.
@@ -1929,15 +1954,24 @@ def _text_problems(entry: Entry) -> Found:
         yield "error", "scope", message
 
 
-def _key_problems(entry: Entry) -> Found:
+@lru_cache(maxsize=1024)
+def _likely_key(key: str) -> str | None:
+    """The schema key an unknown key probably meant, or None; cached, since a
+    store repeats its own keys on every entry."""
     import difflib
 
+    folded = key.strip().casefold()
+    if folded in _SCHEMA_KEYS:
+        return folded
+    close = difflib.get_close_matches(key, _SCHEMA_KEYS, 1, _NEAR_MISS)
+    return close[0] if close else None
+
+
+def _key_problems(entry: Entry) -> Found:
     for key in entry:
         if not isinstance(key, str) or key in _SCHEMA_KEYS:
             continue
-        close = difflib.get_close_matches(key, _SCHEMA_KEYS, 1, _NEAR_MISS)
-        folded = [k for k in _SCHEMA_KEYS if k == key.strip().casefold()]
-        likely = (folded or close or [None])[0]
+        likely = _likely_key(key)
         if likely is not None:
             message = (
                 f"unknown key {key!r}, probably {likely!r}; poolsplit reads only "
@@ -1994,16 +2028,21 @@ def _dangling_problems(store: list[object], ids: dict[object, int]) -> list[Prob
         if not isinstance(entry, Mapping):
             continue
         target = entry.get("superseded_by")
-        if target is None or isinstance(target, bool):
+        if not target or isinstance(target, bool):  # a falsy value retires nothing
             continue
         try:
-            known = target in ids
+            known = target in ids and target != entry.get("id")
         except TypeError:
             known = False
         if not known:
+            where = (
+                "its own id"
+                if target == entry.get("id")
+                else "an id that is not in the store"
+            )
             message = (
-                f"names id {target!r}, which is not in the store: this entry "
-                f"never loads, and nothing replaces it"
+                f"is {target!r}, {where}: this entry never loads, and nothing "
+                f"replaces it"
             )
             problems.append(
                 Problem(index, entry.get("id"), "error", "superseded_by", message)
@@ -2251,51 +2290,57 @@ def audit(
     >>> [(t.type, t.queries_single, t.queries_pools) for t in result.types]
     [('correction', 0, 1), ('task', 1, 1)]
 
-    For each context, :func:`retrieve_pools` runs once with ``pools`` and once
-    with the baseline: one ``Pool(types=None)`` with the summed ``max_tokens``
-    and ``max_entries``, where always-scope entries are ranked like the rest
-    (the design pools replace). Per type (as ``str``): on how many queries at
-    least one entry loaded, and its share of all loaded tokens (always-scope
-    included). ``always_every_*``: how many active always-scope entries
-    loaded on every query. Cost: two retrievals per context.
+    For each context, the engine of :func:`retrieve_pools` runs once with
+    ``pools`` and once with the baseline: one ``Pool(types=None)`` with the
+    summed ``max_tokens`` and ``max_entries``, where always-scope entries are
+    ranked like the rest (the design pools replace). Per type (as ``str``):
+    on how many queries at least one entry loaded, and its share of all
+    loaded tokens (always-scope included). ``always_every_*``: how many
+    active always-scope entries loaded on every query. Cost: two retrievals
+    per context.
+
+    Warns:
+        PoolsplitWarning: as :func:`retrieve_pools`, once per call.
 
     Raises:
-        As :func:`retrieve_pools`.
+        As :func:`retrieve_pools`; a bad context is named by its position,
+        ``contexts[N]``.
     """
     call = _check_call(pools, None, scorer, token_counter, is_active, now)
-    store = _as_list(entries)
+    store: list[Entry] = _as_list(entries)
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-    views = [_NoScope(entry) for entry in store]
+    views: list[Entry] = [_NoScope(entry) for entry in store]
     single = Pool(
         "single",
         sum(p.max_tokens for p in call.pools),
         sum(p.max_entries for p in call.pools),
     )
+    lone = dataclasses.replace(
+        call, pools=[single], is_active=lambda view: is_active(view.entry)
+    )
     position = {id(view): index for index, view in enumerate(views)}
     position.update({id(entry): index for index, entry in enumerate(store)})
-    hooks: dict[str, Any] = {"scorer": scorer, "token_counter": token_counter}
     tallies = {"pools": _Tally(), "single": _Tally()}
     queries = 0
+    lost: PoolsplitWarning | None = None
     for context in contexts:
+        try:
+            for_context = _with_context(call, context)
+        except (TypeError, ValueError) as exc:
+            raise _labelled(exc, f"contexts[{queries}]") from exc
+        pooled = _select(store, for_context, trace=False)
+        single_run = _select(views, _with_context(lone, context), trace=False)
         queries += 1
-        runs: dict[str, dict[str, list[Any]]] = {
-            "pools": retrieve_pools(
-                store, call.pools, context, is_active=is_active, now=call.now, **hooks
-            ),
-            "single": retrieve_pools(
-                views,
-                [single],
-                context,
-                is_active=lambda view: is_active(view.entry),
-                now=call.now,
-                **hooks,
-            ),
-        }
-        for mode, results in runs.items():
-            loaded = (position[id(e)] for chosen in results.values() for e in chosen)
-            tallies[mode].add(store, loaded, token_counter)
+        if pooled.scan.unadmitted and lost is None:
+            lost = _unadmitted_warning(store, pooled.scan)
+        for mode, run in (("pools", pooled), ("single", single_run)):
+            chosen = run.results.values()
+            loaded = (position[id(entry)] for picked in chosen for entry in picked)
+            tallies[mode].add(store, loaded, call.token_counter)
+    if lost is not None:  # once per call, not once per query
+        warnings.warn(lost, stacklevel=2)
     return _audit_result(store, tallies, queries, is_active, single)
 
 
@@ -2427,7 +2472,7 @@ def _read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:  # a BOM is not data
             return handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise _CliError(f"{path}: cannot read: {exc}") from None
@@ -2499,7 +2544,9 @@ def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
         loaded.numbers = _array_lines(text, len(items))
         loaded.items = items
     else:
-        for number, line in enumerate(text.splitlines(), 1):
+        # Only "\n" ends a line: JSON allows U+2028 and U+0085 raw inside a
+        # string, and str.splitlines() would split there.
+        for number, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
@@ -2568,10 +2615,12 @@ def _context(args: Any) -> dict[str, Any]:
     return context
 
 
-def _dumps(data: object) -> str:
+def _dumps(data: object, *, sort_keys: bool = True) -> str:
     import json
 
-    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    return json.dumps(
+        data, sort_keys=sort_keys, indent=2, ensure_ascii=False, default=str
+    )
 
 
 def _progress(contexts: list[Any]) -> Iterator[Any]:
@@ -2586,51 +2635,87 @@ def _progress(contexts: list[Any]) -> Iterator[Any]:
 
 
 def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
-    """validate's output: every problem at FILE:LINE with position and id."""
+    """validate's output: every problem at FILE:LINE with position and id, a
+    line that is not JSON among them, then a summary line (text) or not
+    (JSON: a list of problems, each with its file and line)."""
     problems = validate(loaded.items)
-    errors = len(loaded.broken) + sum(p.severity == "error" for p in problems)
-    status = int(errors > 0)
-    found: list[tuple[int, Any]] = [
-        (line, {"line": line, "severity": "error", "message": text})
+    found: list[tuple[int, int | None, Problem]] = [
+        (
+            line,
+            None,
+            Problem(-1, None, "error", "", text[len(f"{loaded.where}:{line}: ") :]),
+        )
         for line, text in loaded.broken
     ]
-    for p in problems:
-        found.append((loaded.numbers[p.index], p))
-    found.sort(key=lambda pair: pair[0])
+    found += [(loaded.numbers[p.index], p.index, p) for p in problems]
+    found.sort(key=lambda row: row[0])
+    errors = sum(p.severity == "error" for _, _, p in found)
     if form == "json":
         rows = [
-            item if isinstance(item, dict) else {"line": line, **_json_safe(vars(item))}
-            for line, item in found
+            {**_json_safe(vars(p)), "index": index, "file": loaded.where, "line": line}
+            for line, index, p in found
         ]
-        return _dumps(rows) + "\n", status
+        return _dumps(rows) + "\n", int(errors > 0)
     lines = []
-    for line, item in found:
-        if isinstance(item, dict):
-            lines.append(f"{item['message']}\n")
-            continue
-        field = f"{item.field}: " if item.field else ""
+    for line, index, p in found:
+        entry = "" if index is None else f"entries[{index}] (id={p.id!r}) "
+        field = f"{p.field}: " if p.field else ""
         lines.append(
-            f"{loaded.where}:{line}: entries[{item.index}] (id={item.id!r}) "
-            f"{item.severity}: {field}{item.message}\n"
+            f"{loaded.where}:{line}: {entry}{p.severity}: {field}{p.message}\n"
         )
-    warned = sum(p.severity == "warning" for p in problems)
     summary = (
         f"{loaded.where}: {len(loaded.items)} entries read, {errors} errors, "
-        f"{warned} warnings\n"
+        f"{len(found) - errors} warnings\n"
     )
-    return "".join(lines) + summary, status
+    return "".join(lines) + summary, int(errors > 0)
 
 
 def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
-    """retrieve's output: JSON, the prompt text, or the prompt text with ids."""
+    """retrieve's output: JSON (pools in pool order, each entry's keys sorted),
+    the prompt text, or the prompt text with ids."""
     if form == "json":
-        return _dumps(selected) + "\n"
+        ordered = {
+            name: [dict(sorted(entry.items())) for entry in chosen]
+            for name, chosen in selected.items()
+        }
+        return _dumps(ordered, sort_keys=False) + "\n"
     if form == "text":
         selected = {
             name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
             for name, chosen in selected.items()
         }
     return render(selected)
+
+
+_POSITION: Final = re.compile(r"(entries|contexts)\[(\d+)\]")
+
+
+def _at_line(message: str, store: _Lines, queries: _Lines | None = None) -> str:
+    """``message`` with each ``entries[N]`` (or ``contexts[N]``) led by the
+    file and line it was read from: the library counts from 0, files by line."""
+
+    def locate(match: re.Match[str]) -> str:
+        lines = store if match[1] == "entries" else queries
+        assert lines is not None  # contexts[N] only comes from audit
+        return f"{lines.where}:{lines.numbers[int(match[2])]}: {match[0]}"
+
+    located = _POSITION.sub(locate, message)
+    return located if located != message else f"{store.where}: {message}"
+
+
+_QUERY_KEYS: Final = ("message", "tags", "project")
+
+
+def _check_query_keys(queries: _Lines) -> None:
+    """The command line scores with the default scorer, which reads only
+    these keys of a query; another key is a typo, not a silent no-op."""
+    for number, query in zip(queries.numbers, queries.items):
+        unknown = sorted(set(query) - set(_QUERY_KEYS))
+        if unknown:
+            raise _CliError(
+                f"{queries.where}:{number}: unknown key {unknown[0]!r}; "
+                f"expected {', '.join(_QUERY_KEYS)}"
+            )
 
 
 def _run(args: Any) -> tuple[str, int]:
@@ -2643,21 +2728,32 @@ def _run(args: Any) -> tuple[str, int]:
         return _validate_report(loaded, args.format)
     pools = _load_pools(args.pools)
     now = _parse_now(args.now)
-    report: Audit | Explanation
-    try:
-        if args.command == "audit":
-            contexts = _load_lines(args.queries, "query").items
-            report = audit(loaded.items, pools, _progress(contexts), now=now)
-        elif args.command == "explain":
-            report = explain(loaded.items, pools, _context(args), now=now)
-        else:
-            selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
-            return _selection_text(selected, args.format), 0
-    except (TypeError, ValueError) as exc:
-        raise _CliError(f"{loaded.where}: {exc}") from None
-    if args.format == "json":
-        return _dumps(report.to_dict()) + "\n", 0
-    return report.render(), 0
+    queries = None
+    if args.command == "audit":
+        queries = _load_lines(args.queries, "query")
+        _check_query_keys(queries)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PoolsplitWarning)
+        try:
+            if queries is not None:
+                result = audit(loaded.items, pools, _progress(queries.items), now=now)
+                text = _report_text(result, args.format)
+            elif args.command == "explain":
+                report = explain(loaded.items, pools, _context(args), now=now)
+                text = _report_text(report, args.format)
+            else:
+                selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
+                text = _selection_text(selected, args.format)
+        except (TypeError, ValueError) as exc:
+            raise _CliError(_at_line(str(exc), loaded, queries)) from None
+    for warning in caught:  # diagnostics: stderr, with the file and line
+        message = _at_line(str(warning.message), loaded, queries)
+        print(f"poolsplit: warning: {message}", file=sys.stderr)
+    return text, 0
+
+
+def _report_text(report: Audit | Explanation, form: str) -> str:
+    return _dumps(report.to_dict()) + "\n" if form == "json" else report.render()
 
 
 _EPILOG: Final = """\
@@ -2666,7 +2762,7 @@ for stdin. POOLS is a JSON array of pools, filled in order, for example:
 
   [{"name": "core", "max_tokens": 0, "max_entries": 0, "types": ["correction"]},
    {"name": "work", "max_tokens": 600, "max_entries": 4, "types": ["task"],
-    "min_score": 3.0},
+    "min_score": 6.0},
    {"name": "rest", "max_tokens": 400, "max_entries": 3}]
 
 (always-scope corrections load in "core" whatever its caps; "rest" has no
@@ -2789,16 +2885,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", PoolsplitWarning)
-            text, status = _run(args)
+        text, status = _run(args)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
     except _CliError as exc:
         print(f"poolsplit: error: {exc}", file=sys.stderr)
         return 2
-    for warning in caught:
-        print(f"poolsplit: warning: {warning.message}", file=sys.stderr)
     _write(sys.stdout, text)
     return status
 

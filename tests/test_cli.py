@@ -74,7 +74,7 @@ def test_retrieve_text_prompt_json(files, capsys):
         capsys, "retrieve", "s.jsonl", "--pools", "pools.json", "--format", "json", *NOW
     )
     data = json.loads(out)
-    assert list(data) == ["core", "none", "work"]
+    assert list(data) == ["core", "work", "none"]  # pool order
     assert [e["id"] for e in data["work"]] == ["t1", "f1"]
     assert out.startswith('{\n  "core": [\n    {\n      "content": "Never force-push",')
 
@@ -83,7 +83,7 @@ def test_explain(files, capsys):
     status, out, _ = run(capsys, "explain", "s.jsonl", "--pools", "pools.json", *NOW)
     assert status == 0
     assert out == (
-        "#  id  type        outcome          pool  score  cost  total  taken before\n"
+        "#  id  type        outcome          pool  score  cost  total  later pools\n"
         "0  c1  correction  always           core\n"
         "1  t1  task        selected         work  9.000  3     3\n"
         "2  f1  fact        selected         work  3.794  4     7\n"
@@ -120,6 +120,7 @@ def test_validate(files, capsys, monkeypatch):
         {
             "field": "id",
             "id": 1,
+            "file": "<stdin>",
             "index": 1,
             "line": 1,
             "message": "duplicate id 1 (first at entries[0])",
@@ -261,13 +262,13 @@ def test_demo(capsys):
         (
             ["retrieve", "b.jsonl", "--pools", "pools.json"],
             ("b.jsonl", b'{"id": "a", "type": "task", "base_priority": "hi"}'),
-            "b.jsonl: entries[0] (id='a'): "
+            "b.jsonl:1: entries[0] (id='a'): "
             "base_priority must be a real number, got str 'hi'",
         ),
         (
             ["audit", "b.jsonl", "--pools", "pools.json", "--queries", "q.jsonl"],
             ("b.jsonl", b'{"id": "a", "type": "task", "base_priority": "hi"}'),
-            "b.jsonl: entries[0] (id='a'): "
+            "b.jsonl:1: entries[0] (id='a'): "
             "base_priority must be a real number, got str 'hi'",
         ),
         (

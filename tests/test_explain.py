@@ -111,7 +111,7 @@ def test_outcomes_and_summaries():
     text = report.render()
     assert text.splitlines()[0] == (
         "#  id    type        outcome              pool  score  cost  total"
-        "  taken before"
+        "  later pools"
     )
     assert (
         "1  t1    task        selected             work  9.000  1     1      all,empty"

@@ -43,7 +43,7 @@ def test_types_normalised_to_tuple(types, expected):
             {"types": "skill"},
             TypeError,
             r"^types must be an iterable of str or None, got a bare str 'skill'; "
-            r"write \('skill',\)$",
+            r"write \['skill'\]$",
         ),
         (
             {"types": b"skill"},

@@ -123,7 +123,7 @@ def test_cli_integer_past_the_digit_limit_is_one_line_error(tmp_path, capsys):
     # validate reports the line as an error and goes on
     status, out, err = run(["validate", str(store)], capsys)
     assert (status, err) == (1, "")
-    assert out.startswith(f"{store}:1: invalid JSON: ")
+    assert out.startswith(f"{store}:1: error: invalid JSON: ")
     assert out.endswith(f"{store}: 0 entries read, 1 errors, 0 warnings\n")
 
 

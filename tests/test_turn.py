@@ -392,7 +392,7 @@ def test_cli_validate_goes_on_past_a_bad_line(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert (status, err) == (1, "")
     assert out == (
-        f"{path}:2: invalid JSON: Expecting value\n"
+        f"{path}:2: error: invalid JSON: Expecting value\n"
         f"{path}:4: entries[1] (id='c') error: status: is 'Active', not exactly "
         "'active': the entry is inactive and will never load\n"
         f"{path}:5: entries[2] (id='d') warning: scop: unknown key 'scop', probably "
@@ -406,7 +406,15 @@ def test_cli_validate_goes_on_past_a_bad_line(tmp_path, capsys):
         (4, "error"),
         (5, "warning"),
     ]
-    assert rows[0]["message"] == f"{path}:2: invalid JSON: Expecting value"
+    assert rows[0] == {
+        "file": str(path),
+        "line": 2,
+        "index": None,
+        "id": None,
+        "severity": "error",
+        "field": "",
+        "message": "invalid JSON: Expecting value",
+    }
     assert rows[1]["index"] == 1 and rows[1]["id"] == "c"
 
 
@@ -445,8 +453,8 @@ def test_cli_dangling_superseded_by_says_the_entry_is_lost(tmp_path, capsys):
     path.write_text('{"id": "old", "content": "x", "superseded_by": "gone"}\n')
     assert main(["validate", str(path)]) == 1
     assert capsys.readouterr().out.splitlines()[0] == (
-        f"{path}:1: entries[0] (id='old') error: superseded_by: names id 'gone', "
-        "which is not in the store: this entry never loads, and nothing replaces it"
+        f"{path}:1: entries[0] (id='old') error: superseded_by: is 'gone', an id "
+        "that is not in the store: this entry never loads, and nothing replaces it"
     )
 
 
@@ -474,7 +482,7 @@ def test_help_explains_every_option(capsys):
         following = text[text.index(line) :].split("\n  -")[0]
         assert len(following.split()) > 2, f"{option} has no help text"
     assert "comma-separated" in text and "the moment recency is measured from" in text
-    assert '"min_score": 3.0' in text  # the epilog shows a pools file
+    assert '"min_score": 6.0' in text  # the epilog shows a pools file
     assert '{"message": "fix the billing export"' in text  # and a queries line
     assert main(["--help"]) == 0
     assert "POOLS is a JSON array of pools" in capsys.readouterr().out
@@ -492,3 +500,186 @@ def test_pools_file_example_in_help_is_valid(tmp_path, capsys):
     assert (
         main(["retrieve", str(store), "--pools", str(path), "--now", "2026-01-01"]) == 0
     )
+
+
+# --- What the adversarial review and the newcomer trial found -------------------
+
+
+def write_pools(tmp_path, pools=None):
+    path = tmp_path / "p.json"
+    path.write_text(
+        json.dumps(pools or [{"name": "all", "max_tokens": 99, "max_entries": 9}])
+    )
+    return str(path)
+
+
+def test_cli_reads_a_line_separator_inside_a_json_string(tmp_path, capsys):
+    """JSON allows U+2028 raw in a string; only "\\n" ends a JSON Lines line."""
+    store = tmp_path / "u.jsonl"
+    store.write_text(
+        json.dumps({"id": "a", "content": "Run it\u2028then stop"}, ensure_ascii=False)
+        + '\n{"id": "b", "content": "x", "status": "Active"}\n',
+        encoding="utf-8",
+    )
+    argv = [
+        "retrieve",
+        str(store),
+        "--pools",
+        write_pools(tmp_path),
+        "--now",
+        "2026-01-01",
+    ]
+    assert main([*argv, "--format", "json"]) == 0
+    assert [e["id"] for e in json.loads(capsys.readouterr().out)["all"]] == ["a"]
+    assert main(["validate", str(store)]) == 1
+    assert capsys.readouterr().out.startswith(f"{store}:2: entries[1] (id='b') error:")
+
+
+def test_cli_reads_a_byte_order_mark_as_no_data(tmp_path, capsys):
+    for name, text in (
+        ("bom.jsonl", '{"id": "a", "content": "x"}\n'),
+        ("bom.json", '[{"id": "a", "content": "x"}]'),
+    ):
+        path = tmp_path / name
+        path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert main(["validate", str(path)]) == 0
+        assert (
+            capsys.readouterr().out == f"{path}: 1 entries read, 0 errors, 0 warnings\n"
+        )
+
+
+@pytest.mark.parametrize("falsy", ["", 0, [], {}, False])
+def test_validate_a_falsy_superseded_by_retires_nothing(falsy):
+    entry = {"id": "a", "content": "x", "superseded_by": falsy}
+    assert validate([entry]) == []
+    assert retrieve([entry], Pool("p", 9, 1), now=NOW) == [entry]
+
+
+def test_validate_an_entry_superseded_by_itself_is_lost():
+    problems = validate([{"id": "e", "content": "x", "superseded_by": "e"}])
+    assert [(p.severity, p.message) for p in problems] == [
+        ("error", "is 'e', its own id: this entry never loads, and nothing replaces it")
+    ]
+
+
+def test_audit_warns_once_per_call_at_the_callers_line():
+    with pytest.warns(PoolsplitWarning) as caught:
+        audit(STORE, [Pool("core", 0, 0, ("correction",))], [None] * 4, now=NOW)
+    assert len(caught) == 1
+    assert caught[0].filename == __file__
+
+
+def test_audit_names_a_bad_context_by_position(tmp_path, capsys):
+    with pytest.raises(TypeError, match=r"^contexts\[1\]: context\['tags'\] must be"):
+        audit(STORE, [Pool("all", 9, 1)], [{}, {"tags": 5}], now=NOW)
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "a", "content": "x"}\n')
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"message": "a"}\n\n{"tags": 5}\n')
+    argv = [
+        "audit",
+        str(store),
+        "--pools",
+        write_pools(tmp_path),
+        "--queries",
+        str(queries),
+    ]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"poolsplit: error: {queries}:3: contexts[1]: context['tags'] must be a str "
+        "or a list of str, got int\n"
+    )
+
+
+def test_cli_query_with_an_unknown_key_is_an_error(tmp_path, capsys):
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "a", "content": "x"}\n')
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"mesage": "fix billing"}\n')
+    argv = [
+        "audit",
+        str(store),
+        "--pools",
+        write_pools(tmp_path),
+        "--queries",
+        str(queries),
+    ]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"poolsplit: error: {queries}:1: unknown key 'mesage'; "
+        "expected message, tags, project\n"
+    )
+
+
+def test_cli_names_the_line_of_a_bad_entry_and_of_a_lost_correction(tmp_path, capsys):
+    store = tmp_path / "s.jsonl"
+    store.write_text(
+        '{"id": "a", "content": "x"}\n\n'
+        '{"id": "c", "type": "corection", "scope": "always", "content": "y"}\n'
+        '{"id": "b", "type": "task", "base_priority": "high"}\n'
+    )
+    pools = write_pools(
+        tmp_path, [{"name": "t", "max_tokens": 9, "max_entries": 9, "types": ["task"]}]
+    )
+    assert main(["retrieve", str(store), "--pools", pools]) == 2
+    assert capsys.readouterr().err == (
+        f"poolsplit: error: {store}:4: entries[2] (id='b'): base_priority must be a "
+        "real number, got str 'high'\n"
+    )
+    store.write_text(store.read_text().replace('"high"', "1"))
+    assert main(["retrieve", str(store), "--pools", pools]) == 0
+    err = capsys.readouterr().err
+    assert f"{store}:3: entries[1] (id='c') of type 'corection'" in err
+
+
+@pytest.mark.parametrize(
+    ("results", "headers", "error", "message"),
+    [
+        (
+            {"a": []},
+            [("a", "A")],
+            TypeError,
+            "headers must be a Mapping or None, got list",
+        ),
+        (
+            {"a": None},
+            None,
+            TypeError,
+            r"results\['a'\] must be a list of entries, got NoneType",
+        ),
+        (
+            {"a": "xy"},
+            None,
+            TypeError,
+            r"results\['a'\] must be a list of entries, got str",
+        ),
+        (
+            {"a": []},
+            {"a": "two\nlines"},
+            ValueError,
+            r"headers\['a'\] must be one non-blank line, got 'two\\nlines'",
+        ),
+        (
+            {"a": []},
+            {"a": " "},
+            ValueError,
+            r"headers\['a'\] must be one non-blank line, got ' '",
+        ),
+    ],
+)
+def test_render_rejects_what_would_garble_the_prompt(results, headers, error, message):
+    with pytest.raises(error, match=f"^{message}$"):
+        render(results, headers=headers)
+
+
+def test_explain_says_an_empty_types_pool_admits_nothing():
+    report = explain(STORE, [Pool("none", 9, 1, ()), Pool("all", 9, 9)], now=NOW)
+    assert "pool 'none' has types=(), so it admits nothing" in report.warnings
+    assert not any("check their spelling" in w for w in report.warnings)
+
+
+def test_explain_json_writes_an_infinite_score_as_a_string():
+    report = explain([{"id": "a", "base_priority": 1e999}], [Pool("p", 99, 1)], now=NOW)
+    decision = report.to_dict()["decisions"][0]
+    assert decision["score"] == "inf"
+    json.loads(json.dumps(report.to_dict(), allow_nan=False))

@@ -70,7 +70,7 @@ def test_every_problem():
             2,
             "error",
             "superseded_by",
-            "names id 'ghost', which is not in the store: this entry never "
+            "is 'ghost', an id that is not in the store: this entry never "
             "loads, and nothing replaces it",
         ),
         (3, "error", "id", "must be hashable, got list"),
@@ -78,7 +78,7 @@ def test_every_problem():
             3,
             "error",
             "superseded_by",
-            "names id ['u'], which is not in the store: this entry never "
+            "is ['u'], an id that is not in the store: this entry never "
             "loads, and nothing replaces it",
         ),
     ]
