@@ -1,6 +1,6 @@
 """An MCP memory server over a local file: pooled recall, always-scope first.
 
-    pip install -e '.[integrations]'    # mcp 2.x (Python 3.10+)
+    pip install -e '.[integrations]'    # mcp 2.x (Python 3.11+, as pinned)
     python examples/mcp_server.py --db memory.db [--pools pools.json]
     python examples/mcp_server.py --db postgresql://user@host/db   # psycopg
 
