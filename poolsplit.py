@@ -2028,7 +2028,8 @@ def _dangling_problems(store: list[object], ids: dict[object, int]) -> list[Prob
         if not isinstance(entry, Mapping):
             continue
         target = entry.get("superseded_by")
-        if not target or isinstance(target, bool):  # a falsy value retires nothing
+        # Only a value the active rule retires on can dangle; True names no id.
+        if default_is_active({"superseded_by": target}) or isinstance(target, bool):
             continue
         try:
             known = target in ids and target != entry.get("id")
