@@ -569,22 +569,21 @@ def test_audit_warns_once_per_call_at_the_callers_line():
     assert caught[0].filename == __file__
 
 
-def test_audit_names_a_bad_context_by_position(tmp_path, capsys):
-    with pytest.raises(TypeError, match=r"^contexts\[1\]: context\['tags'\] must be"):
-        audit(STORE, [Pool("all", 9, 1)], [{}, {"tags": 5}], now=NOW)
+def audit_one_entry(tmp_path, queries_text):
+    """Run `poolsplit audit` on a one-entry store; assert it fails (exit 2)."""
     store = tmp_path / "s.jsonl"
     store.write_text('{"id": "a", "content": "x"}\n')
     queries = tmp_path / "q.jsonl"
-    queries.write_text('{"message": "a"}\n\n{"tags": 5}\n')
-    argv = [
-        "audit",
-        str(store),
-        "--pools",
-        write_pools(tmp_path),
-        "--queries",
-        str(queries),
-    ]
-    assert main(argv) == 2
+    queries.write_text(queries_text)
+    argv = ["audit", str(store), "--pools", write_pools(tmp_path)]
+    assert main([*argv, "--queries", str(queries)]) == 2
+    return queries
+
+
+def test_audit_names_a_bad_context_by_position(tmp_path, capsys):
+    with pytest.raises(TypeError, match=r"^contexts\[1\]: context\['tags'\] must be"):
+        audit(STORE, [Pool("all", 9, 1)], [{}, {"tags": 5}], now=NOW)
+    queries = audit_one_entry(tmp_path, '{"message": "a"}\n\n{"tags": 5}\n')
     assert capsys.readouterr().err == (
         f"poolsplit: error: {queries}:3: contexts[1]: context['tags'] must be a str "
         "or a list of str, got int\n"
@@ -592,19 +591,7 @@ def test_audit_names_a_bad_context_by_position(tmp_path, capsys):
 
 
 def test_cli_query_with_an_unknown_key_is_an_error(tmp_path, capsys):
-    store = tmp_path / "s.jsonl"
-    store.write_text('{"id": "a", "content": "x"}\n')
-    queries = tmp_path / "q.jsonl"
-    queries.write_text('{"mesage": "fix billing"}\n')
-    argv = [
-        "audit",
-        str(store),
-        "--pools",
-        write_pools(tmp_path),
-        "--queries",
-        str(queries),
-    ]
-    assert main(argv) == 2
+    queries = audit_one_entry(tmp_path, '{"mesage": "fix billing"}\n')
     assert capsys.readouterr().err == (
         f"poolsplit: error: {queries}:1: unknown key 'mesage'; "
         "expected message, tags, project\n"
