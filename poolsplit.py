@@ -80,6 +80,7 @@ __all__ = [
     "demo_pools",
     "demo_store",
     "explain",
+    "load_pools",
     "render",
     "retrieve",
     "retrieve_pools",
@@ -2465,7 +2466,7 @@ def _demo() -> str:
 # ===========================================================================
 
 
-class _CliError(Exception):
+class _CliError(ValueError):
     """A user error the command line reports on one line with exit status 2."""
 
 
@@ -2569,7 +2570,17 @@ def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
 _POOL_KEYS: Final = ("name", "max_tokens", "max_entries", "types", "min_score")
 
 
-def _load_pools(path: str) -> list[Pool]:
+def load_pools(path: str) -> list[Pool]:
+    """The pools of a JSON file: an array of objects with ``Pool``'s keys.
+
+    The command line's ``--pools`` and the memory server read pools here, so
+    one file means one thing everywhere. ``"-"`` reads standard input.
+
+    Raises:
+        ValueError: one line naming the file, and the pool by position, for an
+            unreadable file, invalid JSON, an unknown key, a bad value or a
+            duplicate name.
+    """
     text = _read_text(path)
     specs = _parse_json(text, path, 1)
     if not isinstance(specs, list):
@@ -2727,7 +2738,7 @@ def _run(args: Any) -> tuple[str, int]:
     loaded = _load_lines(args.store, "entry", keep_going=validating)
     if validating:
         return _validate_report(loaded, args.format)
-    pools = _load_pools(args.pools)
+    pools = load_pools(args.pools)
     now = _parse_now(args.now)
     queries = None
     if args.command == "audit":

@@ -340,3 +340,21 @@ def test_audit_progress_on_a_terminal(files, capsys, monkeypatch):
     argv = ["audit", "s.jsonl", "--pools", "pools.json", "--queries", "q.jsonl"]
     status, _, err = run(capsys, *argv, *NOW)
     assert (status, err) == (0, "\rquery 1/2\rquery 2/2\n")
+
+
+def test_load_pools_is_the_command_lines_reader(tmp_path):
+    """load_pools reads what --pools reads and raises ValueError naming the pool."""
+    good = tmp_path / "pools.json"
+    good.write_text('[{"name": "a", "max_tokens": 10, "max_entries": 1}]')
+    assert poolsplit.load_pools(str(good)) == [poolsplit.Pool("a", 10, 1)]
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"name": "a", "max_tokens": 10, "max_entries": 1, "typse": []}]')
+    with pytest.raises(ValueError, match=r"bad.json: pools\[0\]: unknown key 'typse'"):
+        poolsplit.load_pools(str(bad))
+    dup = tmp_path / "dup.json"
+    dup.write_text(
+        '[{"name": "a", "max_tokens": 1, "max_entries": 1},'
+        ' {"name": "a", "max_tokens": 1, "max_entries": 1}]'
+    )
+    with pytest.raises(ValueError, match="duplicate pool name 'a'"):
+        poolsplit.load_pools(str(dup))
