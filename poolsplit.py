@@ -61,8 +61,12 @@ __all__ = [
     "DEMO_NOW",
     "ActivePredicate",
     "Audit",
+    "ContextError",
     "Decision",
     "EntryDict",
+    "EntryError",
+    "EntryTypeError",
+    "EntryValueError",
     "Explanation",
     "Pool",
     "PoolSummary",
@@ -186,7 +190,66 @@ class ActivePredicate(Protocol):
 
 class PoolsplitWarning(UserWarning):
     """A configuration that loses memory without an error, such as an
-    always-scope entry whose type no pool admits."""
+    always-scope entry whose type no pool admits.
+
+    ``indices`` holds the positions of the entries it is about, in input
+    order (the message names the first few); the command line maps them to
+    lines. The message is for people and may change; ``indices`` is API.
+    """
+
+    def __init__(self, message: str, *, indices: Iterable[int] = ()) -> None:
+        super().__init__(message)
+        self.indices: tuple[int, ...] = tuple(indices)
+
+
+class EntryError(Exception):
+    """An error about one entry, raised as :class:`EntryTypeError` or
+    :class:`EntryValueError`, so ``except TypeError`` and ``except
+    ValueError`` catch it as before.
+
+    ``index`` is the entry's position in the call's entries (None where a
+    call has no positions: :func:`default_scorer` on one entry), ``entry_id``
+    its ``id`` (None when it has none or is not a Mapping), and ``field`` the
+    key at fault (None when no one key is, such as a scorer's bad result).
+    The message is for people and may change; these attributes are API.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        index: int | None = None,
+        entry_id: object = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.index = index
+        self.entry_id = entry_id
+        self.field = field
+
+
+class EntryTypeError(EntryError, TypeError):
+    """An entry value of the wrong type (a str ``base_priority``, say)."""
+
+
+class EntryValueError(EntryError, ValueError):
+    """An entry value of the right type that cannot be used (a NaN priority)."""
+
+
+class ContextError(TypeError):
+    """A context that cannot be read: not a Mapping, or a key of the wrong type.
+
+    ``index`` is its position in :func:`audit`'s contexts (None for the one
+    context of another call) and ``field`` the key at fault (``"message"``,
+    ``"tags"``, or None for the context itself).
+    """
+
+    def __init__(
+        self, message: str, *, index: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.index = index
+        self.field = field
 
 
 def _check_cap(name: str, value: object) -> None:
@@ -284,7 +347,11 @@ def _content(entry: Entry) -> str:
         return content
     if content is None:
         return ""
-    return content if isinstance(content, str) else str(content)
+    try:
+        return content if isinstance(content, str) else str(content)
+    except (TypeError, ValueError) as exc:  # the value's own __str__ failed
+        kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
+        raise kind(str(exc), field="content") from exc
 
 
 def _entry_type(entry: Entry) -> object:
@@ -342,12 +409,16 @@ def _priority(entry: Entry) -> float:
     if value is None:
         return DEFAULT_PRIORITY
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(
-            f"base_priority must be a real number, got {type(value).__name__} {value!r}"
+        raise EntryTypeError(
+            f"base_priority must be a real number, "
+            f"got {type(value).__name__} {value!r}",
+            field="base_priority",
         )
     priority = _to_float(value)
     if math.isnan(priority):
-        raise ValueError(f"base_priority must not be NaN, got {value!r}")
+        raise EntryValueError(
+            f"base_priority must not be NaN, got {value!r}", field="base_priority"
+        )
     return priority
 
 
@@ -569,16 +640,27 @@ def default_token_counter(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _label(index: int, entry: Entry) -> str:
+def _label(index: int | None, entry: Entry) -> str:
     """How errors name an entry: its position and its id."""
-    return f"entries[{index}] (id={entry.get('id')!r})"
+    where = "entry" if index is None else f"entries[{index}]"
+    return f"{where} (id={entry.get('id')!r})"
 
 
-def _labelled(exc: Exception, label: str) -> Exception:
-    """A TypeError or ValueError (by ``exc``'s base class) whose message is led
-    by ``label``; raise it ``from exc`` so the original stays attached."""
-    kind = ValueError if isinstance(exc, ValueError) else TypeError
-    return kind(f"{label}: {exc}")
+def _labelled(exc: Exception, index: int | None, entry: Entry) -> EntryError:
+    """``exc`` as an EntryTypeError or EntryValueError (by its base class) led
+    by the entry's label and carrying its position, id and field; the
+    original failure stays attached as ``__cause__``. Raise the result."""
+    kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
+    field = exc.field if isinstance(exc, EntryError) else None
+    error = kind(
+        f"{_label(index, entry)}: {exc}",
+        index=index,
+        entry_id=entry.get("id"),
+        field=field,
+    )
+    cause = exc.__cause__ if isinstance(exc, EntryError) else None
+    error.__cause__ = exc if cause is None else cause  # the reader's own failure
+    return error
 
 
 def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
@@ -589,14 +671,16 @@ def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
         return count
     try:
         text = _content(entry)
-    except (TypeError, ValueError) as exc:  # str() of the content failed
-        raise _labelled(exc, _label(index, entry)) from exc
+    except EntryError as exc:  # str() of the content failed
+        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
     counted = token_counter(text)
     if type(counted) is not int:
         if isinstance(counted, bool) or not isinstance(counted, int):
-            raise TypeError(
+            raise EntryTypeError(
                 f"token_counter must return an int, got "
-                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}"
+                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}",
+                index=index,
+                entry_id=entry.get("id"),
             )
         counted = int(counted)
     return counted if counted > 0 else 1
@@ -628,7 +712,7 @@ def _check_context(context: object) -> Context:
     if context is None:
         return {}
     if not isinstance(context, Mapping):
-        raise TypeError(
+        raise ContextError(
             f"context must be a Mapping or None, got {type(context).__name__}"
         )
     return context
@@ -641,14 +725,19 @@ def _query(context: Context | None, now: datetime) -> _Query:
     if message is None:
         message = ""
     elif not isinstance(message, str):
-        raise TypeError(
-            f"context['message'] must be a str or None, got {type(message).__name__}"
+        raise ContextError(
+            f"context['message'] must be a str or None, got {type(message).__name__}",
+            field="message",
         )
+    try:
+        tags = frozenset(_tags(context.get("tags"), "context['tags']"))
+    except TypeError as exc:
+        raise ContextError(str(exc), field="tags") from None
     now_seconds = _seconds(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
         words=_message_words(message),
-        tags=frozenset(_tags(context.get("tags"), "context['tags']")),
+        tags=tags,
         project=context.get("project"),
         now=now_seconds,
     )
@@ -666,7 +755,10 @@ def _base_score(entry: Entry, query: _Query) -> float:
         days = age if age > 0.0 else 0.0
         factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
         score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-    tags = _tags(entry.get("tags"), "tags")
+    try:
+        tags = _tags(entry.get("tags"), "tags")
+    except TypeError as exc:
+        raise EntryTypeError(str(exc), field="tags") from None
     if tags and query.tags and not query.tags.isdisjoint(tags):
         distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
@@ -720,7 +812,7 @@ def default_scorer(
     try:
         return _base_score(entry, query) * _message_factor(entry, query)
     except (TypeError, ValueError) as exc:
-        raise _labelled(exc, f"entry (id={entry.get('id')!r})") from exc
+        raise _labelled(exc, None, entry)  # noqa: B904 (its cause is set)
 
 
 # ===========================================================================
@@ -812,20 +904,28 @@ def _as_list(entries: Iterable[Any]) -> list[Any]:
     return list(iterator)
 
 
-def _not_a_mapping(index: int, entry: object) -> TypeError:
-    return TypeError(f"entries[{index}] must be a Mapping, got {type(entry).__name__}")
+def _not_a_mapping(index: int, entry: object) -> EntryTypeError:
+    return EntryTypeError(
+        f"entries[{index}] must be a Mapping, got {type(entry).__name__}", index=index
+    )
 
 
 def _check_score(value: object, index: int, entry: Entry) -> float:
     """A scorer result as a float; NaN or a non-number names the entry."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(
+        raise EntryTypeError(
             f"scorer must return a real number, got {type(value).__name__} "
-            f"{value!r} for {_label(index, entry)}"
+            f"{value!r} for {_label(index, entry)}",
+            index=index,
+            entry_id=entry.get("id"),
         )
     score = _to_float(value)
     if math.isnan(score):  # NaN would make the sort order undefined
-        raise ValueError(f"scorer returned NaN for {_label(index, entry)}")
+        raise EntryValueError(
+            f"scorer returned NaN for {_label(index, entry)}",
+            index=index,
+            entry_id=entry.get("id"),
+        )
     return score
 
 
@@ -845,7 +945,7 @@ def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
         base = _base_score(entry, query)
         return _score_from(base, entry, query) if exact else base
     except (TypeError, ValueError) as exc:
-        raise _labelled(exc, _label(index, entry)) from exc
+        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
 
 
 class _Unusual(Exception):
@@ -991,7 +1091,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
             try:
                 scores.append(fast(entry))
             except (TypeError, ValueError) as exc:
-                raise _labelled(exc, _label(index, entry)) from exc
+                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
     return _Scan(active, keys, always, ranked, scores, duplicates, unadmitted)
 
 
@@ -1073,7 +1173,7 @@ class _Ranking:
             try:
                 score = _score_from(self._base[index], entry, query)
             except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise _labelled(exc, _label(index, entry)) from exc
+                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
             self._exact[index] = score
         return score
 
@@ -1335,7 +1435,8 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     return PoolsplitWarning(
         f"{len(unadmitted)} active always-scope entries are in no pool, so they "
         f"were not loaded: {shown}{more}; add their types to a pool, or add a "
-        f"pool with types=None"
+        f"pool with types=None",
+        indices=unadmitted,
     )
 
 
@@ -2330,8 +2431,10 @@ def audit(
     for context in contexts:
         try:
             for_context = _with_context(call, context)
-        except (TypeError, ValueError) as exc:
-            raise _labelled(exc, f"contexts[{queries}]") from exc
+        except ContextError as exc:
+            raise ContextError(
+                f"contexts[{queries}]: {exc}", index=queries, field=exc.field
+            ) from exc
         pooled = _select(store, for_context, trace=False)
         single_run = _select(views, _with_context(lone, context), trace=False)
         queries += 1
@@ -2699,20 +2802,26 @@ def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
     return render(selected)
 
 
-_POSITION: Final = re.compile(r"(entries|contexts)\[(\d+)\]")
+def _error_at(exc: Exception, store: _Lines, queries: _Lines | None) -> str:
+    """An error led by the file and line it concerns, found through its
+    ``index`` (the library counts from 0, files by line), never its text."""
+    if isinstance(exc, EntryError) and exc.index is not None:
+        return f"{store.where}:{store.numbers[exc.index]}: {exc}"
+    if isinstance(exc, ContextError) and exc.index is not None and queries is not None:
+        return f"{queries.where}:{queries.numbers[exc.index]}: {exc}"
+    return f"{store.where}: {exc}"
 
 
-def _at_line(message: str, store: _Lines, queries: _Lines | None = None) -> str:
-    """``message`` with each ``entries[N]`` (or ``contexts[N]``) led by the
-    file and line it was read from: the library counts from 0, files by line."""
-
-    def locate(match: re.Match[str]) -> str:
-        lines = store if match[1] == "entries" else queries
-        assert lines is not None  # contexts[N] only comes from audit
-        return f"{lines.where}:{lines.numbers[int(match[2])]}: {match[0]}"
-
-    located = _POSITION.sub(locate, message)
-    return located if located != message else f"{store.where}: {message}"
+def _warning_at(warning: Warning | str, store: _Lines) -> str:
+    """A warning led by its file, and by the line of the first entry it is
+    about; the lines of the others follow the message (first three)."""
+    indices = warning.indices if isinstance(warning, PoolsplitWarning) else ()
+    if not indices:
+        return f"{store.where}: {warning}"
+    lines = [str(store.numbers[index]) for index in indices]
+    more = f" and {len(lines) - 3} more" if len(lines) > 3 else ""
+    also = f" (lines {', '.join(lines[:3])}{more})" if len(lines) > 1 else ""
+    return f"{store.where}:{lines[0]}: {warning}{also}"
 
 
 _QUERY_KEYS: Final = ("message", "tags", "project")
@@ -2757,9 +2866,9 @@ def _run(args: Any) -> tuple[str, int]:
                 selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
                 text = _selection_text(selected, args.format)
         except (TypeError, ValueError) as exc:
-            raise _CliError(_at_line(str(exc), loaded, queries)) from None
+            raise _CliError(_error_at(exc, loaded, queries)) from None
     for warning in caught:  # diagnostics: stderr, with the file and line
-        message = _at_line(str(warning.message), loaded, queries)
+        message = _warning_at(warning.message, loaded)
         print(f"poolsplit: warning: {message}", file=sys.stderr)
     return text, 0
 
