@@ -231,7 +231,7 @@ def test_unicode_error_from_content_keeps_its_cause():
     store = [{"id": "u", "content": Undecodable()}]
     with pytest.raises(ValueError) as caught:
         retrieve(store, Pool("p", 10, 1), {"message": "word"}, now=NOW)
-    assert type(caught.value) is ValueError
+    assert type(caught.value) is poolsplit.EntryValueError
     assert str(caught.value) == (
         "entries[0] (id='u'): 'utf-8' codec can't decode byte 0xff in position 0: "
         "invalid start byte"

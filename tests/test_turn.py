@@ -230,7 +230,7 @@ def test_cli_prints_the_warning_on_stderr(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert status == 0
     assert out == "## core\n- [c1] never\n"
-    assert err.startswith("poolsplit: warning: 1 active always-scope entries")
+    assert err.startswith(f"poolsplit: warning: {store}:2: 1 active always-scope ")
     assert err.count("\n") == 1
 
 
@@ -616,7 +616,8 @@ def test_cli_names_the_line_of_a_bad_entry_and_of_a_lost_correction(tmp_path, ca
     store.write_text(store.read_text().replace('"high"', "1"))
     assert main(["retrieve", str(store), "--pools", pools]) == 0
     err = capsys.readouterr().err
-    assert f"{store}:3: entries[1] (id='c') of type 'corection'" in err
+    assert err.startswith(f"poolsplit: warning: {store}:3: ")
+    assert "entries[1] (id='c') of type 'corection'" in err
 
 
 @pytest.mark.parametrize(
