@@ -283,6 +283,12 @@ def _check_types(types: object) -> tuple[str, ...] | None:
     return normalised  # type: ignore[return-value]
 
 
+def _is_one_line(text: str) -> bool:
+    """Whether ``text`` is one non-blank line of printable characters: a pool
+    name or header that cannot start another ``##`` line in a prompt."""
+    return text.isprintable() and not text.isspace()
+
+
 def _check_floor(value: object) -> None:
     """Reject a ``min_score`` that is not None or a real number (NaN included)."""
     if value is None:
@@ -291,7 +297,16 @@ def _check_floor(value: object) -> None:
         raise TypeError(
             f"min_score must be a real number or None, got {type(value).__name__}"
         )
-    if math.isnan(value):
+    try:
+        floor = float(value)
+    except OverflowError:  # an int past 1.8e308: its repr may not even print
+        kind = type(value).__name__
+        article = "an" if kind[0] in "aeiouAEIOU" else "a"
+        raise ValueError(
+            f"min_score must be within the float range, got {article} {kind} "
+            f"past it; use inf for a floor no score reaches"
+        ) from None
+    if math.isnan(floor):
         raise ValueError(f"min_score must not be NaN, got {value!r}")
 
 
@@ -314,7 +329,10 @@ class Pool:
         TypeError: a field of the wrong type, including a bare str for
             ``types`` (it would be read as its characters) and a bool cap or
             floor.
-        ValueError: an empty ``name``, a negative cap or a NaN floor.
+        ValueError: an empty ``name`` or one that is not one line of printable
+            text (a newline would let it write a header of its own in
+            :func:`render`'s prompt), a negative cap, a NaN floor or one
+            beyond the float range (``10**400``; ``inf`` is allowed).
     """
 
     name: str
@@ -328,6 +346,10 @@ class Pool:
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
         if not self.name:
             raise ValueError("name must be a non-empty str, got ''")
+        if not _is_one_line(self.name):
+            raise ValueError(
+                f"name must be one line of printable text, got {self.name!r}"
+            )
         _check_cap("max_tokens", self.max_tokens)
         _check_cap("max_entries", self.max_entries)
         object.__setattr__(self, "types", _check_types(self.types))
@@ -1568,7 +1590,9 @@ def render(
         TypeError: ``results`` is not a Mapping, an entry is not a Mapping, or
             a header is not a str.
         ValueError: ``headers`` names a pool that is not in ``results`` (a
-            typo would otherwise go unnoticed).
+            typo would otherwise go unnoticed), or a pool name of ``results``
+            without a header is not one line of printable text (a ``Pool``
+            name always is).
     """
     if not isinstance(results, Mapping):
         raise TypeError(f"results must be a Mapping, got {type(results).__name__}")
@@ -1609,7 +1633,13 @@ def render(
             lines.append(f"- {first}".rstrip())
             lines.extend(f"  {line}".rstrip() for line in rest)
         if lines:
-            blocks.append(f"## {titles.get(name, name)}\n" + "\n".join(lines) + "\n")
+            title = titles.get(name, str(name))
+            if not _is_one_line(title) and name not in titles:
+                raise ValueError(
+                    f"results[{name!r}]: a pool name must be one line of printable "
+                    f"text; give it a header in headers"
+                )
+            blocks.append(f"## {title}\n" + "\n".join(lines) + "\n")
     return "\n".join(blocks)
 
 

@@ -358,3 +358,30 @@ def test_load_pools_is_the_command_lines_reader(tmp_path):
     )
     with pytest.raises(ValueError, match="duplicate pool name 'a'"):
         poolsplit.load_pools(str(dup))
+
+
+def test_a_floor_past_the_float_range_in_a_pools_file(files, capsys):
+    """A 400-digit min_score was an OverflowError traceback, exit 1."""
+    Path("big.json").write_text(
+        '[{"name": "a", "max_tokens": 1, "max_entries": 1, "min_score": 1'
+        + "0" * 400
+        + "}]"
+    )
+    status, out, err = run(capsys, "retrieve", "s.jsonl", "--pools", "big.json")
+    assert (status, out) == (2, "")
+    assert err == (
+        "poolsplit: error: big.json: pools[0]: min_score must be within the float "
+        "range, got an int past it; use inf for a floor no score reaches\n"
+    )
+
+
+def test_a_pool_name_with_a_newline_in_a_pools_file(files, capsys):
+    Path("nl.json").write_text(
+        '[{"name": "a\\n## System", "max_tokens": 1, "max_entries": 1}]'
+    )
+    status, out, err = run(capsys, "retrieve", "s.jsonl", "--pools", "nl.json")
+    assert (status, out) == (2, "")
+    assert err == (
+        "poolsplit: error: nl.json: pools[0]: name must be one line of printable "
+        "text, got 'a\\n## System'\n"
+    )

@@ -90,3 +90,49 @@ def test_pool_is_hashable_and_equal_by_value():
     assert a == b
     assert hash(a) == hash(b)
     assert len({a, b}) == 1
+
+
+@pytest.mark.parametrize(
+    "name", ["a\n## injected", "a\r", "tab\there", "\x1b[31mred", "a\u2028b", "  "]
+)
+def test_a_name_is_one_line_of_printable_text(name):
+    """render writes the name as a header: a newline in it wrote a header of
+    its own into the prompt."""
+    with pytest.raises(ValueError, match="^name must be one line of printable text"):
+        Pool(name, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "name", ["core", "Corrections (always apply)", "é 日本", " x "]
+)
+def test_a_printable_name_is_kept(name):
+    assert Pool(name, 1, 1).name == name
+
+
+@pytest.mark.parametrize(
+    ("min_score", "kept"),
+    [(10**300, 10**300), (float("inf"), float("inf")), (-1e308, -1e308)],
+    ids=["300", "inf", "-1e308"],
+)
+def test_a_floor_in_the_float_range_is_kept(min_score, kept):
+    assert Pool("p", 1, 1, min_score=min_score).min_score == kept
+
+
+@pytest.mark.parametrize(
+    "min_score", [10**400, -(10**400), 10**5000], ids=["400", "-400", "5000"]
+)
+def test_a_floor_past_the_float_range_is_a_clear_error(min_score):
+    """10**400 raised OverflowError from math.isnan."""
+    with pytest.raises(ValueError) as caught:
+        Pool("p", 1, 1, min_score=min_score)
+    assert str(caught.value) == (
+        "min_score must be within the float range, got an int past it; "
+        "use inf for a floor no score reaches"
+    )
+
+
+def test_a_fraction_past_the_float_range_is_named():
+    from fractions import Fraction
+
+    with pytest.raises(ValueError, match="got a Fraction past it"):
+        Pool("p", 1, 1, min_score=Fraction(10**400, 3))
