@@ -2754,7 +2754,10 @@ def _context(args: Any) -> dict[str, Any]:
     if args.message is not None:
         context["message"] = args.message
     if args.tags is not None:
-        context["tags"] = [tag for tag in args.tags.split(",") if tag]
+        # "billing, api" means two tags: the space after a comma is not part
+        # of a tag (a tag " api" would silently miss entries tagged "api").
+        tags = (tag.strip() for tag in args.tags.split(","))
+        context["tags"] = [tag for tag in tags if tag]
     if args.project is not None:
         context["project"] = args.project
     return context

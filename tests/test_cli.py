@@ -385,3 +385,17 @@ def test_a_pool_name_with_a_newline_in_a_pools_file(files, capsys):
         "poolsplit: error: nl.json: pools[0]: name must be one line of printable "
         "text, got 'a\\n## System'\n"
     )
+
+
+@pytest.mark.parametrize("tags", ["billing, api", " api ", "api,,", "x ,  api"])
+def test_tags_are_trimmed(files, capsys, tags):
+    """--tags "billing, api" kept " api" and silently lost the tag boost."""
+    Path("t.jsonl").write_text(
+        '{"id": "a", "content": "plain"}\n'
+        '{"id": "z", "content": "t", "tags": ["api"]}\n'
+    )
+    Path("one.json").write_text('[{"name": "p", "max_tokens": 9, "max_entries": 1}]')
+    argv = ["retrieve", "t.jsonl", "--pools", "one.json", "--format", "json", *NOW]
+    assert json.loads(run(capsys, *argv)[1])["p"][0]["id"] == "a"
+    status, out, _ = run(capsys, *argv, "--tags", tags)
+    assert (status, json.loads(out)["p"][0]["id"]) == (0, "z")
