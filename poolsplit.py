@@ -2376,7 +2376,12 @@ def _audit_result(
 ) -> Audit:
     """The Audit from both modes' tallies: per type, then always-scope loads."""
     names = sorted({str(_entry_type(entry)) for entry in store})
-    always = [i for i, e in enumerate(store) if _is_always(e) and is_active(e)]
+    first = {id(entry): index for index, entry in reversed(list(enumerate(store)))}
+    always = [
+        i
+        for i, e in enumerate(store)
+        if first[id(e)] == i and _is_always(e) and is_active(e)
+    ]
     every = {
         mode: sum(1 for i in always if tally.always_loads.get(i, 0) == queries)
         for mode, tally in tallies.items()
@@ -2444,7 +2449,10 @@ def audit(
     for index, entry in enumerate(store):
         if not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-    views: list[Entry] = [_NoScope(entry) for entry in store]
+    # An object listed twice is one entry (retrieve_pools' rule), in the
+    # baseline too: one view per object, counted at its first position.
+    view_of: dict[int, Entry] = {}
+    views = [view_of.setdefault(id(entry), _NoScope(entry)) for entry in store]
     single = Pool(
         "single",
         sum(p.max_tokens for p in call.pools),
@@ -2453,8 +2461,10 @@ def audit(
     lone = dataclasses.replace(
         call, pools=[single], is_active=lambda view: is_active(view.entry)
     )
-    position = {id(view): index for index, view in enumerate(views)}
-    position.update({id(entry): index for index, entry in enumerate(store)})
+    position: dict[int, int] = {}
+    for index, (entry, view) in enumerate(zip(store, views)):
+        position.setdefault(id(entry), index)
+        position.setdefault(id(view), index)
     tallies = {"pools": _Tally(), "single": _Tally()}
     queries = 0
     lost: PoolsplitWarning | None = None

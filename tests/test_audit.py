@@ -82,3 +82,25 @@ def test_view_hides_scope():
 
     audit(store, [Pool("p", 5, 1)], [None], scorer=scorer, now=NOW)
     assert seen == [({"id": "a", "k": 1}, 2, False)]
+
+
+def test_an_object_listed_twice_counts_once_in_both_modes():
+    """Store [c, t, c]: audit said 'single 1/2, pools 1/2', and the single
+    budget spent its room twice on c, starving t."""
+    c = {"id": "c", "type": "correction", "scope": "always", "content": "x" * 40}
+    c["base_priority"] = 9
+    t = {"id": "t", "type": "task", "content": "y" * 40}
+    pools = [Pool("core", 0, 0, ["correction"]), Pool("work", 20, 2, ["task"])]
+    result = audit([c, t, c], pools, [None, None], now=NOW)
+    assert result == Audit(
+        2,
+        (
+            TypeAudit("correction", 2, 2, 0.5, 0.5),
+            TypeAudit("task", 2, 2, 0.5, 0.5),
+        ),
+        1,
+        1,
+        1,
+        20,
+        2,
+    )
