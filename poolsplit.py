@@ -58,6 +58,7 @@ from functools import lru_cache
 from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "DEMO_NOW",
     "ActivePredicate",
     "Audit",
@@ -81,6 +82,8 @@ __all__ = [
     "default_is_active",
     "default_scorer",
     "default_token_counter",
+    "parse_json",
+    "read_text",
     "demo_pools",
     "demo_store",
     "explain",
@@ -2257,6 +2260,123 @@ def validate(entries: Iterable[object]) -> list[Problem]:
     return problems
 
 
+# ===========================================================================
+# Files: the text of a file or stdin, JSON, and a pools file
+# ===========================================================================
+
+# The most read_text() reads of one file unless told otherwise: far above
+# any store poolsplit ranks in memory, far below what ends a machine, so
+# /dev/zero or a runaway pipe is an error rather than an exhausted memory.
+DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
+_READ_CHUNK: Final = 1 << 20
+
+
+def read_text(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The text of a UTF-8 file, or of standard input when ``path`` is ``"-"``.
+
+    Both are read as bytes and decoded alike, so they accept the same input:
+    UTF-8, with a leading byte-order mark dropped. At most ``max_bytes`` are
+    read, so a device that never ends is an error, not an exhausted memory.
+    The command line reads every input file here, and :func:`load_pools`.
+
+    Raises:
+        ValueError: one line naming the file (``<stdin>`` for ``"-"``): it
+            cannot be opened or read, holds more than ``max_bytes`` bytes, or
+            is not UTF-8.
+    """
+    where = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", None)
+            if stream is None:  # no stdin at all (closed), or not a byte stream
+                raise OSError("standard input is not readable")
+            data = _read_at_most(stream, max_bytes)
+        else:
+            with open(path, "rb") as handle:
+                data = _read_at_most(handle, max_bytes)
+        if data is None:
+            raise ValueError(
+                f"{where}: cannot read: more than {max_bytes} bytes; pass a "
+                f"larger max_bytes (--max-bytes) to read it"
+            )
+        return data.decode("utf-8-sig")  # a BOM is not data
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where}: cannot read: {exc}") from None
+
+
+def _read_at_most(stream: Any, limit: int) -> bytes | None:
+    """Every byte of ``stream``, or None once there are more than ``limit``."""
+    data = bytearray()
+    while True:
+        chunk = stream.read(min(_READ_CHUNK, limit + 1 - len(data)))
+        if not chunk:
+            return bytes(data)
+        data += chunk
+        if len(data) > limit:
+            return None
+
+
+def parse_json(text: str, *, where: str = "<string>", line: int = 1) -> Any:
+    """One JSON document read from ``where``, whose text starts at ``line``.
+
+    Raises:
+        ValueError: one line, ``WHERE:LINE: invalid JSON: ...``, at the line
+            of the error: a syntax error, nesting too deep, or an integer
+            past ``sys.get_int_max_str_digits()``.
+    """
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{where}:{line + exc.lineno - 1}: invalid JSON: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ValueError(f"{where}:{line}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an int past sys.get_int_max_str_digits()
+        raise ValueError(f"{where}:{line}: invalid JSON: {exc}") from None
+
+
+_POOL_KEYS: Final = ("name", "max_tokens", "max_entries", "types", "min_score")
+
+
+def load_pools(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Pool]:
+    """The pools of a JSON file: an array of objects with ``Pool``'s keys.
+
+    The command line's ``--pools`` and the memory server read pools here, so
+    one file means one thing everywhere. ``"-"`` reads standard input; the
+    file is read by :func:`read_text`, at most ``max_bytes``.
+
+    Raises:
+        ValueError: one line naming the file, and the pool by position, for an
+            unreadable file, invalid JSON, an unknown key, a bad value or a
+            duplicate name.
+    """
+    text = read_text(path, max_bytes=max_bytes)
+    where = "<stdin>" if path == "-" else path
+    specs = parse_json(text, where=where)
+    if not isinstance(specs, list):
+        raise ValueError(f"{where}:1: pools must be a JSON array of objects")
+    pools = []
+    for position, spec in enumerate(specs):
+        try:
+            if not isinstance(spec, dict):
+                raise TypeError(f"must be an object, got {type(spec).__name__}")
+            unknown = sorted(set(spec) - set(_POOL_KEYS))
+            if unknown:
+                raise ValueError(
+                    f"unknown key {unknown[0]!r}; expected {', '.join(_POOL_KEYS)}"
+                )
+            pools.append(Pool(**spec))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: pools[{position}]: {exc}") from None
+    try:
+        return _check_pools(pools)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class TypeAudit:
     """How one entry type fared over a batch of queries, pools vs single budget."""
@@ -2613,34 +2733,17 @@ class _CliError(ValueError):
     """A user error the command line reports on one line with exit status 2."""
 
 
-def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+def _as_cli_error(read: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """``read(*args, **options)``, its one-line ValueError (a file that cannot
+    be read or parsed) reported as the command line's error."""
     try:
-        with open(path, encoding="utf-8-sig") as handle:  # a BOM is not data
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _CliError(f"{path}: cannot read: {exc}") from None
+        return read(*args, **options)
+    except ValueError as exc:
+        raise _CliError(str(exc)) from None
 
 
 def _where(path: str) -> str:
     return "<stdin>" if path == "-" else path
-
-
-def _parse_json(text: str, where: str, line: int) -> Any:
-    """One JSON document; a parse error names the file and line."""
-    import json
-
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _CliError(
-            f"{where}:{line + exc.lineno - 1}: invalid JSON: {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise _CliError(f"{where}:{line}: invalid JSON: nested too deeply") from None
-    except ValueError as exc:  # an int past sys.get_int_max_str_digits()
-        raise _CliError(f"{where}:{line}: invalid JSON: {exc}") from None
 
 
 _JSON_GAP: Final = re.compile(r"[ \t\n\r]*,?[ \t\n\r]*")
@@ -2673,7 +2776,9 @@ class _Lines:
     broken: list[tuple[int, str]]  # (line, "FILE:LINE: invalid JSON: ...")
 
 
-def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
+def _load_lines(
+    path: str, kind: str, max_bytes: int, *, keep_going: bool = False
+) -> _Lines:
     """A JSON array or JSON Lines (blank lines skipped) of objects.
 
     With ``keep_going`` (validate) a JSON Lines line that does not parse is
@@ -2681,11 +2786,11 @@ def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
     reports it); otherwise the first problem raises. A JSON array that does
     not parse is always one error.
     """
-    text = _read_text(path)
+    text: str = _as_cli_error(read_text, path, max_bytes=max_bytes)
     where = _where(path)
     loaded = _Lines(where, [], [], [])
     if text.lstrip().startswith("["):
-        items = _parse_json(text, where, 1)
+        items = _as_cli_error(parse_json, text, where=where)
         loaded.numbers = _array_lines(text, len(items))
         loaded.items = items
     else:
@@ -2695,7 +2800,7 @@ def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
             if not line.strip():
                 continue
             try:
-                item = _parse_json(line, where, number)
+                item = _as_cli_error(parse_json, line, where=where, line=number)
             except _CliError as exc:
                 if not keep_going:
                     raise
@@ -2708,43 +2813,6 @@ def _load_lines(path: str, kind: str, *, keep_going: bool = False) -> _Lines:
             if not isinstance(item, dict):
                 raise _CliError(f"{where}:{number}: each {kind} must be a JSON object")
     return loaded
-
-
-_POOL_KEYS: Final = ("name", "max_tokens", "max_entries", "types", "min_score")
-
-
-def load_pools(path: str) -> list[Pool]:
-    """The pools of a JSON file: an array of objects with ``Pool``'s keys.
-
-    The command line's ``--pools`` and the memory server read pools here, so
-    one file means one thing everywhere. ``"-"`` reads standard input.
-
-    Raises:
-        ValueError: one line naming the file, and the pool by position, for an
-            unreadable file, invalid JSON, an unknown key, a bad value or a
-            duplicate name.
-    """
-    text = _read_text(path)
-    specs = _parse_json(text, path, 1)
-    if not isinstance(specs, list):
-        raise _CliError(f"{path}:1: pools must be a JSON array of objects")
-    pools = []
-    for position, spec in enumerate(specs):
-        try:
-            if not isinstance(spec, dict):
-                raise TypeError(f"must be an object, got {type(spec).__name__}")
-            unknown = sorted(set(spec) - set(_POOL_KEYS))
-            if unknown:
-                raise ValueError(
-                    f"unknown key {unknown[0]!r}; expected {', '.join(_POOL_KEYS)}"
-                )
-            pools.append(Pool(**spec))
-        except (TypeError, ValueError) as exc:
-            raise _CliError(f"{path}: pools[{position}]: {exc}") from None
-    try:
-        return _check_pools(pools)
-    except ValueError as exc:
-        raise _CliError(f"{path}: {exc}") from None
 
 
 def _parse_now(text: str | None) -> datetime | None:
@@ -2887,14 +2955,14 @@ def _run(args: Any) -> tuple[str, int]:
     if args.command == "demo":
         return _demo(), 0
     validating = args.command == "validate"
-    loaded = _load_lines(args.store, "entry", keep_going=validating)
+    loaded = _load_lines(args.store, "entry", args.max_bytes, keep_going=validating)
     if validating:
         return _validate_report(loaded, args.format)
-    pools = load_pools(args.pools)
+    pools = _as_cli_error(load_pools, args.pools, max_bytes=args.max_bytes)
     now = _parse_now(args.now)
     queries = None
     if args.command == "audit":
-        queries = _load_lines(args.queries, "query")
+        queries = _load_lines(args.queries, "query", args.max_bytes)
         _check_query_keys(queries)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PoolsplitWarning)
@@ -2943,6 +3011,19 @@ examples:
 """
 
 
+def _byte_count(text: str) -> int:
+    """``--max-bytes``: a positive int."""
+    import argparse
+
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive int, got {text!r}")
+    return count
+
+
 def _parser() -> Any:
     """The argument parser, with help for every option."""
     import argparse
@@ -2975,6 +3056,15 @@ def _parser() -> Any:
             choices=formats,
             default=formats[0],
             help=f"output format (default: {formats[0]})",
+        )
+        sub.add_argument(
+            "--max-bytes",
+            type=_byte_count,
+            default=DEFAULT_MAX_BYTES,
+            metavar="N",
+            help=f"read at most N bytes of each input file (default: "
+            f"{DEFAULT_MAX_BYTES} = {DEFAULT_MAX_BYTES >> 20} MiB); a larger "
+            f"one is an error",
         )
         return sub
 
@@ -3039,11 +3129,28 @@ def _write(stream: Any, text: str) -> None:
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
+def _drop_stdout() -> None:
+    """Point standard output at the null device once writing to it failed, so
+    that the interpreter's last flush of what is left does not fail again
+    with a traceback; a stream without a descriptor needs nothing."""
+    import os
+
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``poolsplit`` command line; return the exit status.
 
-    Exit 0 on success, 1 when ``validate`` finds errors, 2 on a usage error or
-    unreadable input (one line on stderr, no traceback). A PoolsplitWarning
+    Exit 0 on success, 1 when ``validate`` finds errors, 2 on a usage error,
+    unreadable input or output that cannot be written (one line on stderr,
+    no traceback). A reader that closes the pipe early (``| head``) ends the
+    command quietly, with the status it would have had. A PoolsplitWarning
     is printed on stderr as ``poolsplit: warning: ...``.
     """
     parser = _parser()
@@ -3055,7 +3162,15 @@ def main(argv: list[str] | None = None) -> int:
     except _CliError as exc:
         print(f"poolsplit: error: {exc}", file=sys.stderr)
         return 2
-    _write(sys.stdout, text)
+    try:
+        _write(sys.stdout, text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head`): nothing to report
+        _drop_stdout()
+    except OSError as exc:  # a full disk, a closed descriptor
+        _drop_stdout()
+        print(f"poolsplit: error: cannot write the output: {exc}", file=sys.stderr)
+        return 2
     return status
 
 

@@ -2,15 +2,20 @@
 
 Run: python fuzz/fuzz_cli.py [corpus_dir] -atheris_runs=N (see README.md).
 The input is split on NUL bytes: a selector byte, then the store, pools and
-queries file contents and a --now value. main() must return 0, 1 (validate
-only) or 2 with exactly one ``poolsplit: error:`` line on stderr, and never
-raise: no traceback, whatever the files hold.
+queries file contents and a --now value. When the selector's 0x40 bit is
+set, every string id of the store is led by text that looks like a position
+(``entries[N]``, ``contexts[N]``): the command line once found lines by
+rewriting that text in messages. main() must return 0, 1 (validate only) or
+2 with exactly one ``poolsplit: error:`` line on stderr (0 and 1: only
+``poolsplit: warning:`` lines), and never raise: no traceback, whatever the
+files hold.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import tempfile
 
@@ -40,11 +45,24 @@ COMMANDS = [
 ]
 
 
+# Text a string id is led by (selector bit 0x40), picked by the selector.
+POSITIONS = [b"entries[%d] ", b"contexts[%d] ", b"dup of entries[%d]", b"x entries[%d]]"]
+ID_VALUE = re.compile(rb'("id"\s*:\s*")')
+
+
+def positions_in_ids(store: bytes, selector: int) -> bytes:
+    """The store with each string id led by an ``entries[N]``-like text."""
+    text = POSITIONS[selector % len(POSITIONS)] % (selector % 7)
+    return ID_VALUE.sub(lambda match: match[1] + text, store)
+
+
 def argv_for(data: bytes) -> list[str]:
     """Write the files and build the argument list one input describes."""
     selector = data[0] if data else 0
     parts = data[1:].split(b"\0", 3) + [b""] * 4
     store, pools, queries, now = parts[:4]
+    if selector & 0x40:
+        store = positions_in_ids(store, selector)
     for path, content in ((STORE, store), (POOLS, pools), (QUERIES, queries)):
         with open(path, "wb") as handle:
             handle.write(content)
@@ -85,7 +103,9 @@ def TestOneInput(data: bytes) -> None:
         assert message.startswith("poolsplit: error: "), message
         assert message.count("\n") == 1 and message.endswith("\n"), message
     else:
-        assert message == "", message
+        lines = message.split("\n")
+        assert lines.pop() == "", message  # every line ends with a newline
+        assert all(line.startswith("poolsplit: warning: ") for line in lines), message
 
 
 def main() -> None:

@@ -112,7 +112,9 @@ def test_validate(files, capsys, monkeypatch):
     monkeypatch.setattr(
         sys,
         "stdin",
-        io.StringIO('[{"id": 1, "content": "a"}, {"id": 1, "content": "b"}]'),
+        io.TextIOWrapper(
+            io.BytesIO(b'[{"id": 1, "content": "a"}, {"id": 1, "content": "b"}]')
+        ),
     )
     status, out, _ = run(capsys, "validate", "-", "--format", "json")
     assert status == 1

@@ -244,3 +244,12 @@ def test_a_warning_without_positions_names_the_file(tmp_path, capsys, monkeypatc
 def test_the_cli_source_parses_no_message():
     source = Path(poolsplit.__file__).read_text()
     assert "entries|contexts" not in source and "_POSITION" not in source
+
+
+def test_an_error_without_position_names_the_file(tmp_path, capsys, monkeypatch):
+    def fail(*args, **kwargs):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(poolsplit, "retrieve_pools", fail)
+    status, _, err = cli(tmp_path, capsys, [{"id": "a"}], TASKS)
+    assert (status, err) == (2, "poolsplit: error: s.jsonl: boom\n")
