@@ -33,12 +33,17 @@ key                meaning
 ``id``             identifier; breaks ties in the ranking
 =================  ===========================================================
 
-Contents, in reading order: constants; public types (``EntryDict``, the hook
-protocols, ``PoolsplitWarning``, ``Pool``); one reader per entry field; the
-defaults (``default_is_active``, ``default_token_counter``,
+The file is in two parts. First the runtime, in reading order: constants;
+public types (``EntryDict``, the hook protocols, ``PoolsplitWarning``, the
+entry and context errors, ``Pool``); one reader per entry field (public:
+``entry_type``, ``is_always``, ``parse_created``); the defaults
+(``default_is_active``, ``default_token_counter``, ``entry_cost``,
 ``default_scorer``); the engine; ``retrieve_pools`` and ``retrieve``;
-``render``; then the tooling built on them: ``explain``, ``validate``,
-``audit``, the demo, and the command line.
+``render``; ``explain`` and ``validate``; the file readers (``read_text``,
+``parse_json``, ``load_pools``). Then the one line ``# ---- tools ----``,
+and below it the tools, built on the runtime's public names only:
+``audit``, the demo, and the command line. To vendor the runtime alone,
+delete everything below that line.
 """
 
 from __future__ import annotations
@@ -59,9 +64,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
-    "DEMO_NOW",
     "ActivePredicate",
-    "Audit",
     "ContextError",
     "Decision",
     "EntryDict",
@@ -76,18 +79,18 @@ __all__ = [
     "Scorer",
     "Step",
     "TokenCounter",
-    "TypeAudit",
-    "audit",
     "clear_caches",
     "default_is_active",
     "default_scorer",
     "default_token_counter",
+    "entry_cost",
+    "entry_type",
+    "explain",
+    "is_always",
+    "load_pools",
+    "parse_created",
     "parse_json",
     "read_text",
-    "demo_pools",
-    "demo_store",
-    "explain",
-    "load_pools",
     "render",
     "retrieve",
     "retrieve_pools",
@@ -390,6 +393,24 @@ def _is_always(entry: Entry) -> bool:
     return entry.get("scope") == ALWAYS_SCOPE
 
 
+def entry_type(entry: Entry) -> object:
+    """The ``type`` pools match an entry by: missing or None is ``"note"``.
+
+    >>> entry_type({}), entry_type({"type": "skill"})
+    ('note', 'skill')
+    """
+    return _entry_type(entry)
+
+
+def is_always(entry: Entry) -> bool:
+    """Whether the entry is always-scope: ``scope`` is exactly ``"always"``.
+
+    >>> is_always({"scope": "always"}), is_always({"scope": "Always"})
+    (True, False)
+    """
+    return _is_always(entry)
+
+
 def _tags(value: object, where: str) -> Collection[str]:
     """Tags: None is none, a bare str is one tag, non-str items are their str().
 
@@ -562,6 +583,19 @@ def _seconds(value: object) -> float | None:
     return None
 
 
+def parse_created(value: object) -> float | None:
+    """POSIX seconds (UTC) of a ``created`` value, or None when it has no meaning.
+
+    The one reader of timestamps: recency, the tie order, :func:`validate`
+    and the command line's ``--now`` all read them here, with the forms the
+    README's entry schema lists. None means "no decay".
+
+    >>> parse_created("2026-01-01T00:00:00Z"), parse_created("soon")
+    (1767225600.0, None)
+    """
+    return _seconds(value)
+
+
 SortKey = tuple[int, Union[int, float, str]]
 
 
@@ -688,7 +722,7 @@ def _labelled(exc: Exception, index: int | None, entry: Entry) -> EntryError:
     return error
 
 
-def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
+def _cost(entry: Entry, index: int | None, token_counter: TokenCounter) -> int:
     """Tokens an entry costs: a positive int ``token_count``, else the counter's
     count of its content, and never below 1: nothing is free."""
     count = _token_count(entry)
@@ -709,6 +743,27 @@ def _cost(entry: Entry, index: int, token_counter: TokenCounter) -> int:
             )
         counted = int(counted)
     return counted if counted > 0 else 1
+
+
+def entry_cost(
+    entry: Entry,
+    token_counter: TokenCounter = default_token_counter,
+    *,
+    index: int | None = None,
+) -> int:
+    """Tokens an entry costs in a pool: a positive int ``token_count``, else
+    ``token_counter(content)``, and never below 1: nothing is free.
+
+    >>> entry_cost({"content": "twelve chars"}), entry_cost({"token_count": 40})
+    (3, 40)
+
+    ``index``, the entry's position in its list, is named in errors.
+
+    Raises:
+        EntryTypeError, EntryValueError: the content's ``str()`` failed, or
+            the counter returned a non-int.
+    """
+    return _cost(entry, index, token_counter)
 
 
 @dataclass(frozen=True)
@@ -1563,10 +1618,32 @@ def retrieve(
     return selection.results[pool.name]  # type: ignore[return-value]
 
 
+def _entry_lines(name: str, chosen: object, ids: bool) -> list[str]:
+    """One pool's entries as ``- `` lines, later lines of each indented."""
+    if isinstance(chosen, (str, bytes)) or not isinstance(chosen, Iterable):
+        raise TypeError(
+            f"results[{name!r}] must be a list of entries, got {type(chosen).__name__}"
+        )
+    lines = []
+    for position, entry in enumerate(chosen):
+        if not isinstance(entry, Mapping):
+            raise TypeError(
+                f"results[{name!r}][{position}] must be a Mapping, "
+                f"got {type(entry).__name__}"
+            )
+        first, *rest = _content(entry).splitlines() or [""]
+        if ids:
+            first = f"[{entry.get('id')}] {first}"
+        lines.append(f"- {first}".rstrip())
+        lines.extend(f"  {line}".rstrip() for line in rest)
+    return lines
+
+
 def render(
     results: Mapping[str, Iterable[Entry]],
     *,
     headers: Mapping[str, str] | None = None,
+    ids: bool = False,
 ) -> str:
     """The text an agent injects: each non-empty pool under a header line.
 
@@ -1587,7 +1664,9 @@ def render(
     ``str()``), once, in result order; a multi-line content's later lines are
     indented two spaces, so it never runs into the next entry. Blocks are
     separated by a blank line; the text ends with a newline, or is "" when
-    every pool is empty. Cost: O(total content length).
+    every pool is empty. With ``ids``, each entry's first line starts with
+    its ``id`` in brackets (``- [c1] Never force-push.``), to trace a prompt
+    back to the store. Cost: O(total content length).
 
     Raises:
         TypeError: ``results`` is not a Mapping, an entry is not a Mapping, or
@@ -1620,21 +1699,7 @@ def render(
             )
     blocks = []
     for name, chosen in results.items():
-        if isinstance(chosen, (str, bytes)) or not isinstance(chosen, Iterable):
-            raise TypeError(
-                f"results[{name!r}] must be a list of entries, "
-                f"got {type(chosen).__name__}"
-            )
-        lines = []
-        for position, entry in enumerate(chosen):
-            if not isinstance(entry, Mapping):
-                raise TypeError(
-                    f"results[{name!r}][{position}] must be a Mapping, "
-                    f"got {type(entry).__name__}"
-                )
-            first, *rest = _content(entry).splitlines() or [""]
-            lines.append(f"- {first}".rstrip())
-            lines.extend(f"  {line}".rstrip() for line in rest)
+        lines = _entry_lines(name, chosen, ids)
         if lines:
             title = titles.get(name, str(name))
             if not _is_one_line(title) and name not in titles:
@@ -1994,6 +2059,10 @@ class Problem:
     severity: str
     field: str
     message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: an ``id`` that is not JSON-native is its repr."""
+        return _json_safe(vars(self))
 
 
 _SCHEMA_KEYS: Final = (
@@ -2377,6 +2446,19 @@ def load_pools(path: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Pool]:
         raise ValueError(f"{where}: {exc}") from None
 
 
+# ---- tools ----
+# Everything below this line is tooling built on the runtime above through
+# the names of __all__ only (tests/test_cut_line.py proves it): audit, the
+# demo and the command line. To vendor the runtime alone, delete from the
+# line above to the end of the file.
+
+__all__ += ["DEMO_NOW", "Audit", "TypeAudit", "audit", "demo_pools", "demo_store"]
+
+# ===========================================================================
+# Audit: starvation measured over a batch of queries, pools vs one budget
+# ===========================================================================
+
+
 @dataclass(frozen=True)
 class TypeAudit:
     """How one entry type fared over a batch of queries, pools vs single budget."""
@@ -2422,7 +2504,11 @@ class Audit:
                     f"{t.share_pools:.1%}",
                 )
             )
-        lines = _table(rows)
+        widths = [max(len(row[col]) for row in rows) for col in range(len(rows[0]))]
+        lines = [
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+            for row in rows
+        ]
         lines.append("")
         lines.append(
             f"single budget: {self.single_tokens} tokens / {self.single_entries} "
@@ -2441,7 +2527,7 @@ class _NoScope(Mapping[str, Any]):
 
     __slots__ = ("entry",)
 
-    def __init__(self, entry: Entry) -> None:
+    def __init__(self, entry: Mapping[str, Any]) -> None:
         self.entry = entry
 
     def __getitem__(self, key: str) -> Any:
@@ -2466,7 +2552,7 @@ class _Tally:
 
     def add(
         self,
-        store: list[Entry],
+        store: list[Mapping[str, Any]],
         loaded: Iterable[int],
         token_counter: TokenCounter,
     ) -> None:
@@ -2474,11 +2560,11 @@ class _Tally:
         seen: set[str] = set()
         for index in loaded:
             entry = store[index]
-            kind = str(_entry_type(entry))
+            kind = str(entry_type(entry))
             seen.add(kind)
-            cost = _cost(entry, index, token_counter)
+            cost = entry_cost(entry, token_counter, index=index)
             self.tokens[kind] = self.tokens.get(kind, 0) + cost
-            if _is_always(entry):
+            if is_always(entry):
                 self.always_loads[index] = self.always_loads.get(index, 0) + 1
         for kind in seen:
             self.hits[kind] = self.hits.get(kind, 0) + 1
@@ -2488,19 +2574,19 @@ class _Tally:
 
 
 def _audit_result(
-    store: list[Entry],
+    store: list[Mapping[str, Any]],
     tallies: dict[str, _Tally],
     queries: int,
     is_active: ActivePredicate,
     single: Pool,
 ) -> Audit:
     """The Audit from both modes' tallies: per type, then always-scope loads."""
-    names = sorted({str(_entry_type(entry)) for entry in store})
+    names = sorted({str(entry_type(entry)) for entry in store})
     first = {id(entry): index for index, entry in reversed(list(enumerate(store)))}
     always = [
         i
         for i, e in enumerate(store)
-        if first[id(e)] == i and _is_always(e) and is_active(e)
+        if first[id(e)] == i and is_always(e) and is_active(e)
     ]
     every = {
         mode: sum(1 for i in always if tally.always_loads.get(i, 0) == queries)
@@ -2528,10 +2614,38 @@ def _audit_result(
     )
 
 
+def _warn_once(caught: list[warnings.WarningMessage]) -> None:
+    """Issue each distinct warning the queries raised once: a PoolsplitWarning
+    at audit's caller, any other one where it was raised."""
+    seen: set[tuple[type[Warning], str]] = set()
+    for record in caught:
+        key = (record.category, str(record.message))
+        if key in seen:
+            continue
+        seen.add(key)
+        if isinstance(record.message, PoolsplitWarning):
+            warnings.warn(record.message, stacklevel=3)
+        else:
+            warnings.warn_explicit(
+                record.message, record.category, record.filename, record.lineno
+            )
+
+
+def _single_budget(pools: list[Any]) -> Pool:
+    """The baseline: one pool of every type with the pools' caps summed (an
+    item that is not a Pool is left for retrieve_pools to reject)."""
+    checked = [pool for pool in pools if isinstance(pool, Pool)]
+    return Pool(
+        "single",
+        sum(pool.max_tokens for pool in checked),
+        sum(pool.max_entries for pool in checked),
+    )
+
+
 def audit(
-    entries: Iterable[Entry],
+    entries: Iterable[Mapping[str, Any]],
     pools: Sequence[Pool] | Iterable[Pool],
-    contexts: Iterable[Context | None],
+    contexts: Iterable[Mapping[str, Any] | None],
     *,
     scorer: Scorer = default_scorer,
     token_counter: TokenCounter = default_token_counter,
@@ -2548,64 +2662,73 @@ def audit(
     >>> [(t.type, t.queries_single, t.queries_pools) for t in result.types]
     [('correction', 0, 1), ('task', 1, 1)]
 
-    For each context, the engine of :func:`retrieve_pools` runs once with
-    ``pools`` and once with the baseline: one ``Pool(types=None)`` with the
-    summed ``max_tokens`` and ``max_entries``, where always-scope entries are
+    For each context, :func:`retrieve_pools` runs once with ``pools`` and
+    once with the baseline: one ``Pool(types=None)`` with the summed
+    ``max_tokens`` and ``max_entries``, where always-scope entries are
     ranked like the rest (the design pools replace). Per type (as ``str``):
     on how many queries at least one entry loaded, and its share of all
     loaded tokens (always-scope included). ``always_every_*``: how many
-    active always-scope entries loaded on every query. Cost: two retrievals
-    per context.
+    active always-scope entries loaded on every query. An object listed
+    twice is one entry in both modes. Cost: two retrievals per context.
 
     Warns:
-        PoolsplitWarning: as :func:`retrieve_pools`, once per call.
+        PoolsplitWarning: as :func:`retrieve_pools`, each distinct one once
+            per call (the queries' warnings are recorded with
+            ``warnings.catch_warnings``, which is process-wide).
 
     Raises:
-        As :func:`retrieve_pools`; a bad context is named by its position,
-        ``contexts[N]``.
+        As :func:`retrieve_pools`; a bad context is a ContextError naming its
+        position, ``contexts[N]``.
     """
-    call = _check_call(pools, None, scorer, token_counter, is_active, now)
-    store: list[Entry] = _as_list(entries)
-    for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping):
-            raise _not_a_mapping(index, entry)
+    # Every query is measured at one moment, as within one retrieve_pools call.
+    moment = datetime.now(timezone.utc) if now is None else now
+    hooks: dict[str, Any] = {
+        "scorer": scorer,
+        "token_counter": token_counter,
+        "now": moment,
+    }
+    if not (isinstance(pools, Iterable) and isinstance(entries, Iterable)):
+        # retrieve_pools raises the error that names the argument
+        retrieve_pools(entries, pools, None, is_active=is_active, **hooks)
+    pool_list = list(pools)
+    store = list(entries)
     # An object listed twice is one entry (retrieve_pools' rule), in the
     # baseline too: one view per object, counted at its first position.
-    view_of: dict[int, Entry] = {}
+    view_of: dict[int, Mapping[str, Any]] = {}
     views = [view_of.setdefault(id(entry), _NoScope(entry)) for entry in store]
-    single = Pool(
-        "single",
-        sum(p.max_tokens for p in call.pools),
-        sum(p.max_entries for p in call.pools),
-    )
-    lone = dataclasses.replace(
-        call, pools=[single], is_active=lambda view: is_active(view.entry)
-    )
+    single = _single_budget(pool_list)
     position: dict[int, int] = {}
     for index, (entry, view) in enumerate(zip(store, views)):
         position.setdefault(id(entry), index)
         position.setdefault(id(view), index)
     tallies = {"pools": _Tally(), "single": _Tally()}
     queries = 0
-    lost: PoolsplitWarning | None = None
-    for context in contexts:
-        try:
-            for_context = _with_context(call, context)
-        except ContextError as exc:
-            raise ContextError(
-                f"contexts[{queries}]: {exc}", index=queries, field=exc.field
-            ) from exc
-        pooled = _select(store, for_context, trace=False)
-        single_run = _select(views, _with_context(lone, context), trace=False)
-        queries += 1
-        if pooled.scan.unadmitted and lost is None:
-            lost = _unadmitted_warning(store, pooled.scan)
-        for mode, run in (("pools", pooled), ("single", single_run)):
-            chosen = run.results.values()
-            loaded = (position[id(entry)] for picked in chosen for entry in picked)
-            tallies[mode].add(store, loaded, call.token_counter)
-    if lost is not None:  # once per call, not once per query
-        warnings.warn(lost, stacklevel=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PoolsplitWarning)
+        for context in contexts:
+            try:
+                pooled = retrieve_pools(
+                    store, pool_list, context, is_active=is_active, **hooks
+                )
+            except ContextError as exc:
+                raise ContextError(
+                    f"contexts[{queries}]: {exc}", index=queries, field=exc.field
+                ) from exc
+            lone = retrieve_pools(
+                views,
+                [single],
+                context,
+                is_active=lambda view: is_active(view.entry),
+                **hooks,
+            )
+            queries += 1
+            for mode, run in (("pools", pooled), ("single", lone)):
+                chosen = run.values()
+                loaded = (position[id(entry)] for picked in chosen for entry in picked)
+                tallies[mode].add(store, loaded, token_counter)
+        if not queries:  # no context: check the arguments all the same
+            retrieve_pools(store, pool_list, None, is_active=is_active, **hooks)
+    _warn_once(caught)
     return _audit_result(store, tallies, queries, is_active, single)
 
 
@@ -2685,9 +2808,9 @@ def demo_store(flood: int = 0) -> list[dict[str, Any]]:
                     "type": kind,
                     "content": rng.choice(phrases).format(w=word),
                     "base_priority": rng.randint(low, high),
-                    "created": (DEMO_NOW.timestamp() - age * _SECONDS_PER_DAY),
+                    "created": DEMO_NOW.timestamp() - age * 86400.0,
                     "tags": [word],
-                    **({"scope": ALWAYS_SCOPE} if kind == "correction" else {}),
+                    **({"scope": "always"} if kind == "correction" else {}),
                 }
             )
     for number in range(flood):
@@ -2818,7 +2941,7 @@ def _load_lines(
 def _parse_now(text: str | None) -> datetime | None:
     if text is None:
         return None
-    seconds = _parse_iso(text)
+    seconds = parse_created(text)
     if seconds is None:
         raise _CliError(f"--now: not an ISO-8601 date or date-time: {text!r}")
     try:
@@ -2878,7 +3001,7 @@ def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
     errors = sum(p.severity == "error" for _, _, p in found)
     if form == "json":
         rows = [
-            {**_json_safe(vars(p)), "index": index, "file": loaded.where, "line": line}
+            {**p.to_dict(), "index": index, "file": loaded.where, "line": line}
             for line, index, p in found
         ]
         return _dumps(rows) + "\n", int(errors > 0)
@@ -2896,7 +3019,7 @@ def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
     return "".join(lines) + summary, int(errors > 0)
 
 
-def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
+def _selection_text(selected: dict[str, list[Mapping[str, Any]]], form: str) -> str:
     """retrieve's output: JSON (pools in pool order, each entry's keys sorted),
     the prompt text, or the prompt text with ids."""
     if form == "json":
@@ -2905,12 +3028,7 @@ def _selection_text(selected: dict[str, list[Entry]], form: str) -> str:
             for name, chosen in selected.items()
         }
         return _dumps(ordered, sort_keys=False) + "\n"
-    if form == "text":
-        selected = {
-            name: [{"content": f"[{e.get('id')}] {_content(e)}"} for e in chosen]
-            for name, chosen in selected.items()
-        }
-    return render(selected)
+    return render(selected, ids=form == "text")
 
 
 def _error_at(exc: Exception, store: _Lines, queries: _Lines | None) -> str:

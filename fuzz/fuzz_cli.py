@@ -46,7 +46,12 @@ COMMANDS = [
 
 
 # Text a string id is led by (selector bit 0x40), picked by the selector.
-POSITIONS = [b"entries[%d] ", b"contexts[%d] ", b"dup of entries[%d]", b"x entries[%d]]"]
+POSITIONS = [
+    b"entries[%d] ",
+    b"contexts[%d] ",
+    b"dup of entries[%d]",
+    b"entries[%d]]",
+]
 ID_VALUE = re.compile(rb'("id"\s*:\s*")')
 
 

@@ -1,3 +1,5 @@
+import re
+import warnings
 from datetime import datetime
 
 import pytest
@@ -104,3 +106,46 @@ def test_an_object_listed_twice_counts_once_in_both_modes():
         20,
         2,
     )
+
+
+def test_another_warning_is_issued_once_where_it_was_raised():
+    def scorer(entry, context, *, now):
+        warnings.warn("scorer says", UserWarning, stacklevel=1)
+        return 1.0
+
+    with pytest.warns(UserWarning) as caught:
+        audit([{"id": "a"}], [Pool("p", 5, 1)], [None, {}, None], scorer=scorer)
+    assert [str(w.message) for w in caught] == ["scorer says"]
+    assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("contexts", [[], [None]])
+@pytest.mark.parametrize(
+    ("pools", "message"),
+    [
+        (5, "pools must be an iterable of Pool, got int"),
+        (Pool("p", 1, 1), "pools must be an iterable of Pool, got a single Pool"),
+        (["p"], "pools[0] must be a Pool, got str"),
+    ],
+)
+def test_bad_pools_are_named_with_or_without_contexts(pools, message, contexts):
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        audit([{"id": "a"}], pools, contexts, now=NOW)
+
+
+def test_bad_entries_are_named_with_or_without_contexts():
+    with pytest.raises(TypeError, match="^entries must be an iterable of Mapping"):
+        audit(5, [Pool("p", 1, 1)], [], now=NOW)
+    with pytest.raises(TypeError, match=r"^entries\[1\] must be a Mapping, got int"):
+        audit([{}, 3], [Pool("p", 1, 1)], [None], now=NOW)
+
+
+def test_every_query_is_measured_at_one_moment():
+    moments = []
+
+    def scorer(entry, context, *, now):
+        moments.append(now)
+        return 1.0
+
+    audit([{"id": "a"}], [Pool("p", 5, 1)], [None] * 3, scorer=scorer)
+    assert len(moments) == 6 and len(set(moments)) == 1
