@@ -3275,8 +3275,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         text, status = _run(args)
-    except SystemExit as exc:  # --help and --version
-        return int(exc.code or 0)
+    except SystemExit as exc:  # --help and --version wrote their text already
+        text, status = "", int(exc.code or 0)
     except _CliError as exc:
         print(f"poolsplit: error: {exc}", file=sys.stderr)
         return 2

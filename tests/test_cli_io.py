@@ -44,17 +44,27 @@ def files(tmp_path):
 RETRIEVE = ["retrieve", "s.jsonl", "--pools", "p.json", "--now", "2026-01-01"]
 
 
-def test_a_closed_pipe_ends_quietly(files):
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([*RETRIEVE, "--format", "json"], 0),
+        (["validate", "s.jsonl"], 0),
+        (["validate", "bad.jsonl"], 1),
+        (["demo"], 0),
+        (["--help"], 0),
+        (["retrieve", "--help"], 0),
+    ],
+)
+def test_a_closed_pipe_ends_quietly(files, argv, expected):
     """`poolsplit retrieve ... --format json | true`: BrokenPipeError traceback."""
+    (files / "bad.jsonl").write_bytes(b'{"id": 1, "status": "Active"}\n')
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before anything is written
     try:
-        status, _, err = poolsplit_cli(
-            *RETRIEVE, "--format", "json", cwd=files, stdout=write_end
-        )
+        status, _, err = poolsplit_cli(*argv, cwd=files, stdout=write_end)
     finally:
         os.close(write_end)
-    assert (status, err) == (0, b"")
+    assert (status, err) == (expected, b"")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
