@@ -3273,7 +3273,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except OSError:  # pragma: no cover (Python < 3.11 only: later argparse
+            # ignores it) --help or --version could not write; the flush
+            # below meets the same closed pipe or full disk and says so
+            raise SystemExit(0) from None
         text, status = _run(args)
     except SystemExit as exc:  # --help and --version wrote their text already
         text, status = "", int(exc.code or 0)
