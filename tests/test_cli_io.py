@@ -242,3 +242,13 @@ def test_max_bytes_in_process(files, capsys, monkeypatch):
         f"poolsplit: error: s.jsonl: cannot read: more than {len(STORE) - 1} bytes; "
         f"pass a larger max_bytes (--max-bytes) to read it\n"
     )
+
+
+def test_load_pools_reads_stdin_and_names_it(monkeypatch):
+    data = b'\xef\xbb\xbf[{"name": "a", "max_tokens": 1, "max_entries": 1}]'
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert [pool.name for pool in load_pools("-")] == ["a"]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'[{"name": 1}]')))
+    with pytest.raises(ValueError) as caught:
+        load_pools("-")
+    assert str(caught.value).startswith("<stdin>: pools[0]: ")

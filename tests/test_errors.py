@@ -8,7 +8,6 @@ import json
 import pickle
 import warnings
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
@@ -239,11 +238,6 @@ def test_a_warning_without_positions_names_the_file(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(poolsplit, "retrieve_pools", warn)
     status, _, err = cli(tmp_path, capsys, [{"id": "a"}], TASKS)
     assert (status, err) == (0, "poolsplit: warning: s.jsonl: something\n")
-
-
-def test_the_cli_source_parses_no_message():
-    source = Path(poolsplit.__file__).read_text()
-    assert "entries|contexts" not in source and "_POSITION" not in source
 
 
 def test_an_error_without_position_names_the_file(tmp_path, capsys, monkeypatch):
