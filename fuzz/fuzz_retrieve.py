@@ -71,6 +71,7 @@ DOCUMENTED = (
     "context",
     "base_priority",
     "tags",
+    "min_score",
 )
 
 
@@ -172,10 +173,16 @@ def hooks_of(fdp: atheris.FuzzedDataProvider) -> dict[str, object]:
 
 
 def documented(exc: BaseException) -> bool:
-    if type(exc) not in (TypeError, ValueError):
-        return False
+    """A TypeError or ValueError whose message names the parameter or entry;
+    one that names an entry is an EntryError whose ``index`` is that entry's
+    position (the command line finds its line through it)."""
     message = str(exc)
-    return any(marker in message for marker in DOCUMENTED)
+    if isinstance(exc, poolsplit.EntryError):
+        position = exc.index is not None and f"entries[{exc.index}]" in message
+    else:  # a parameter's error: it names no entry (it would carry no position)
+        plain = (TypeError, ValueError, poolsplit.ContextError)
+        position = type(exc) in plain and "entries[" not in message
+    return position and any(marker in message for marker in DOCUMENTED)
 
 
 def check_result(entries, pools, result, hooks) -> None:
