@@ -1712,7 +1712,7 @@ def render(
 
 
 # ===========================================================================
-# Tooling: explain, validate, audit (built on the engine and the readers)
+# Tooling of the runtime: explain and validate (on the engine and the readers)
 # ===========================================================================
 
 _INACTIVE: Final = "inactive"
