@@ -934,6 +934,7 @@ class _Scan:
     scores: list[float]  # each ranked entry's first score (see _first_score)
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
+    near_always: list[int]  # active entries whose scope is "always" only folded
 
 
 def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
@@ -958,6 +959,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     scores: list[float] = []
     duplicates: dict[int, int] = {}
     unadmitted: list[int] = []
+    near_always: list[int] = []
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
@@ -979,11 +981,17 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
         active[index] = True
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
-        if _is_always(entry):
+        # Read once here: most entries have no scope, and then neither the
+        # always rule nor the near-miss check costs a call.
+        scope = entry.get("scope")
+        if scope is not None and _is_always(entry):
             always.append(index)
             if not admitted:
                 unadmitted.append(index)
-        elif admitted:
+            continue
+        if scope is not None and _almost(scope, ALWAYS_SCOPE):
+            near_always.append(index)  # competes; retrieve_pools warns
+        if admitted:
             ranked.append(index)
             if fast is None:
                 scores.append(_first_score(entry, index, call, exact))
@@ -992,7 +1000,9 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
                 scores.append(fast(entry))
             except (TypeError, ValueError) as exc:
                 raise _labelled(exc, _label(index, entry)) from exc
-    return _Scan(active, keys, always, ranked, scores, duplicates, unadmitted)
+    return _Scan(
+        active, keys, always, ranked, scores, duplicates, unadmitted, near_always
+    )
 
 
 class _Ranking:
@@ -1339,6 +1349,69 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     )
 
 
+def _first_objects(store: list[Entry], positions: list[int]) -> list[int]:
+    """``positions`` without repeats of one object (an object listed twice is
+    one entry), in order."""
+    firsts: dict[int, int] = {}
+    for index in positions:
+        firsts.setdefault(id(store[index]), index)
+    return list(firsts.values())
+
+
+def _near_always_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
+    """The warning for active entries whose scope is "always" only after
+    trimming and case-folding: they compete instead of loading."""
+    near = _first_objects(store, scan.near_always)
+    shown = ", ".join(
+        f"{_label(index, store[index])} with scope {store[index].get('scope')!r}"
+        for index in near[:3]
+    )
+    more = f" and {len(near) - 3} more" if len(near) > 3 else ""
+    return PoolsplitWarning(
+        f"{len(near)} active entries have a scope that is {ALWAYS_SCOPE!r} only "
+        f"after trimming and case-folding, so they compete for room instead of "
+        f"loading unconditionally: {shown}{more}; write scope={ALWAYS_SCOPE!r}"
+    )
+
+
+# The context keys the default scorer reads; a custom scorer may read others.
+_CONTEXT_KEYS: Final = ("message", "tags", "project")
+
+
+def _unread_context_keys(call: _Call) -> list[str]:
+    """With the default scorer, each context key it does not read, with the
+    nearest key it does: a misspelled key would silently score as absent."""
+    if call.query is None or call.context is None:  # a custom scorer reads any
+        return []
+    import difflib
+
+    unread = []
+    for key in call.context:
+        if key not in _CONTEXT_KEYS:
+            nearest = difflib.get_close_matches(str(key), _CONTEXT_KEYS, 1, 0.0)
+            unread.append(f"{key!r} (nearest: {(nearest or _CONTEXT_KEYS)[0]!r})")
+    return unread
+
+
+def _context_warning(unread: list[str]) -> PoolsplitWarning:
+    return PoolsplitWarning(
+        f"context key {', '.join(unread)} is not read by the default scorer, "
+        f"which reads only {', '.join(map(repr, _CONTEXT_KEYS))}; the call "
+        f"scored as if it were absent"
+    )
+
+
+def _warn_misconfigured(store: list[Entry], call: _Call, scan: _Scan) -> None:
+    """Warn, once per call each, of what retrieval silently reads otherwise
+    than meant: an unread context key, a near-miss ``scope``. stacklevel 3:
+    the caller of retrieve_pools or retrieve."""
+    unread = _unread_context_keys(call)
+    if unread:
+        warnings.warn(_context_warning(unread), stacklevel=3)
+    if scan.near_always:
+        warnings.warn(_near_always_warning(store, scan), stacklevel=3)
+
+
 def retrieve_pools(
     entries: Iterable[E],
     pools: Sequence[Pool] | Iterable[Pool],
@@ -1374,7 +1447,10 @@ def retrieve_pools(
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
-            no pool, so it is not loaded (once per call, naming the first few).
+            no pool, so it is not loaded (once per call, naming the first few);
+            an active entry's ``scope`` is "always" only after trimming and
+            case-folding, so it competes instead; with the default scorer, a
+            context key is not one it reads (each once per call).
 
     Raises:
         TypeError: an entry is not a Mapping, a pool is not a Pool, a hook is
@@ -1389,6 +1465,7 @@ def retrieve_pools(
     selection = _select(store, call, trace=False)
     if selection.scan.unadmitted:
         warnings.warn(_unadmitted_warning(store, selection.scan), stacklevel=2)
+    _warn_misconfigured(store, call, selection.scan)
     return selection.results  # type: ignore[return-value]
 
 
@@ -1425,7 +1502,11 @@ def retrieve(
 
     The result holds the input objects themselves; their context costs total
     at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and nothing warns. Cost: O(n log n).
+    other types are not missing and that does not warn. Cost: O(n log n).
+
+    Warns:
+        PoolsplitWarning: a near-miss ``scope`` or an unread context key, as
+            :func:`retrieve_pools`.
 
     Raises:
         As :func:`retrieve_pools`.
@@ -1433,7 +1514,9 @@ def retrieve(
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
     call = _check_call([pool], context, scorer, token_counter, is_active, now)
-    selection = _select(_as_list(entries), call, trace=False)
+    store: list[Entry] = _as_list(entries)
+    selection = _select(store, call, trace=False)
+    _warn_misconfigured(store, call, selection.scan)
     return selection.results[pool.name]  # type: ignore[return-value]
 
 
@@ -1691,6 +1774,14 @@ def _pool_named(call: _Call, name: str) -> Pool:
     return next(pool for pool in call.pools if pool.name == name)
 
 
+def _only_always(pool: Pool) -> str | None:
+    """Why a pool with a zero cap turns every context entry away, or None."""
+    for cap in ("max_entries", "max_tokens"):
+        if getattr(pool, cap) == 0:
+            return f"{cap}=0: only scope={ALWAYS_SCOPE!r} loads in this pool"
+    return None
+
+
 def _decision(
     index: int,
     entry: Entry,
@@ -1714,6 +1805,8 @@ def _decision(
     floor = None
     if step.outcome == _BELOW_FLOOR:
         floor = f"min_score {_pool_named(call, step.pool).min_score!r}"
+    elif step.outcome in (_ENTRY_CAP, _OVER_TOKENS):
+        floor = _only_always(_pool_named(call, step.pool))
     return Decision(
         index,
         ident,
@@ -1780,11 +1873,16 @@ def _explain_warnings(
                 f"pool {pool.name!r} admits types {list(pool.types)!r}, and no "
                 f"entry of the store has one of them; check their spelling"
             )
-    found.extend(
-        f"pool {p.name!r} had {p.left_out} eligible entries and selected none"
-        for p in summaries
-        if p.left_out and not p.entries_used
-    )
+    for p, pool in zip(summaries, call.pools):
+        if p.left_out and not p.entries_used:
+            why = _only_always(pool)
+            found.append(
+                f"pool {p.name!r} had {p.left_out} eligible entries and selected "
+                f"none" + ("" if why is None else f"; {why}")
+            )
+    unread = _unread_context_keys(call)
+    if unread:
+        found.append(str(_context_warning(unread)))
     always_tokens = sum(p.always_tokens for p in summaries)
     budget = sum(p.max_tokens for p in call.pools)
     if always_tokens > budget:
@@ -1846,6 +1944,8 @@ def explain(
     ]
     summaries = _summaries(store, call, steps)
     found = _explain_warnings(store, call, decisions, summaries)
+    if selection.scan.near_always:
+        found.append(str(_near_always_warning(store, selection.scan)))
     return Explanation(
         tuple(decisions), tuple(summaries), tuple(found), tuple(steps), tuple(store)
     )

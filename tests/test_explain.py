@@ -93,7 +93,8 @@ def test_outcomes_and_summaries():
     assert (report.pools[0].always_count, report.pools[0].always_tokens) == (1, 2)
     assert report.warnings == (
         "always-scope entry 'g' of type 'growth' is in no pool",
-        "pool 'empty' had 1 eligible entries and selected none",
+        "pool 'empty' had 1 eligible entries and selected none; "
+        "max_entries=0: only scope='always' loads in this pool",
     )
     t2_steps = [
         (s.pool, s.outcome)
@@ -122,7 +123,8 @@ def test_outcomes_and_summaries():
         "pool work: tokens 1/10, entries 1/1, left out 2, always 0 (0 tokens)" in text
     )
     assert text.endswith(
-        "warning: pool 'empty' had 1 eligible entries and selected none\n"
+        "warning: pool 'empty' had 1 eligible entries and selected none; "
+        "max_entries=0: only scope='always' loads in this pool\n"
     )
 
 
