@@ -1979,6 +1979,26 @@ _SCHEMA_KEYS: Final = (
 # taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
 # "score" (0.8) and the user's own fields ("source", "trust") are not.
 _NEAR_MISS: Final = 0.82
+# Keys other systems use for a schema key, too far from it for the near-miss
+# ratio ("priority" is 0.76 from "base_priority", "timestamp" 0.27 from
+# "created"); matched after case-folding.
+_ALIASES: Final = {
+    "priority": "base_priority",
+    "prio": "base_priority",
+    "timestamp": "created",
+    "created_at": "created",
+    "createdat": "created",
+    "created_on": "created",
+    "date": "created",
+    "time": "created",
+    "datetime": "created",
+    "tokens": "token_count",
+    "token": "token_count",
+    "num_tokens": "token_count",
+    "text": "content",
+    "body": "content",
+    "kind": "type",
+}
 
 Found = Iterator[tuple[str, str, str]]  # (severity, field, message)
 
@@ -2039,6 +2059,14 @@ def _text_problems(entry: Entry) -> Found:
         value = entry.get(field)
         if value is not None and not isinstance(value, str):
             yield "warning", field, f"should be a str, got {type(value).__name__}"
+    project = entry.get("project")
+    if project is not None and not isinstance(project, str):
+        message = (
+            f"should be a str or None, got {type(project).__name__} {project!r}; "
+            f"it is compared with the context's project as it is, so it never "
+            f"matches a str project and scores the 0.5 mismatch factor"
+        )
+        yield "warning", "project", message
     status = entry.get("status")
     if _almost(status, ACTIVE_STATUS):
         message = (
@@ -2064,8 +2092,19 @@ def _likely_key(key: str) -> str | None:
     folded = key.strip().casefold()
     if folded in _SCHEMA_KEYS:
         return folded
+    if folded.replace("-", "_") in _ALIASES:
+        return _ALIASES[folded.replace("-", "_")]
     close = difflib.get_close_matches(key, _SCHEMA_KEYS, 1, _NEAR_MISS)
-    return close[0] if close else None
+    if close:
+        return close[0]
+    # Two neighbouring letters swapped ("tpye", "socpe"): difflib's ratio
+    # rates a swap in a short word too low to pass.
+    for known in _SCHEMA_KEYS:
+        if len(known) == len(folded) and sorted(known) == sorted(folded):
+            differ = [i for i, (a, b) in enumerate(zip(known, folded)) if a != b]
+            if len(differ) == 2 and differ[1] == differ[0] + 1:
+                return known
+    return None
 
 
 def _key_problems(entry: Entry) -> Found:
@@ -2152,6 +2191,58 @@ def _dangling_problems(store: list[object], ids: dict[object, int]) -> list[Prob
     return problems
 
 
+def _type_spelling_problems(store: list[object]) -> list[Problem]:
+    """Types that differ from another type of the store only by case or
+    spacing ("Correction", "correction "): a pool admits each spelling
+    separately, so one of them is silently out of the pool meant for it.
+    Every entry not of the group's most common spelling is named."""
+    spellings: dict[str, dict[str, int]] = {}  # folded -> spelling -> count
+    for entry in store:
+        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        if isinstance(kind, str):
+            group = spellings.setdefault("".join(kind.split()).casefold(), {})
+            group[kind] = group.get(kind, 0) + 1
+    problems = []
+    for index, entry in enumerate(store):
+        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        if not isinstance(kind, str):
+            continue
+        group = spellings["".join(kind.split()).casefold()]
+        usual = max(group, key=group.__getitem__)  # the first of the most common
+        if kind != usual:
+            message = (
+                f"is {kind!r}, and {group[usual]} entries have type {usual!r}: "
+                f"they differ only by case or spacing, and a pool admits each "
+                f"spelling separately"
+            )
+            assert isinstance(entry, Mapping)
+            problems.append(Problem(index, entry.get("id"), "warning", "type", message))
+    return problems
+
+
+def _future_problems(store: list[object], now: float) -> list[Problem]:
+    """A ``created`` more than a day after ``now``: recency counts the future
+    as 0 days, so the entry is fresh until then; a number that large is often
+    milliseconds."""
+    problems = []
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping):
+            continue
+        created = entry.get("created")
+        seconds = _seconds(created)
+        if seconds is None or seconds - now <= _SECONDS_PER_DAY:
+            continue
+        days = (seconds - now) / _SECONDS_PER_DAY
+        message = (
+            f"is {created!r}, {days:,.0f} days after the moment validated "
+            f"against; a future created counts as fresh until then"
+        )
+        if type(created) in (int, float):
+            message += "; if it is in milliseconds, divide it by 1000"
+        problems.append(Problem(index, entry.get("id"), "warning", "created", message))
+    return problems
+
+
 def _always_budget_problem(store: list[object]) -> list[Problem]:
     """A warning on the entry where active always-scope entries pass the limit.
 
@@ -2187,7 +2278,9 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
     return [Problem(index, ident, "warning", "scope", message)]
 
 
-def validate(entries: Iterable[object]) -> list[Problem]:
+def validate(
+    entries: Iterable[object], *, now: datetime | None = None
+) -> list[Problem]:
     """List the problems of a store, in input order; an empty list means clean.
 
     >>> [p.message for p in validate([{"id": 1, "content": "x"}, {"id": 1}])]
@@ -2202,13 +2295,18 @@ def validate(entries: Iterable[object]) -> list[Problem]:
     not in the store (the entry never loads and nothing replaces it).
     Warnings: missing content, unparseable ``created``, a ``token_count``
     that is not a positive int, non-str tags, ``scope``/``status``/``type``
-    that are not str, an unknown key that looks like a schema key
-    (``"scop"``), and always-scope entries passing 4,000 tokens together.
-    Other extra keys are the caller's own fields. Positions are 0-based.
-    Cost: O(n).
+    that are not str, a ``project`` that is not a str (never equal to a str
+    context project), an unknown key that looks like a schema key
+    (``"scop"``, ``"tpye"``) or is another system's name for one
+    (``"priority"``, ``"timestamp"``, ``"text"``), a ``type`` differing from
+    another type of the store only by case or spacing, a ``created`` more
+    than a day after ``now`` (default: the current time; a number that large
+    may be milliseconds), and always-scope entries passing 4,000 tokens
+    together. Other extra keys are the caller's own fields. Positions are
+    0-based. Cost: O(n).
 
     Raises:
-        TypeError: ``entries`` is not iterable.
+        TypeError: ``entries`` is not iterable, or ``now`` is not a datetime.
     """
     store: list[object] = _as_list(entries)
     problems: list[Problem] = []
@@ -2221,6 +2319,10 @@ def validate(entries: Iterable[object]) -> list[Problem]:
     id_problems, ids = _id_problems(store)
     problems.extend(id_problems)
     problems.extend(_dangling_problems(store, ids))
+    problems.extend(_type_spelling_problems(store))
+    moment = _seconds(_resolve_now(now))
+    assert moment is not None  # an aware datetime
+    problems.extend(_future_problems(store, moment))
     problems.extend(_always_budget_problem(store))
     problems.sort(key=lambda p: p.index)
     return problems
@@ -2746,11 +2848,13 @@ def _progress(contexts: list[Any]) -> Iterator[Any]:
         sys.stderr.write("\n")
 
 
-def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
+def _validate_report(
+    loaded: _Lines, form: str, now: datetime | None
+) -> tuple[str, int]:
     """validate's output: every problem at FILE:LINE with position and id, a
     line that is not JSON among them, then a summary line (text) or not
     (JSON: a list of problems, each with its file and line)."""
-    problems = validate(loaded.items)
+    problems = validate(loaded.items, now=now)
     found: list[tuple[int, int | None, Problem]] = [
         (
             line,
@@ -2837,7 +2941,7 @@ def _run(args: Any) -> tuple[str, int]:
     validating = args.command == "validate"
     loaded = _load_lines(args.store, "entry", keep_going=validating)
     if validating:
-        return _validate_report(loaded, args.format)
+        return _validate_report(loaded, args.format, _parse_now(args.now))
     pools = load_pools(args.pools)
     now = _parse_now(args.now)
     queries = None
@@ -2930,6 +3034,9 @@ def _parser() -> Any:
         sub.add_argument(
             "--pools", required=True, metavar="POOLS", help="JSON array of pools"
         )
+        now_option(sub)
+
+    def now_option(sub: Any) -> None:
         sub.add_argument(
             "--now",
             metavar="ISO",
@@ -2962,7 +3069,7 @@ def _parser() -> Any:
             metavar="P",
             help="the current project (entries of another project rank lower)",
         )
-    command("validate", "list the problems of a store", ("text", "json"))
+    now_option(command("validate", "list the problems of a store", ("text", "json")))
     sub = command("audit", "measure starvation, pools vs one budget", ("text", "json"))
     pools_and_now(sub)
     sub.add_argument(
