@@ -53,7 +53,7 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
@@ -81,6 +81,7 @@ __all__ = [
     "demo_store",
     "explain",
     "load_pools",
+    "parse_created",
     "render",
     "retrieve",
     "retrieve_pools",
@@ -404,12 +405,15 @@ def _read_iso_general(text: str) -> float | None:
         )
     except ValueError:  # month 13, February 30th and the like
         return None
-    seconds = (moment - _EPOCH).total_seconds()
+    elapsed = moment - _EPOCH
     if offset and offset.upper() != "Z":
         sign = -1 if offset[0] == "-" else 1
         digits = offset[1:].replace(":", "")
-        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60)
-    return seconds
+        # Subtracted as a timedelta, exactly: one rounding to float, at the end.
+        elapsed -= timedelta(
+            hours=sign * int(digits[:2]), minutes=sign * int(digits[2:4] or 0)
+        )
+    return elapsed.total_seconds()
 
 
 def _read_iso(text: str) -> float | None:
@@ -464,6 +468,21 @@ def _seconds(value: object) -> float | None:
         seconds = _to_float(value)
         return seconds if math.isfinite(seconds) else None
     return None
+
+
+def parse_created(value: object) -> float | None:
+    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
+
+    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
+    (1767225600.0, 1767225600.0)
+
+    The one reader of the README's timestamp grammar ("Timestamps"): a str in
+    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
+    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
+    scoring, ``validate`` and the command line's ``--now`` all read time this
+    way; use it for your own time fields (``expires_at``) so they mean the same.
+    """
+    return _seconds(value)
 
 
 SortKey = tuple[int, Union[int, float, str]]

@@ -99,37 +99,41 @@ def as_float(number):
 
 # --- created: ISO-8601 strings, datetime, date, POSIX seconds --------------
 
-# Date only; or date, T, hours and minutes, optional seconds with any number
-# of fraction digits, optional Z or +hh:mm / -hh:mm.
+# README "Timestamps": after str.strip(), in full:
+#   date [sep time] [ws] [offset]; sep is T, t or one space; time hh:mm with
+#   optional :ss and a . or , fraction of any length (cut to 6 digits); ws is
+#   ASCII whitespace; offset Z, z, or a sign, two digits and optionally two
+#   more (with or without a colon). Digits are ASCII.
 ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})"
-    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?",
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"[ \t\n\r\f\v]*"
+    r"(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?",
     re.ASCII,
 )
 
 
 @lru_cache(maxsize=65536)  # pure: memoised only to keep the suite quick
 def iso_seconds(text):
-    """POSIX seconds (float) of an ISO-8601 string in a README form, or None."""
-    match = ISO.fullmatch(text)
+    """POSIX seconds (float) of a string of the README's grammar, or None."""
+    match = ISO.fullmatch(text.strip())
     if match is None:
         return None
-    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    year, month, day, hour, minute, second, fraction, _, sign, oh, om = match.groups()
     try:
         midnight = datetime(int(year), int(month), int(day), tzinfo=timezone.utc)
-    except ValueError:  # February 30th, month 13
+    except ValueError:  # February 30th, month 13, year 0
         return None
     hour, minute, second = int(hour or 0), int(minute or 0), int(second or 0)
     if hour > 23 or minute > 59 or second > 59:
         return None
     delta = midnight - EPOCH
     exact = Fraction(delta.days * 86400 + hour * 3600 + minute * 60 + second)
-    if fraction:
-        exact += Fraction(int(fraction), 10 ** len(fraction))
-    if offset and offset != "Z":
-        sign = 1 if offset[0] == "+" else -1
-        hours, minutes = int(offset[1:3]), int(offset[4:6])
-        exact -= sign * (hours * 3600 + minutes * 60)
+    if fraction:  # cut, not rounded, to microseconds
+        exact += Fraction(int(fraction[:6]), 10 ** len(fraction[:6]))
+    if sign:  # the written time minus sign x (hh hours + mm minutes)
+        offset = int(oh) * 3600 + int(om or 0) * 60
+        exact -= offset if sign == "+" else -offset
     return float(exact)
 
 

@@ -55,6 +55,7 @@ class Count(int):
 
 UTC = timezone.utc
 PLUS5 = timezone(timedelta(hours=5))
+PLUS530 = timezone(timedelta(hours=5, minutes=30))
 INSTANTS = [
     datetime(2025, 12, 31, tzinfo=UTC),  # a day old
     datetime(2025, 12, 2, 6, 30, tzinfo=UTC),  # a month old
@@ -73,6 +74,19 @@ def forms(moment):
     local = moment.astimezone(PLUS5).strftime("%Y-%m-%dT%H:%M:%S")
     fraction = f".{moment.microsecond:06d}".rstrip("0") if moment.microsecond else ""
     out += [f"{stamp}{fraction}Z", f"{stamp}{fraction}", f"{local}{fraction}+05:00"]
+    # The rest of the README's grammar: a space or t, z, +hhmm and +hh, a
+    # space before the offset, surrounding whitespace, a comma fraction.
+    india = moment.astimezone(PLUS530).strftime("%Y-%m-%dT%H:%M:%S")
+    out += [
+        f"{stamp.replace('T', ' ')}{fraction}Z",
+        f"{stamp.replace('T', 't')}{fraction}z",
+        f" {stamp}{fraction}Z\n",
+        f"{local}{fraction}+05",
+        f"{local}{fraction} +0500",
+        f"{india}{fraction}+0530",
+    ]
+    if fraction:
+        out.append(f"{stamp},{fraction[1:]}Z")
     out.append(moment.timestamp())
     if moment.microsecond:
         out.append(f"{stamp}.{moment.microsecond:06d}000Z")  # nine digits
@@ -81,7 +95,8 @@ def forms(moment):
         if moment.second == 0:
             out.append(moment.strftime("%Y-%m-%dT%H:%MZ"))
     if moment.time() == datetime.min.time():
-        out += [moment.date(), moment.date().isoformat()]
+        day = moment.date().isoformat()
+        out += [moment.date(), day, f"{day}Z", f" {day} ", f"{day}z"]
     return out
 
 
