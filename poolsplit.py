@@ -1634,6 +1634,10 @@ class Decision:
     ``predicate``), ``duplicate`` (the same object listed earlier;
     ``reason`` names that position) or ``no_pool``. ``taken_earlier_in``
     names the later pools that also admit the entry but found it taken.
+    ``outcomes`` is its outcome in every pool that admitted it, as
+    ``(pool, outcome)`` in pool order (``taken_earlier`` where an earlier
+    pool had taken it), so an entry one pool turned away and a later one
+    took shows both.
     """
 
     index: int
@@ -1646,6 +1650,7 @@ class Decision:
     cost: int | None = None
     used: int | None = None
     taken_earlier_in: tuple[str, ...] = ()
+    outcomes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1679,6 +1684,8 @@ def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
     for key, value in data.items():
         if key == "taken_earlier_in":
             safe[key] = list(value)
+        elif key == "outcomes":
+            safe[key] = dict(value)  # pool names are unique, in pool order
         elif isinstance(value, float) and not math.isfinite(value):
             safe[key] = repr(value)  # strict JSON has no Infinity
         elif value is None or isinstance(value, (str, int, float)):
@@ -1711,17 +1718,47 @@ class Explanation:
                 result[step.pool].append(self.entries[step.index])
         return result
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dicts: decisions, pools and warnings."""
-        return {
+    def counts(self) -> dict[str, int]:
+        """How many ``decisions`` have each outcome, the most frequent first."""
+        tally: dict[str, int] = {}
+        for d in self.decisions:
+            tally[d.outcome] = tally.get(d.outcome, 0) + 1
+        return dict(sorted(tally.items(), key=lambda item: (-item[1], item[0])))
+
+    def to_dict(self, *, summary: bool = False) -> dict[str, Any]:
+        """JSON-ready dicts: decisions (left out when ``summary``), the count of
+        each outcome, pools and warnings."""
+        data: dict[str, Any] = {
             "decisions": [_json_safe(vars(d)) for d in self.decisions],
+            "counts": self.counts(),
             "pools": [vars(p).copy() for p in self.pools],
             "always_tokens": self.always_tokens,
             "warnings": list(self.warnings),
         }
+        if summary:
+            del data["decisions"]
+        return data
 
-    def render(self) -> str:
-        """A text table: one row per entry, then the pools, then the warnings."""
+    def render(self, *, summary: bool = False) -> str:
+        """A text table: one row per entry (none when ``summary``), the count
+        of each outcome, then the pools, then the warnings."""
+        lines = [] if summary else self._table()
+        counts = ", ".join(f"{outcome} {n}" for outcome, n in self.counts().items())
+        lines.append(f"outcomes: {counts or 'none'}")
+        for p in self.pools:
+            floor = f", below floor {p.below_floor}" if p.below_floor else ""
+            lines.append(
+                f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
+                f"entries {p.entries_used}/{p.max_entries}, "
+                f"left out {p.left_out}{floor}, always {p.always_count} "
+                f"({p.always_tokens} tokens)"
+            )
+        lines.append(f"always-scope total: {self.always_tokens} tokens")
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines) + "\n"
+
+    def _table(self) -> list[str]:
+        """One row per decision, and a blank line."""
         rows = [
             (
                 "#",
@@ -1732,7 +1769,7 @@ class Explanation:
                 "score",
                 "cost",
                 "total",
-                "later pools",
+                "other pools",
             )
         ]
         for d in self.decisions:
@@ -1746,30 +1783,22 @@ class Explanation:
                     "" if d.score is None else f"{d.score:.3f}",
                     "" if d.cost is None else str(d.cost),
                     "" if d.used is None else str(d.used),
-                    ",".join(d.taken_earlier_in),
+                    ",".join(f"{p}:{o}" for p, o in d.outcomes if p != d.pool),
                 )
             )
-        lines = _table(rows)
-        lines.append("")
-        for p in self.pools:
-            floor = f", below floor {p.below_floor}" if p.below_floor else ""
-            lines.append(
-                f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
-                f"entries {p.entries_used}/{p.max_entries}, "
-                f"left out {p.left_out}{floor}, always {p.always_count} "
-                f"({p.always_tokens} tokens)"
-            )
-        lines.append(f"always-scope total: {self.always_tokens} tokens")
-        lines.extend(f"warning: {w}" for w in self.warnings)
-        return "\n".join(lines) + "\n"
+        return [*_table(rows), ""]
 
 
-def _decisive_steps(steps: list[Step]) -> tuple[dict[int, Step], dict[int, list[str]]]:
+def _decisive_steps(
+    steps: list[Step], every: dict[int, list[tuple[str, str]]]
+) -> tuple[dict[int, Step], dict[int, list[str]]]:
     """Per entry, the step that decided it (a take wins, else the first pool's
-    reason) and the later pools that found it already taken."""
+    reason) and the later pools that found it already taken; ``every`` gets
+    each entry's outcome in every pool that admitted it."""
     decisive: dict[int, Step] = {}
     later: dict[int, list[str]] = {}
     for step in steps:
+        every.setdefault(step.index, []).append((step.pool, step.outcome))
         if step.outcome == _TAKEN_EARLIER:
             later.setdefault(step.index, []).append(step.pool)
         elif step.index not in decisive or step.outcome in (_SELECTED, _ALWAYS):
@@ -1808,6 +1837,7 @@ def _decision(
     call: _Call,
     decisive: dict[int, Step],
     later: dict[int, list[str]],
+    every: dict[int, list[tuple[str, str]]],
 ) -> Decision:
     """What happened to one entry, from the steps that concern it."""
     ident = entry.get("id")
@@ -1837,6 +1867,7 @@ def _decision(
         cost=step.cost,
         used=None if step.outcome == _ALWAYS else step.used,
         taken_earlier_in=tuple(later.get(index, ())),
+        outcomes=tuple(every[index]),
     )
 
 
@@ -1918,6 +1949,51 @@ def _explain_warnings(
     return found
 
 
+# Every outcome explain() reports, decisive or in one pool.
+_OUTCOMES: Final = (
+    _ALWAYS,
+    _SELECTED,
+    _OVER_TOKENS,
+    _ENTRY_CAP,
+    _BELOW_FLOOR,
+    _TAKEN_EARLIER,
+    _INACTIVE,
+    _DUPLICATE,
+    _NO_POOL,
+)
+
+
+def _check_filter(name: str, values: object) -> list[object] | None:
+    """An explain() filter as a list (None: no filter); a bare str raises, as
+    it would be read as its letters."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{name} must be an iterable or None, got {type(values).__name__} "
+            f"{values!r}"
+        )
+    return list(values)
+
+
+def _wanted(
+    decision: Decision,
+    ids: list[object] | None,
+    types: list[object] | None,
+    outcomes: list[object] | None,
+) -> bool:
+    """Whether a decision passes explain()'s filters: its id and its type
+    among those given, and its outcome, or its outcome in any pool, too."""
+    if ids is not None and decision.id not in ids:
+        return False
+    if types is not None and decision.type not in types:
+        return False
+    return outcomes is None or any(
+        outcome in outcomes
+        for outcome in (decision.outcome, *(o for _, o in decision.outcomes))
+    )
+
+
 def explain(
     entries: Iterable[Entry],
     pools: Sequence[Pool] | Iterable[Pool],
@@ -1927,6 +2003,9 @@ def explain(
     token_counter: TokenCounter = default_token_counter,
     is_active: ActivePredicate = default_is_active,
     now: datetime | None = None,
+    ids: Iterable[object] | None = None,
+    types: Iterable[object] | None = None,
+    outcomes: Iterable[str] | None = None,
 ) -> Explanation:
     """Report what :func:`retrieve_pools` decides for every entry, and why.
 
@@ -1948,23 +2027,46 @@ def explain(
     Cost: O(n log n + p * n): every eligible entry is scored, and costed
     unless it is below a pool's floor.
 
+    Each decision also lists the entry's outcome in every pool that admitted
+    it (``outcomes``). For a large store, ``ids``, ``types`` and ``outcomes``
+    keep only the decisions whose id, type, and outcome (decisive or in any
+    pool) are among those given (``==``); the pools, the warnings and the
+    steps still cover the whole store. ``render(summary=True)`` and
+    ``to_dict(summary=True)`` leave the decisions out and keep the count of
+    each outcome.
+
     Raises:
-        As :func:`retrieve_pools`.
+        As :func:`retrieve_pools`; also TypeError for a filter that is not an
+        iterable or is a bare str, ValueError for an unknown outcome.
     """
     call = _check_call(pools, context, scorer, token_counter, is_active, now)
+    wanted = (
+        _check_filter("ids", ids),
+        _check_filter("types", types),
+        _check_filter("outcomes", outcomes),
+    )
+    unknown = [o for o in wanted[2] or () if o not in _OUTCOMES]
+    if unknown:
+        raise ValueError(
+            f"outcomes must be among {', '.join(map(repr, _OUTCOMES))}, "
+            f"got {unknown[0]!r}"
+        )
     store = _as_list(entries)
     selection = _select(store, call, trace=True)
     steps = selection.steps
     assert steps is not None  # traced
-    decisive, later = _decisive_steps(steps)
+    every: dict[int, list[tuple[str, str]]] = {}
+    decisive, later = _decisive_steps(steps, every)
     decisions = [
-        _decision(index, entry, selection, call, decisive, later)
+        _decision(index, entry, selection, call, decisive, later, every)
         for index, entry in enumerate(store)
     ]
     summaries = _summaries(store, call, steps)
     found = _explain_warnings(store, call, decisions, summaries)
     if selection.scan.near_always:
         found.append(str(_near_always_warning(store, selection.scan)))
+    if wanted != (None, None, None):
+        decisions = [d for d in decisions if _wanted(d, *wanted)]
     return Explanation(
         tuple(decisions), tuple(summaries), tuple(found), tuple(steps), tuple(store)
     )
@@ -2974,8 +3076,10 @@ def _run(args: Any) -> tuple[str, int]:
                 result = audit(loaded.items, pools, _progress(queries.items), now=now)
                 text = _report_text(result, args.format)
             elif args.command == "explain":
-                report = explain(loaded.items, pools, _context(args), now=now)
-                text = _report_text(report, args.format)
+                report = explain(
+                    loaded.items, pools, _context(args), now=now, **_filters(args)
+                )
+                text = _explanation_text(report, args.format, args.summary)
             else:
                 selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
                 text = _selection_text(selected, args.format)
@@ -2985,6 +3089,31 @@ def _run(args: Any) -> tuple[str, int]:
         message = _at_line(str(warning.message), loaded, queries)
         print(f"poolsplit: warning: {message}", file=sys.stderr)
     return text, 0
+
+
+def _filters(args: Any) -> dict[str, Any]:
+    """explain's --id, --type and --outcome as its filters. An --id is also
+    matched as the number it spells (``--id 7`` finds ``"id": 7``)."""
+    import json
+
+    ids: list[object] | None = None
+    if args.id is not None:
+        ids = []
+        for text in args.id:
+            ids.append(text)
+            try:
+                number = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                ids.append(number)
+    return {"ids": ids, "types": args.type, "outcomes": args.outcome}
+
+
+def _explanation_text(report: Explanation, form: str, summary: bool) -> str:
+    if form == "json":
+        return _dumps(report.to_dict(summary=summary)) + "\n"
+    return report.render(summary=summary)
 
 
 def _report_text(report: Audit | Explanation, form: str) -> str:
@@ -3049,6 +3178,33 @@ def _parser() -> Any:
         )
         return sub
 
+    def explain_filters(sub: Any) -> None:
+        sub.add_argument(
+            "--id",
+            action="append",
+            metavar="ID",
+            help="show only the entry with this id (repeatable)",
+        )
+        sub.add_argument(
+            "--type",
+            action="append",
+            metavar="TYPE",
+            help="show only entries of this type (repeatable)",
+        )
+        sub.add_argument(
+            "--outcome",
+            action="append",
+            choices=_OUTCOMES,
+            help="show only entries with this outcome, decisive or in any pool "
+            "(repeatable)",
+        )
+        sub.add_argument(
+            "--summary",
+            action="store_true",
+            help="leave out the per-entry rows: the count of each outcome, the "
+            "pools and the warnings",
+        )
+
     def pools_and_now(sub: Any) -> None:
         sub.add_argument(
             "--pools", required=True, metavar="POOLS", help="JSON array of pools"
@@ -3088,6 +3244,8 @@ def _parser() -> Any:
             metavar="P",
             help="the current project (entries of another project rank lower)",
         )
+        if name == "explain":
+            explain_filters(sub)
     now_option(command("validate", "list the problems of a store", ("text", "json")))
     sub = command("audit", "measure starvation, pools vs one budget", ("text", "json"))
     pools_and_now(sub)

@@ -2,10 +2,11 @@ import json
 import warnings
 from datetime import datetime, timezone
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poolsplit import Pool, PoolsplitWarning, explain, retrieve_pools
+from poolsplit import Pool, PoolsplitWarning, explain, main, retrieve_pools
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -112,11 +113,11 @@ def test_outcomes_and_summaries():
     text = report.render()
     assert text.splitlines()[0] == (
         "#  id    type        outcome              pool  score  cost  total"
-        "  later pools"
+        "  other pools"
     )
     assert (
-        "1  t1    task        selected             work  9.000  1     1      all,empty"
-        in text
+        "1  t1    task        selected             work  9.000  1     1      "
+        "all:taken_earlier,empty:taken_earlier" in text
     )
     assert "always-scope total: 2 tokens\n" in text
     assert (
@@ -176,3 +177,144 @@ def test_warns_when_always_tokens_are_large_but_within_budget():
     assert report.to_dict()["always_tokens"] == 1001
     quiet = explain(store, [Pool("p", 2002, 1)], now=NOW)
     assert quiet.warnings == ()
+
+
+# --- explain at scale: every pool's outcome, filters, a summary (issue 21) -------
+
+SCALE_STORE = [
+    {"id": "t1", "type": "task", "content": "a", "base_priority": 9},
+    {"id": "t2", "type": "task", "content": "b", "base_priority": 8, "token_count": 50},
+    {"id": "c1", "type": "correction", "content": "no scope"},
+    {"id": 7, "type": "fact", "content": "f"},
+    {"id": "old", "type": "task", "status": "archived"},
+]
+SCALE_POOLS = [
+    Pool("core", 0, 0, ["correction"]),
+    Pool("work", 10, 1, ["task"]),
+    Pool("all", 60, 3),
+]
+
+
+def test_each_decision_lists_its_outcome_in_every_pool_that_admitted_it():
+    report = explain(SCALE_STORE, SCALE_POOLS, now=NOW)
+    got = {d.id: (d.outcome, d.pool, d.outcomes) for d in report.decisions}
+    assert got == {
+        "t1": ("selected", "work", (("work", "selected"), ("all", "taken_earlier"))),
+        "t2": ("selected", "all", (("work", "entry_cap"), ("all", "selected"))),
+        "c1": ("selected", "all", (("core", "entry_cap"), ("all", "selected"))),
+        7: ("selected", "all", (("all", "selected"),)),
+        "old": ("inactive", None, ()),
+    }
+    decisions = report.to_dict()["decisions"]
+    assert decisions[2]["outcomes"] == {"core": "entry_cap", "all": "selected"}
+    assert decisions[4]["outcomes"] == {}
+    assert "core:entry_cap" in report.render().splitlines()[3]
+
+
+def test_filters_keep_the_decisions_asked_for_and_the_whole_stores_pools():
+    full = explain(SCALE_STORE, SCALE_POOLS, now=NOW)
+
+    def kept(**filters):
+        report = explain(SCALE_STORE, SCALE_POOLS, now=NOW, **filters)
+        assert (report.pools, report.warnings, report.steps) == (
+            full.pools,
+            full.warnings,
+            full.steps,
+        )
+        assert report.selected() == full.selected()
+        return [d.id for d in report.decisions]
+
+    assert kept(ids=["t2", 7, "nope"]) == ["t2", 7]
+    assert kept(ids=iter(["c1"])) == ["c1"]
+    assert kept(types=["task"]) == ["t1", "t2", "old"]
+    assert kept(outcomes=["inactive"]) == ["old"]
+    # an outcome in any pool counts, not only the decisive one
+    assert kept(outcomes=["entry_cap"]) == ["t2", "c1"]
+    assert kept(outcomes=["over_tokens", "below_floor"]) == []
+    assert kept(outcomes=["taken_earlier"]) == ["t1"]
+    assert kept(types=["task"], outcomes=["selected"], ids=["t1", "c1"]) == ["t1"]
+    assert kept(ids=[]) == []
+    assert kept(ids=None, types=None, outcomes=None) == ["t1", "t2", "c1", 7, "old"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "error", "message"),
+    [
+        ({"ids": "t1"}, TypeError, "ids must be an iterable or None, got str 't1'"),
+        ({"types": 3}, TypeError, "types must be an iterable or None, got int 3"),
+        (
+            {"outcomes": ["selcted"]},
+            ValueError,
+            "outcomes must be among 'always', 'selected', 'over_tokens', "
+            "'entry_cap', 'below_floor', 'taken_earlier', 'inactive', "
+            "'duplicate', 'no_pool', got 'selcted'",
+        ),
+    ],
+)
+def test_bad_filters_raise(filters, error, message):
+    with pytest.raises(error) as caught:
+        explain(SCALE_STORE, SCALE_POOLS, now=NOW, **filters)
+    assert str(caught.value) == message
+
+
+def test_summary_leaves_out_the_rows_and_counts_each_outcome():
+    report = explain(SCALE_STORE, SCALE_POOLS, now=NOW)
+    assert report.counts() == {"selected": 4, "inactive": 1}
+    assert report.render(summary=True) == (
+        "outcomes: selected 4, inactive 1\n"
+        "pool core: tokens 0/0, entries 0/0, left out 1, always 0 (0 tokens)\n"
+        "pool work: tokens 1/10, entries 1/1, left out 1, always 0 (0 tokens)\n"
+        "pool all: tokens 53/60, entries 3/3, left out 0, always 0 (0 tokens)\n"
+        "always-scope total: 0 tokens\n"
+        "warning: pool 'core' had 1 eligible entries and selected none; "
+        "max_entries=0: only scope='always' loads in this pool\n"
+    )
+    assert report.render().endswith(report.render(summary=True))
+    data = report.to_dict(summary=True)
+    assert "decisions" not in data
+    assert data["counts"] == {"selected": 4, "inactive": 1}
+    assert len(report.to_dict()["decisions"]) == 5
+    empty = explain([], SCALE_POOLS, now=NOW)
+    assert empty.render(summary=True).startswith("outcomes: none\n")
+
+
+def test_a_50000_entry_store_summarises_in_a_few_lines():
+    store = [
+        {"id": i, "type": ("task", "fact")[i % 2], "content": "x" * (i % 50)}
+        for i in range(50_000)
+    ]
+    pools = [Pool("work", 400, 5, ["task"]), Pool("rest", 400, 5)]
+    report = explain(store, pools, now=NOW, outcomes=["selected"])
+    assert len(report.decisions) == 10
+    text = explain(store, pools, now=NOW).render(summary=True)
+    assert len(text.splitlines()) == 4
+    assert text.startswith("outcomes: entry_cap 49990, selected 10\n")
+
+
+def test_cli_explain_filters_and_summary(tmp_path, capsys):
+    store = tmp_path / "s.jsonl"
+    store.write_text("\n".join(json.dumps(e) for e in SCALE_STORE))
+    pools = tmp_path / "p.json"
+    pools.write_text(json.dumps([vars(p) | {"types": p.types} for p in SCALE_POOLS]))
+    base = ["explain", str(store), "--pools", str(pools), "--now", "2026-01-01"]
+
+    def rows(*extra):
+        assert main([*base, *extra]) == 0
+        out = capsys.readouterr().out
+        return [line.split()[1] for line in out.split("\n\n")[0].splitlines()[1:]]
+
+    assert rows("--id", "7", "--id", "t1") == ["t1", "7"]
+    assert rows("--id", "true", "--id", "null") == []  # JSON, but not a number
+    assert rows("--type", "task") == ["t1", "t2", "old"]
+    assert rows("--outcome", "entry_cap") == ["t2", "c1"]
+    assert rows("--type", "correction", "--outcome", "entry_cap") == ["c1"]
+    assert rows("--outcome", "inactive", "--outcome", "taken_earlier") == ["t1", "old"]
+    assert main([*base, "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("outcomes: selected 4, inactive 1\npool core:")
+    assert main([*base, "--summary", "--format", "json", "--id", "t1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "decisions" not in data
+    assert data["counts"] == {"selected": 1}
+    assert main([*base, "--outcome", "picked"]) == 2
+    assert "invalid choice: 'picked'" in capsys.readouterr().err
