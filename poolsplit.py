@@ -2131,6 +2131,11 @@ def _content_problems(entry: Entry) -> Found:
     elif not isinstance(content, str):
         message = f"content should be a str, got {type(content).__name__}"
         yield "warning", "content", message
+        try:
+            _content(entry)
+        except (TypeError, ValueError) as exc:  # retrieval reads it lazily
+            message = f"cannot become text: {exc}; a call that reaches this entry fails"
+            yield "error", "content", message
 
 
 def _priority_problems(entry: Entry) -> Found:

@@ -320,11 +320,33 @@ class OracleError(Exception):
 
     The README does not order the checks of different entries, so when
     several entries are bad, any of their errors is a right answer.
+
+    With ``result`` set, the call MAY fail: entries at ``unread`` have a
+    content or cost that cannot be read, and the README reads those lazily
+    (only when retrieval reaches the entry). The call then either raises one
+    of ``types`` naming one of them, or returns ``result``: had it reached
+    one, it would have failed, so none of them was in the way of the picks.
     """
 
-    def __init__(self, types):
+    def __init__(self, types, result=None, unread=()):
         super().__init__(sorted(t.__name__ for t in types))
         self.types = tuple(types)
+        self.result = result
+        self.unread = tuple(unread)
+
+
+def lazy_failure(entry, context, scorer, token_counter):
+    """README "Errors", the lazy read: the error type that reading this
+    context entry's content (for the message term, default scorer only) or its
+    cost raises, or None. Retrieval reads them only when it reaches it."""
+    message = check_context(context).get("message") or ""
+    try:
+        if scorer is None and significant_words(message):
+            content_of(entry)
+        oracle_cost(entry, token_counter)
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+    return None
 
 
 def oracle_retrieve_pools(
@@ -368,18 +390,25 @@ def oracle_retrieve_pools(
         if first[id(entry)] == index and is_active(entry)
     ]
 
-    # Every active context entry some pool admits is scored, once.
+    # Every active context entry some pool admits is scored, once. One whose
+    # content or cost cannot be read is scored without its content (its other
+    # fields are read eagerly) and set aside: it fails the call if reached.
     scores = {}
     errors = []
+    unread = {}
     for index in live:
         entry = store[index]
         if is_always(entry) or not any(admits(pool, entry) for pool in pools):
             continue
+        failure = lazy_failure(entry, context, scorer, token_counter)
+        if failure is not None:
+            unread[index] = failure
+            entry = {key: value for key, value in entry.items() if key != "content"}
         try:
             if scorer is None:
                 scores[index] = oracle_score(entry, context, now=now)
             else:
-                scores[index] = checked_score(scorer(entry, context, now=now))
+                scores[index] = checked_score(scorer(store[index], context, now=now))
         except (TypeError, ValueError) as exc:
             errors.append(type(exc))
     if errors:
@@ -399,7 +428,7 @@ def oracle_retrieve_pools(
         used = 0
         count = 0
         for index in ranked:
-            if floor is not None and scores[index] < floor:
+            if index in unread or (floor is not None and scores[index] < floor):
                 continue
             cost = oracle_cost(store[index], token_counter)
             if count < pool.max_entries and used + cost <= pool.max_tokens:
@@ -408,6 +437,8 @@ def oracle_retrieve_pools(
                 count += 1
         taken.update(chosen)
         results[pool.name] = [store[i] for i in chosen]
+    if unread:
+        raise OracleError(set(unread.values()), results, sorted(unread))
     return results
 
 

@@ -178,9 +178,9 @@ def test_content_that_cannot_become_text_names_the_entry(token_count):
     not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
 )
 def test_unprintable_content_of_a_tied_entry_is_an_error():
-    """Every eligible entry is costed as the oracle costs it: a content that
-    cannot become text fails the call, naming the entry, not only when the
-    entry happens to be reached."""
+    """A content that cannot become text fails the call, naming the entry,
+    when retrieval reaches the entry (README, the lazy read): here it ties
+    with the entry taken, so it is ranked and costed before the pool fills."""
     store = [
         {"id": "a", "content": "deploy", "base_priority": 5},
         {"id": "b", "content": UNPRINTABLE, "base_priority": 5},
