@@ -5,6 +5,7 @@ and scripts/mutation-equivalents.md lists the mutants that cannot be killed.
 """
 
 import math
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import NOW
@@ -13,6 +14,7 @@ from poolsplit import (
     Pool,
     PoolsplitWarning,
     clear_caches,
+    default_scorer,
     explain,
     retrieve,
     retrieve_pools,
@@ -219,3 +221,131 @@ def test_large_store_of_negative_scores_agrees_with_the_oracle():
     got = retrieve(store, pool, context, now=NOW)
     assert ids(got) == ids(oracle_retrieve(store, pool, context, now=NOW))
     assert ids(got)[0] == "low00000"
+
+
+# --- the six gaps an independent mutation sample found (issue 21) ---------------
+
+PLUS12 = timezone(timedelta(hours=12))
+
+
+def test_an_aware_now_that_is_not_utc_is_its_instant():
+    """A timezone-aware now is the instant it names, whatever its offset:
+    12:00 at +12:00 is midnight UTC, so an entry created 12 hours before that
+    is half a day old, not a whole day."""
+    local = datetime(2026, 1, 1, 12, tzinfo=PLUS12)
+    utc = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    entry = {"id": "e", "created": "2025-12-31T12:00:00Z", "content": "x"}
+    half_day = 5 * (1 - 0.7 * 0.5 / 90)
+    assert default_scorer(entry, None, now=local) == half_day
+    assert default_scorer(entry, None, now=utc) == half_day
+    for pool in (Pool("p", 10, 1, min_score=half_day), Pool("q", 10, 1)):
+        assert ids(retrieve([entry], pool, now=local)) == ["e"]
+        assert ids(retrieve([entry], pool, NO_MATCH, now=local)) == ["e"]
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(now)
+        return 1.0
+
+    retrieve([entry], Pool("p", 10, 1), scorer=scorer, now=local)
+    assert seen == [local] and seen[0].utcoffset() == timedelta(hours=12)
+
+
+def test_an_aware_now_orders_future_entries_by_its_instant():
+    """Created 6 hours after midnight UTC is in the future of 12:00 at +12:00
+    (midnight UTC) and counts 0 days; 6 hours before it decays."""
+    local = datetime(2026, 1, 1, 12, tzinfo=PLUS12)
+    store = [
+        {"id": "past", "created": "2025-12-31T18:00:00Z", "base_priority": 5},
+        {"id": "future", "created": "2026-01-01T06:00:00Z", "base_priority": 5},
+    ]
+    assert ids(retrieve(store, Pool("p", 10, 1), now=local)) == ["future"]
+
+
+def test_a_custom_scorer_still_sees_the_entries_after_a_repeated_object():
+    """A repeated object is passed over, and the scan goes on to the entries
+    after it: [a, a, b] with a custom scorer takes b too."""
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(entry["id"])
+        return {"a": 2.0, "b": 1.0, "c": 3.0}[entry["id"]]
+
+    a = {"id": "a"}
+    store = [a, a, {"id": "b"}, {"id": "c"}]
+    got = retrieve_pools(store, [Pool("p", 100, 5)], scorer=scorer, now=NOW)
+    assert ids(got["p"]) == ["c", "a", "b"]
+    assert sorted(seen) == ["a", "b", "c"]
+    assert ids(retrieve(store, Pool("p", 100, 5), scorer=scorer, now=NOW)) == [
+        "c",
+        "a",
+        "b",
+    ]
+
+
+def test_a_one_ulp_tie_below_the_sort_cut_is_broken_by_id():
+    """Above 16,384 ranked entries the engine sorts only those at or above a
+    sample's cutoff, here x (the 157th of the 1,250 sampled bases). y, one
+    ulp below x, is kept aside; times the message factor 2.5 both round to
+    the same score, so y (id "a") must be sorted in and tie with x (id "b")
+    before the heap's best goes out: it wins the tie by id."""
+    from oracle import oracle_retrieve
+
+    x = float.fromhex("0x1.c000000000002p+2")  # 7.000...; x * 2.5 == y * 2.5
+    y = math.nextafter(x, 0)
+    assert y < x and x * 2.5 == y * 2.5
+    store = []
+    for i in range(20_000):
+        if i == 16 * 156:
+            entry = {"id": "b", "base_priority": x, "content": "deploy cluster"}
+        elif i == 1:
+            entry = {"id": "a", "base_priority": y, "content": "deploy cluster"}
+        elif i % 16 == 0 and i < 16 * 156:
+            entry = {"id": f"h{i}", "base_priority": 10, "content": "other"}
+        else:
+            entry = {"id": f"l{i}", "base_priority": 1, "content": "other"}
+        store.append(entry)
+    pool = Pool("p", 10**6, 1)
+    context = {"message": "deploy cluster"}
+    got = retrieve(store, pool, context, now=NOW)
+    assert ids(got) == ["a"]
+    assert ids(got) == ids(oracle_retrieve(store, pool, context, now=NOW))
+
+
+def test_explain_names_the_always_entry_whose_cost_cannot_be_read():
+    """explain's pool summaries cost each always-scope entry loaded; one
+    whose content cannot become text fails, named by its own position."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [
+        {"id": "c", "scope": "always", "content": "fine"},
+        {"id": "t", "content": "x"},
+        {"id": "u", "scope": "always", "content": Unreadable()},
+    ]
+    with pytest.raises(ValueError, match=r"^entries\[2\] \(id='u'\): cannot become"):
+        explain(store, [Pool("p", 10, 1)], now=NOW)
+
+
+def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
+    """Above 16,384 ranked entries those below the sample's cutoff (here 10)
+    are kept aside until a walk needs them. The pool takes A (20), skips the
+    entries at the cutoff (too costly for its room) and is full: the entries
+    kept aside (1) are never read, so an unreadable content among them does
+    not fail the call (README, the lazy read)."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [{"id": "A", "base_priority": 20, "content": "a"}]
+    for i in range(1, 17_000):
+        if i % 16 == 0 and i < 16 * 300:
+            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
+        else:
+            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
+        retrieve(store, Pool("p", 100, 2), now=NOW)
