@@ -10,7 +10,7 @@ Where the README leaves the exact float open, the score is computed as
 ``priority * recency * tags * project * message``, left to right, each factor
 as the README writes it, and an instant is its POSIX seconds as a float.
 
-The relevance floor is read with ``getattr(pool, "min_score", None)``: with
+The relevance floor is the pool's ``min_score``: with
 None nothing changes; otherwise a context entry scoring below it is not taken
 by that pool (it stays available to later pools); always-scope entries ignore
 it; a score equal to the floor is taken.
@@ -417,7 +417,7 @@ def oracle_retrieve_pools(
     taken = set()
     results = {}
     for pool in pools:
-        floor = getattr(pool, "min_score", None)
+        floor = pool.min_score
         candidates = [i for i in live if i not in taken and admits(pool, store[i])]
         always = [i for i in candidates if is_always(store[i])]
         ranked = sorted(
@@ -503,7 +503,7 @@ def check_invariants(
         assert sum(oracle_cost(entry, token_counter) for entry in rest) <= (
             pool.max_tokens
         )
-        floor = getattr(pool, "min_score", None)
+        floor = pool.min_score
         if floor is not None:
             for entry in rest:
                 if scorer is None:

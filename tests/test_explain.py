@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import poolsplit
 from poolsplit import Pool, PoolsplitWarning, explain, main, retrieve_pools
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -318,3 +319,123 @@ def test_cli_explain_filters_and_summary(tmp_path, capsys):
     assert data["counts"] == {"selected": 1}
     assert main([*base, "--outcome", "picked"]) == 2
     assert "invalid choice: 'picked'" in capsys.readouterr().err
+
+
+# --- warnings, JSON, steps, errors ---------------------------------------------
+
+
+STORE = [
+    {"id": "c1", "type": "correction", "scope": "always", "content": "never"},
+    {"id": "c2", "type": "corection", "scope": "always", "content": "typo"},
+    {"id": "t1", "type": "task", "content": "do"},
+]
+
+
+def test_explain_warns_about_a_pool_whose_types_match_no_entry():
+    pools = [Pool("core", 0, 0, ("corrections",)), Pool("work", 9, 1, ("task",))]
+    report = explain(STORE, pools, now=NOW)
+    assert (
+        "pool 'core' admits types ['corrections'], and no entry of the store has "
+        "one of them; check their spelling"
+    ) in report.warnings
+    assert not any("'work' admits" in w for w in report.warnings)
+
+
+def test_explain_says_an_empty_types_pool_admits_nothing():
+    report = explain(STORE, [Pool("none", 9, 1, ()), Pool("all", 9, 9)], now=NOW)
+    assert "pool 'none' has types=(), so it admits nothing" in report.warnings
+    assert not any("check their spelling" in w for w in report.warnings)
+
+
+def test_explain_json_writes_an_infinite_score_as_a_string():
+    report = explain([{"id": "a", "base_priority": 1e999}], [Pool("p", 99, 1)], now=NOW)
+    decision = report.to_dict()["decisions"][0]
+    assert decision["score"] == "inf"
+    json.loads(json.dumps(report.to_dict(), allow_nan=False))
+
+
+def test_explain_reads_each_step_a_constant_number_of_times():
+    """4: explain filtered every step once per pool, quadratic in pools.
+
+    Counted, not timed: how often a step's pool is read, for 20 and 40 pools.
+    Linear work doubles; the old per-pool filtering quadrupled.
+    """
+    reads = []
+
+    class CountingStep(poolsplit.Step):
+        def __getattribute__(self, name):
+            if name == "pool":
+                reads.append(1)
+            return object.__getattribute__(self, name)
+
+    store = [
+        {
+            "id": i,
+            "type": f"t{i % 10}",
+            "content": "x",
+            "scope": "always" * (i % 7 == 0),
+        }
+        for i in range(200)
+    ]
+    counts = []
+    for pools in (20, 40):
+        reads.clear()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(poolsplit, "Step", CountingStep)
+            explain(
+                store,
+                [
+                    Pool(f"p{k}", 3, 1, (f"t{k % 10}", f"t{(k + 1) % 10}"))
+                    for k in range(pools)
+                ],
+                now=NOW,
+            )
+        counts.append(len(reads))
+    assert counts[0] > 0
+    assert counts[1] <= 2.2 * counts[0]
+
+
+def test_explain_json_taken_earlier_in_is_a_list(tmp_path, capsys):
+    """5: --format json wrote "('work',)", a Python repr."""
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "c", "scope": "always", "type": "x"}\n')
+    pools = tmp_path / "p.json"
+    pools.write_text(
+        '[{"name": "a", "max_tokens": 0, "max_entries": 0},'
+        ' {"name": "b", "max_tokens": 0, "max_entries": 0}]'
+    )
+    argv = ["explain", str(store), "--pools", str(pools), "--format", "json"]
+    assert main(argv) == 0
+    decision = json.loads(capsys.readouterr().out)["decisions"][0]
+    assert decision["taken_earlier_in"] == ["b"]
+    assert (
+        explain([{"id": ("t",)}], [Pool("p", 1, 1)], now=NOW).to_dict()["decisions"][0][
+            "id"
+        ]
+        == "('t',)"
+    )
+
+
+def test_explain_of_a_large_store_has_one_step_per_entry_and_pool():
+    """Above 16,384 ranked entries each entry is still decided once per pool."""
+    store = [{"id": n, "base_priority": n % 1000} for n in range(16400)]
+    steps = explain(store, [Pool("p", 100, 1)], now=NOW).steps
+    assert len(steps) == len(store)
+    assert len({step.index for step in steps}) == len(store)
+
+
+def test_explain_names_the_always_entry_whose_cost_cannot_be_read():
+    """explain's pool summaries cost each always-scope entry loaded; one
+    whose content cannot become text fails, named by its own position."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [
+        {"id": "c", "scope": "always", "content": "fine"},
+        {"id": "t", "content": "x"},
+        {"id": "u", "scope": "always", "content": Unreadable()},
+    ]
+    with pytest.raises(ValueError, match=r"^entries\[2\] \(id='u'\): cannot become"):
+        explain(store, [Pool("p", 10, 1)], now=NOW)

@@ -2,6 +2,8 @@
 reaches an entry, so an unreadable one fails the call only then; validate
 reads every entry."""
 
+import sys
+
 import pytest
 from conftest import NOW
 
@@ -75,3 +77,70 @@ def test_validate_reads_every_content():
             "entry fails",
         ),
     ]
+
+
+# --- content that cannot become text -------------------------------------------
+
+
+UNPRINTABLE = 10**5000  # str() raises ValueError past the int digit limit
+
+
+class _TypeErrorText:
+    def __str__(self):
+        raise TypeError("no text")
+
+
+@pytest.mark.parametrize("token_count", [None, 5])
+def test_content_that_cannot_become_text_names_the_entry(token_count):
+    """Whether str(content) fails while counting tokens or while matching the
+    message, the error names the entry (token_count 5 skips the counting)."""
+    store = [{"id": "b", "content": _TypeErrorText(), "token_count": token_count}]
+    with pytest.raises(TypeError, match=r"^entries\[0\] \(id='b'\): no text$"):
+        retrieve(store, Pool("p", 100, 1), {"message": "deploy"}, now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_content_of_a_tied_entry_is_an_error():
+    """A content that cannot become text fails the call, naming the entry,
+    when retrieval reaches the entry (README, the lazy read): here it ties
+    with the entry taken, so it is ranked and costed before the pool fills."""
+    store = [
+        {"id": "a", "content": "deploy", "base_priority": 5},
+        {"id": "b", "content": UNPRINTABLE, "base_priority": 5},
+    ]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_tag_is_an_error_without_context_tags():
+    """A tag that cannot become text fails whether or not the context has tags."""
+    store = [{"id": "a", "base_priority": 5}, {"id": "b", "tags": [UNPRINTABLE]}]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), None, now=NOW)
+
+
+def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
+    """Above 16,384 ranked entries those below the sample's cutoff (here 10)
+    are kept aside until a walk needs them. The pool takes A (20), skips the
+    entries at the cutoff (too costly for its room) and is full: the entries
+    kept aside (1) are never read, so an unreadable content among them does
+    not fail the call (README, the lazy read)."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [{"id": "A", "base_priority": 20, "content": "a"}]
+    for i in range(1, 17_000):
+        if i % 16 == 0 and i < 16 * 300:
+            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
+        else:
+            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
+        retrieve(store, Pool("p", 100, 2), now=NOW)

@@ -6,7 +6,6 @@ README, sharing no rule with the library) and checked by the one
 ``check_invariants``. Only public names of poolsplit are used.
 """
 
-import dataclasses
 import math
 import random
 from datetime import datetime, timedelta, timezone
@@ -28,7 +27,6 @@ from oracle import (
     snapshot,
 )
 
-import poolsplit
 from poolsplit import (
     Pool,
     default_scorer,
@@ -39,11 +37,7 @@ from poolsplit import (
 
 # The stores hold always-scope entries no pool admits on purpose; a library
 # that warns about them (PoolsplitWarning) is not what these tests check.
-WARNING = getattr(poolsplit, "PoolsplitWarning", None)
-if WARNING is not None:
-    pytestmark = pytest.mark.filterwarnings("ignore::poolsplit.PoolsplitWarning")
-
-FLOOR = "min_score" in {field.name for field in dataclasses.fields(Pool)}
+pytestmark = pytest.mark.filterwarnings("ignore::poolsplit.PoolsplitWarning")
 TYPES = ["note", "skill", "task", "correction"]
 
 
@@ -246,8 +240,7 @@ def pool_lists(draw, min_size=1, max_size=4):
             "max_entries": draw(st.integers(0, 8)),
             "types": kinds,
         }
-        if FLOOR:
-            fields["min_score"] = draw(floors)
+        fields["min_score"] = draw(floors)
         pools.append(Pool(f"p{number}", **fields))
     return pools
 

@@ -388,3 +388,12 @@ def test_default_is_active(entry, active):
 def test_base_priority_other_reals(priority, expected):
     """Any numbers.Real (a Fraction, an int subclass) is a valid base_priority."""
     assert score({"base_priority": priority}) == expected
+
+
+# --- the score's type ----------------------------------------------------------
+
+
+def test_default_scorer_returns_a_float():
+    """6: default_scorer({}) returned the int 5."""
+    score = default_scorer({}, now=NOW)
+    assert type(score) is float and score == 5.0

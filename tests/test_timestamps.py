@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from oracle import iso_seconds, oracle_score
 
-from poolsplit import default_scorer, parse_created
+from poolsplit import Pool, default_scorer, parse_created, retrieve
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 NOV1 = datetime(2025, 11, 1, tzinfo=timezone.utc).timestamp()
@@ -147,3 +147,77 @@ grammar = st.builds(
 @example("9999-12-31T23:59:59.999999-99:99")
 def test_parse_created_is_the_readme_grammar(text):
     assert parse_created(text) == iso_seconds(text)
+
+
+# --- forms the general reader reads, and an aware now --------------------------
+
+
+PLUS12 = timezone(timedelta(hours=12))
+
+
+def ids(entries):
+    return [entry["id"] for entry in entries]
+
+
+NO_MATCH = {"message": "zebra quartz"}
+
+
+def test_date_with_z_is_utc_midnight():
+    """ "2027-01-01Z" is 00:00:00 UTC, so it ties ahead of 00:00:30 (both future)."""
+    store = [
+        {"id": "b", "created": "2027-01-01T00:00:30Z"},
+        {"id": "a", "created": "2027-01-01Z"},
+    ]
+    assert ids(retrieve(store, Pool("p", 100, 2), now=NOW)) == ["a", "b"]
+
+
+def test_fraction_digits_past_six_are_dropped():
+    """A seven-digit fraction is read to the microsecond, not as unparseable."""
+    store = [
+        {"id": "b", "created": "2027-01-01T00:00:01Z"},
+        {"id": "a", "created": "2027-01-01T00:00:00.1234567Z"},
+    ]
+    assert ids(retrieve(store, Pool("p", 100, 2), now=NOW)) == ["a", "b"]
+
+
+def test_offset_of_hours_only_has_no_minutes():
+    """ "-01" is one hour behind UTC: 23:00-01 is midnight UTC, before 00:00:30Z."""
+    store = [
+        {"id": "b", "created": "2027-01-01T00:00:30Z"},
+        {"id": "a", "created": "2026-12-31T23:00:00-01"},
+    ]
+    assert ids(retrieve(store, Pool("p", 100, 2), now=NOW)) == ["a", "b"]
+
+
+def test_an_aware_now_that_is_not_utc_is_its_instant():
+    """A timezone-aware now is the instant it names, whatever its offset:
+    12:00 at +12:00 is midnight UTC, so an entry created 12 hours before that
+    is half a day old, not a whole day."""
+    local = datetime(2026, 1, 1, 12, tzinfo=PLUS12)
+    utc = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    entry = {"id": "e", "created": "2025-12-31T12:00:00Z", "content": "x"}
+    half_day = 5 * (1 - 0.7 * 0.5 / 90)
+    assert default_scorer(entry, None, now=local) == half_day
+    assert default_scorer(entry, None, now=utc) == half_day
+    for pool in (Pool("p", 10, 1, min_score=half_day), Pool("q", 10, 1)):
+        assert ids(retrieve([entry], pool, now=local)) == ["e"]
+        assert ids(retrieve([entry], pool, NO_MATCH, now=local)) == ["e"]
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(now)
+        return 1.0
+
+    retrieve([entry], Pool("p", 10, 1), scorer=scorer, now=local)
+    assert seen == [local] and seen[0].utcoffset() == timedelta(hours=12)
+
+
+def test_an_aware_now_orders_future_entries_by_its_instant():
+    """Created 6 hours after midnight UTC is in the future of 12:00 at +12:00
+    (midnight UTC) and counts 0 days; 6 hours before it decays."""
+    local = datetime(2026, 1, 1, 12, tzinfo=PLUS12)
+    store = [
+        {"id": "past", "created": "2025-12-31T18:00:00Z", "base_priority": 5},
+        {"id": "future", "created": "2026-01-01T06:00:00Z", "base_priority": 5},
+    ]
+    assert ids(retrieve(store, Pool("p", 10, 1), now=local)) == ["future"]

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from poolsplit import Problem, main, validate
+from poolsplit import Pool, Problem, main, retrieve, validate
 
 
 def test_clean_store():
@@ -269,3 +269,89 @@ def test_cli_validate_takes_now(tmp_path, capsys):
     assert "entries[0] (id='e') warning: created: is '2026-01-05', 4 days" in out
     assert main(["validate", str(store), "--now", "2026-01-05"]) == 0
     assert "0 errors, 0 warnings" in capsys.readouterr().out
+
+
+# --- near misses, superseded_by, token_count -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "message"),
+    [
+        (
+            {"status": "Active"},
+            "status",
+            "is 'Active', not exactly 'active': the entry is inactive and will "
+            "never load",
+        ),
+        (
+            {"status": " active "},
+            "status",
+            "is ' active ', not exactly 'active': the entry is inactive and will "
+            "never load",
+        ),
+        (
+            {"scope": "ALWAYS"},
+            "scope",
+            "is 'ALWAYS', not exactly 'always': the entry competes for room instead of "
+            "loading unconditionally",
+        ),
+    ],
+)
+def test_validate_near_miss_status_and_scope_are_errors(entry, field, message):
+    problems = validate([{"id": "a", "content": "x", **entry}])
+    assert [(p.severity, p.field, p.message) for p in problems] == [
+        ("error", field, message)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("key", "likely"),
+    [
+        ("scop", "scope"),
+        ("stauts", "status"),
+        ("token_cont", "token_count"),
+        ("created_at", "created"),
+        ("Scope", "scope"),
+        ("TAGS", "tags"),
+    ],
+)
+def test_validate_near_miss_keys_warn(key, likely):
+    problems = validate([{"id": "a", "content": "x", key: "always"}])
+    assert [(p.severity, p.field, p.message) for p in problems] == [
+        (
+            "warning",
+            key,
+            f"unknown key {key!r}, probably {likely!r}; poolsplit reads "
+            f"only {likely!r}, so this value is ignored",
+        )
+    ]
+
+
+@pytest.mark.parametrize("key", ["score", "source", "trust", "expires_at", "user", 3])
+def test_validate_other_extra_keys_are_the_users_own(key):
+    assert validate([{"id": "a", "content": "x", key: 1}]) == []
+
+
+@pytest.mark.parametrize("falsy", ["", 0, [], {}, False])
+def test_validate_a_falsy_superseded_by_retires_nothing(falsy):
+    entry = {"id": "a", "content": "x", "superseded_by": falsy}
+    assert validate([entry]) == []
+    assert retrieve([entry], Pool("p", 9, 1), now=NOW) == [entry]
+
+
+def test_validate_an_entry_superseded_by_itself_is_lost():
+    problems = validate([{"id": "e", "content": "x", "superseded_by": "e"}])
+    assert [(p.severity, p.message) for p in problems] == [
+        ("error", "is 'e', its own id: this entry never loads, and nothing replaces it")
+    ]
+
+
+def test_validate_and_retrieval_agree_on_an_int_subclass_token_count():
+    """3: validate warned "must be a positive int, got 3" for a cost retrieval used."""
+
+    class Count(int):
+        pass
+
+    entry = {"id": "a", "content": "x" * 400, "token_count": Count(3)}
+    assert validate([entry]) == []
+    assert [e["id"] for e in retrieve([entry], Pool("p", 3, 1), now=NOW)] == ["a"]

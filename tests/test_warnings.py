@@ -195,3 +195,93 @@ def test_explain_gives_no_zero_cap_reason_in_a_pool_with_room():
         ("over_tokens", None),
         ("selected", None),
     ]
+
+
+# --- an always-scope entry no pool admits --------------------------------------
+
+
+def unadmitted_message(count):
+    store = [{"id": str(n), "type": "x", "scope": "always"} for n in range(count)]
+    with pytest.warns(PoolsplitWarning) as caught:
+        retrieve_pools(store, [Pool("p", 100, 1, types=["y"])], now=NOW)
+    assert len(caught) == 1
+    return str(caught[0].message)
+
+
+STORE = [
+    {"id": "c1", "type": "correction", "scope": "always", "content": "never"},
+    {"id": "c2", "type": "corection", "scope": "always", "content": "typo"},
+    {"id": "t1", "type": "task", "content": "do"},
+]
+
+
+def test_warning_names_count_position_id_and_type():
+    pools = [Pool("core", 0, 0, ("correction",)), Pool("work", 10, 2, ("task",))]
+    with pytest.warns(PoolsplitWarning) as caught:
+        got = retrieve_pools(STORE, pools, now=NOW)
+    assert len(caught) == 1
+    assert str(caught[0].message) == (
+        "1 active always-scope entries are in no pool, so they were not loaded: "
+        "entries[1] (id='c2') of type 'corection'; add their types to a pool, "
+        "or add a pool with types=None"
+    )
+    assert caught[0].filename == __file__  # points at the caller
+    assert ids(got["core"]) == ["c1"]
+
+
+def test_warning_lists_the_first_three_and_counts_the_rest():
+    store = [{"id": i, "type": f"t{i}", "scope": "always"} for i in range(5)]
+    with pytest.warns(
+        PoolsplitWarning,
+        match=r"^5 active .*entries\[2\] \(id=2\) "
+        r"of type 't2' and 2 more; ",
+    ):
+        retrieve_pools(store, [Pool("p", 1, 1, ("x",))], now=NOW)
+
+
+def test_no_warning_when_every_always_type_is_admitted():
+    pools = [Pool("core", 0, 0, ("correction", "corection")), Pool("w", 9, 1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        retrieve_pools(STORE, pools, now=NOW)
+        retrieve_pools(STORE, [Pool("all", 0, 0)], now=NOW)  # types=None admits all
+
+
+def test_no_warning_for_inactive_always_entries_or_single_retrieve():
+    store = [{"id": "old", "type": "x", "scope": "always", "status": "archived"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        retrieve_pools(store, [Pool("p", 1, 1, ("y",))], now=NOW)
+        # retrieve() asks for one pool: other types are not missing, only not asked
+        retrieve(STORE, Pool("core", 0, 0, ("correction",)), now=NOW)
+
+
+def test_warning_is_an_error_under_error_filter():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PoolsplitWarning)
+        with pytest.raises(PoolsplitWarning):
+            retrieve_pools(STORE, [Pool("core", 0, 0, ("correction",))], now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (1, "entries[0] (id='0') of type 'x'"),
+        (
+            3,
+            "entries[0] (id='0') of type 'x', entries[1] (id='1') of type 'x', "
+            "entries[2] (id='2') of type 'x'",
+        ),
+        (
+            4,
+            "entries[0] (id='0') of type 'x', entries[1] (id='1') of type 'x', "
+            "entries[2] (id='2') of type 'x' and 1 more",
+        ),
+    ],
+)
+def test_unadmitted_warning_shows_three_then_counts_the_rest(count, shown):
+    """The warning names the first three entries and counts the others."""
+    assert unadmitted_message(count) == (
+        f"{count} active always-scope entries are in no pool, so they were not "
+        f"loaded: {shown}; add their types to a pool, or add a pool with types=None"
+    )
