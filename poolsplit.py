@@ -3200,8 +3200,9 @@ def _parser() -> Any:
             "--outcome",
             action="append",
             choices=_OUTCOMES,
+            metavar="OUTCOME",
             help="show only entries with this outcome, decisive or in any pool "
-            "(repeatable)",
+            f"(repeatable): {', '.join(_OUTCOMES)}",
         )
         sub.add_argument(
             "--summary",
