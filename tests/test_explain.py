@@ -7,7 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import poolsplit
-from poolsplit import Pool, PoolsplitWarning, explain, main, retrieve_pools
+from poolsplit import (
+    Pool,
+    PoolsplitWarning,
+    default_scorer,
+    explain,
+    main,
+    retrieve_pools,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -439,3 +446,20 @@ def test_explain_names_the_always_entry_whose_cost_cannot_be_read():
     ]
     with pytest.raises(ValueError, match=r"^entries\[2\] \(id='u'\): cannot become"):
         explain(store, [Pool("p", 10, 1)], now=NOW)
+
+
+def test_explain_scores_with_the_message_as_retrieval_does():
+    """explain() reports exact scores, the message term included: its first
+    scores are never the base score alone."""
+    store = [
+        {"id": "m", "base_priority": 4, "content": "deploy the cluster"},
+        {"id": "n", "base_priority": 6, "content": "other words"},
+    ]
+    context = {"message": "deploy cluster"}
+    report = explain(store, [Pool("p", 100, 1)], context, now=NOW)
+    assert [(d.id, d.score) for d in report.decisions] == [
+        ("m", default_scorer(store[0], context, now=NOW)),
+        ("n", 6.0),
+    ]
+    assert report.decisions[0].score == 10.0  # 4 x 2.5: both words found
+    assert report.selected() == {"p": [store[0]]}

@@ -285,3 +285,21 @@ def test_unadmitted_warning_shows_three_then_counts_the_rest(count, shown):
         f"{count} active always-scope entries are in no pool, so they were not "
         f"loaded: {shown}; add their types to a pool, or add a pool with types=None"
     )
+
+
+def test_the_warnings_say_which_keys_the_default_scorer_reads():
+    """The full texts, checked where the caller's line is not (mutmut runs
+    the two tests above through a trampoline, so it deselects them)."""
+    store = [{"id": "c1", "type": "correction", "scope": "Always"}]
+    _, messages = caught_messages(
+        lambda: retrieve(store, CORE, {"mesage": "x"}, now=NOW)
+    )
+    assert messages == [
+        "context key 'mesage' (nearest: 'message') is not read by the default "
+        "scorer, which reads only 'message', 'tags', 'project'; the call scored "
+        "as if it were absent",
+        "1 active entries have a scope that is 'always' only after trimming and "
+        "case-folding, so they compete for room instead of loading "
+        "unconditionally: entries[0] (id='c1') with scope 'Always'; write "
+        "scope='always'",
+    ]
