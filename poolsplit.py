@@ -58,12 +58,13 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "OUTCOMES",
     "ActivePredicate",
     "ContextError",
     "Decision",
@@ -521,12 +522,15 @@ def _read_iso_general(text: str) -> float | None:
         )
     except ValueError:  # month 13, February 30th and the like
         return None
-    seconds = (moment - _EPOCH).total_seconds()
+    elapsed = moment - _EPOCH
     if offset and offset.upper() != "Z":
         sign = -1 if offset[0] == "-" else 1
         digits = offset[1:].replace(":", "")
-        seconds -= sign * (int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60)
-    return seconds
+        # Subtracted as a timedelta, exactly: one rounding to float, at the end.
+        elapsed -= timedelta(
+            hours=sign * int(digits[:2]), minutes=sign * int(digits[2:4] or 0)
+        )
+    return elapsed.total_seconds()
 
 
 def _read_iso(text: str) -> float | None:
@@ -584,14 +588,16 @@ def _seconds(value: object) -> float | None:
 
 
 def parse_created(value: object) -> float | None:
-    """POSIX seconds (UTC) of a ``created`` value, or None when it has no meaning.
+    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
 
-    The one reader of timestamps: recency, the tie order, :func:`validate`
-    and the command line's ``--now`` all read them here, with the forms the
-    README's entry schema lists. None means "no decay".
+    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
+    (1767225600.0, 1767225600.0)
 
-    >>> parse_created("2026-01-01T00:00:00Z"), parse_created("soon")
-    (1767225600.0, None)
+    The one reader of the README's timestamp grammar ("Timestamps"): a str in
+    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
+    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
+    scoring, ``validate`` and the command line's ``--now`` all read time this
+    way; use it for your own time fields (``expires_at``) so they mean the same.
     """
     return _seconds(value)
 
@@ -1114,6 +1120,7 @@ class _Scan:
     scores: list[float]  # each ranked entry's first score (see _first_score)
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
+    near_always: list[int]  # active entries whose scope is "always" only folded
 
 
 def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
@@ -1138,6 +1145,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     scores: list[float] = []
     duplicates: dict[int, int] = {}
     unadmitted: list[int] = []
+    near_always: list[int] = []
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
@@ -1159,11 +1167,17 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
         active[index] = True
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
-        if _is_always(entry):
+        # Read once here: most entries have no scope, and then neither the
+        # always rule nor the near-miss check costs a call.
+        scope = entry.get("scope")
+        if scope is not None and _is_always(entry):
             always.append(index)
             if not admitted:
                 unadmitted.append(index)
-        elif admitted:
+            continue
+        if scope is not None and _almost(scope, ALWAYS_SCOPE):
+            near_always.append(index)  # competes; retrieve_pools warns
+        if admitted:
             ranked.append(index)
             if fast is None:
                 scores.append(_first_score(entry, index, call, exact))
@@ -1172,7 +1186,9 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
                 scores.append(fast(entry))
             except (TypeError, ValueError) as exc:
                 raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
-    return _Scan(active, keys, always, ranked, scores, duplicates, unadmitted)
+    return _Scan(
+        active, keys, always, ranked, scores, duplicates, unadmitted, near_always
+    )
 
 
 class _Ranking:
@@ -1520,6 +1536,69 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     )
 
 
+def _first_objects(store: list[Entry], positions: list[int]) -> list[int]:
+    """``positions`` without repeats of one object (an object listed twice is
+    one entry), in order."""
+    firsts: dict[int, int] = {}
+    for index in positions:
+        firsts.setdefault(id(store[index]), index)
+    return list(firsts.values())
+
+
+def _near_always_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
+    """The warning for active entries whose scope is "always" only after
+    trimming and case-folding: they compete instead of loading."""
+    near = _first_objects(store, scan.near_always)
+    shown = ", ".join(
+        f"{_label(index, store[index])} with scope {store[index].get('scope')!r}"
+        for index in near[:3]
+    )
+    more = f" and {len(near) - 3} more" if len(near) > 3 else ""
+    return PoolsplitWarning(
+        f"{len(near)} active entries have a scope that is {ALWAYS_SCOPE!r} only "
+        f"after trimming and case-folding, so they compete for room instead of "
+        f"loading unconditionally: {shown}{more}; write scope={ALWAYS_SCOPE!r}"
+    )
+
+
+# The context keys the default scorer reads; a custom scorer may read others.
+_CONTEXT_KEYS: Final = ("message", "tags", "project")
+
+
+def _unread_context_keys(call: _Call) -> list[str]:
+    """With the default scorer, each context key it does not read, with the
+    nearest key it does: a misspelled key would silently score as absent."""
+    if call.query is None or call.context is None:  # a custom scorer reads any
+        return []
+    import difflib
+
+    unread = []
+    for key in call.context:
+        if key not in _CONTEXT_KEYS:
+            nearest = difflib.get_close_matches(str(key), _CONTEXT_KEYS, 1, 0.0)
+            unread.append(f"{key!r} (nearest: {(nearest or _CONTEXT_KEYS)[0]!r})")
+    return unread
+
+
+def _context_warning(unread: list[str]) -> PoolsplitWarning:
+    return PoolsplitWarning(
+        f"context key {', '.join(unread)} is not read by the default scorer, "
+        f"which reads only {', '.join(map(repr, _CONTEXT_KEYS))}; the call "
+        f"scored as if it were absent"
+    )
+
+
+def _warn_misconfigured(store: list[Entry], call: _Call, scan: _Scan) -> None:
+    """Warn, once per call each, of what retrieval silently reads otherwise
+    than meant: an unread context key, a near-miss ``scope``. stacklevel 3:
+    the caller of retrieve_pools or retrieve."""
+    unread = _unread_context_keys(call)
+    if unread:
+        warnings.warn(_context_warning(unread), stacklevel=3)
+    if scan.near_always:
+        warnings.warn(_near_always_warning(store, scan), stacklevel=3)
+
+
 def retrieve_pools(
     entries: Iterable[E],
     pools: Sequence[Pool] | Iterable[Pool],
@@ -1555,7 +1634,10 @@ def retrieve_pools(
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
-            no pool, so it is not loaded (once per call, naming the first few).
+            no pool, so it is not loaded (once per call, naming the first few);
+            an active entry's ``scope`` is "always" only after trimming and
+            case-folding, so it competes instead; with the default scorer, a
+            context key is not one it reads (each once per call).
 
     Raises:
         TypeError: an entry is not a Mapping, a pool is not a Pool, a hook is
@@ -1570,6 +1652,7 @@ def retrieve_pools(
     selection = _select(store, call, trace=False)
     if selection.scan.unadmitted:
         warnings.warn(_unadmitted_warning(store, selection.scan), stacklevel=2)
+    _warn_misconfigured(store, call, selection.scan)
     return selection.results  # type: ignore[return-value]
 
 
@@ -1606,7 +1689,11 @@ def retrieve(
 
     The result holds the input objects themselves; their context costs total
     at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and nothing warns. Cost: O(n log n).
+    other types are not missing and that does not warn. Cost: O(n log n).
+
+    Warns:
+        PoolsplitWarning: a near-miss ``scope`` or an unread context key, as
+            :func:`retrieve_pools`.
 
     Raises:
         As :func:`retrieve_pools`.
@@ -1614,7 +1701,9 @@ def retrieve(
     if not isinstance(pool, Pool):
         raise TypeError(f"pool must be a Pool, got {type(pool).__name__}")
     call = _check_call([pool], context, scorer, token_counter, is_active, now)
-    selection = _select(_as_list(entries), call, trace=False)
+    store: list[Entry] = _as_list(entries)
+    selection = _select(store, call, trace=False)
+    _warn_misconfigured(store, call, selection.scan)
     return selection.results[pool.name]  # type: ignore[return-value]
 
 
@@ -1731,6 +1820,10 @@ class Decision:
     ``predicate``), ``duplicate`` (the same object listed earlier;
     ``reason`` names that position) or ``no_pool``. ``taken_earlier_in``
     names the later pools that also admit the entry but found it taken.
+    ``outcomes`` is its outcome in every pool that admitted it, as
+    ``(pool, outcome)`` in pool order (``taken_earlier`` where an earlier
+    pool had taken it), so an entry one pool turned away and a later one
+    took shows both.
     """
 
     index: int
@@ -1743,6 +1836,7 @@ class Decision:
     cost: int | None = None
     used: int | None = None
     taken_earlier_in: tuple[str, ...] = ()
+    outcomes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -1776,6 +1870,8 @@ def _json_safe(data: dict[str, Any]) -> dict[str, Any]:
     for key, value in data.items():
         if key == "taken_earlier_in":
             safe[key] = list(value)
+        elif key == "outcomes":
+            safe[key] = dict(value)  # pool names are unique, in pool order
         elif isinstance(value, float) and not math.isfinite(value):
             safe[key] = repr(value)  # strict JSON has no Infinity
         elif value is None or isinstance(value, (str, int, float)):
@@ -1808,17 +1904,47 @@ class Explanation:
                 result[step.pool].append(self.entries[step.index])
         return result
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dicts: decisions, pools and warnings."""
-        return {
+    def counts(self) -> dict[str, int]:
+        """How many ``decisions`` have each outcome, the most frequent first."""
+        tally: dict[str, int] = {}
+        for d in self.decisions:
+            tally[d.outcome] = tally.get(d.outcome, 0) + 1
+        return dict(sorted(tally.items(), key=lambda item: (-item[1], item[0])))
+
+    def to_dict(self, *, summary: bool = False) -> dict[str, Any]:
+        """JSON-ready dicts: decisions (left out when ``summary``), the count of
+        each outcome, pools and warnings."""
+        data: dict[str, Any] = {
             "decisions": [_json_safe(vars(d)) for d in self.decisions],
+            "counts": self.counts(),
             "pools": [vars(p).copy() for p in self.pools],
             "always_tokens": self.always_tokens,
             "warnings": list(self.warnings),
         }
+        if summary:
+            del data["decisions"]
+        return data
 
-    def render(self) -> str:
-        """A text table: one row per entry, then the pools, then the warnings."""
+    def render(self, *, summary: bool = False) -> str:
+        """A text table: one row per entry (none when ``summary``), the count
+        of each outcome, then the pools, then the warnings."""
+        lines = [] if summary else self._table()
+        counts = ", ".join(f"{outcome} {n}" for outcome, n in self.counts().items())
+        lines.append(f"outcomes: {counts or 'none'}")
+        for p in self.pools:
+            floor = f", below floor {p.below_floor}" if p.below_floor else ""
+            lines.append(
+                f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
+                f"entries {p.entries_used}/{p.max_entries}, "
+                f"left out {p.left_out}{floor}, always {p.always_count} "
+                f"({p.always_tokens} tokens)"
+            )
+        lines.append(f"always-scope total: {self.always_tokens} tokens")
+        lines.extend(f"warning: {w}" for w in self.warnings)
+        return "\n".join(lines) + "\n"
+
+    def _table(self) -> list[str]:
+        """One row per decision, and a blank line."""
         rows = [
             (
                 "#",
@@ -1829,7 +1955,7 @@ class Explanation:
                 "score",
                 "cost",
                 "total",
-                "later pools",
+                "other pools",
             )
         ]
         for d in self.decisions:
@@ -1843,30 +1969,22 @@ class Explanation:
                     "" if d.score is None else f"{d.score:.3f}",
                     "" if d.cost is None else str(d.cost),
                     "" if d.used is None else str(d.used),
-                    ",".join(d.taken_earlier_in),
+                    ",".join(f"{p}:{o}" for p, o in d.outcomes if p != d.pool),
                 )
             )
-        lines = _table(rows)
-        lines.append("")
-        for p in self.pools:
-            floor = f", below floor {p.below_floor}" if p.below_floor else ""
-            lines.append(
-                f"pool {p.name}: tokens {p.tokens_used}/{p.max_tokens}, "
-                f"entries {p.entries_used}/{p.max_entries}, "
-                f"left out {p.left_out}{floor}, always {p.always_count} "
-                f"({p.always_tokens} tokens)"
-            )
-        lines.append(f"always-scope total: {self.always_tokens} tokens")
-        lines.extend(f"warning: {w}" for w in self.warnings)
-        return "\n".join(lines) + "\n"
+        return [*_table(rows), ""]
 
 
-def _decisive_steps(steps: list[Step]) -> tuple[dict[int, Step], dict[int, list[str]]]:
+def _decisive_steps(
+    steps: list[Step], every: dict[int, list[tuple[str, str]]]
+) -> tuple[dict[int, Step], dict[int, list[str]]]:
     """Per entry, the step that decided it (a take wins, else the first pool's
-    reason) and the later pools that found it already taken."""
+    reason) and the later pools that found it already taken; ``every`` gets
+    each entry's outcome in every pool that admitted it."""
     decisive: dict[int, Step] = {}
     later: dict[int, list[str]] = {}
     for step in steps:
+        every.setdefault(step.index, []).append((step.pool, step.outcome))
         if step.outcome == _TAKEN_EARLIER:
             later.setdefault(step.index, []).append(step.pool)
         elif step.index not in decisive or step.outcome in (_SELECTED, _ALWAYS):
@@ -1890,6 +2008,14 @@ def _pool_named(call: _Call, name: str) -> Pool:
     return next(pool for pool in call.pools if pool.name == name)
 
 
+def _only_always(pool: Pool) -> str | None:
+    """Why a pool with a zero cap turns every context entry away, or None."""
+    for cap in ("max_entries", "max_tokens"):
+        if getattr(pool, cap) == 0:
+            return f"{cap}=0: only scope={ALWAYS_SCOPE!r} loads in this pool"
+    return None
+
+
 def _decision(
     index: int,
     entry: Entry,
@@ -1897,6 +2023,7 @@ def _decision(
     call: _Call,
     decisive: dict[int, Step],
     later: dict[int, list[str]],
+    every: dict[int, list[tuple[str, str]]],
 ) -> Decision:
     """What happened to one entry, from the steps that concern it."""
     ident = entry.get("id")
@@ -1913,6 +2040,8 @@ def _decision(
     floor = None
     if step.outcome == _BELOW_FLOOR:
         floor = f"min_score {_pool_named(call, step.pool).min_score!r}"
+    elif step.outcome in (_ENTRY_CAP, _OVER_TOKENS):
+        floor = _only_always(_pool_named(call, step.pool))
     return Decision(
         index,
         ident,
@@ -1924,6 +2053,7 @@ def _decision(
         cost=step.cost,
         used=None if step.outcome == _ALWAYS else step.used,
         taken_earlier_in=tuple(later.get(index, ())),
+        outcomes=tuple(every[index]),
     )
 
 
@@ -1979,11 +2109,16 @@ def _explain_warnings(
                 f"pool {pool.name!r} admits types {list(pool.types)!r}, and no "
                 f"entry of the store has one of them; check their spelling"
             )
-    found.extend(
-        f"pool {p.name!r} had {p.left_out} eligible entries and selected none"
-        for p in summaries
-        if p.left_out and not p.entries_used
-    )
+    for p, pool in zip(summaries, call.pools):
+        if p.left_out and not p.entries_used:
+            why = _only_always(pool)
+            found.append(
+                f"pool {p.name!r} had {p.left_out} eligible entries and selected "
+                f"none" + ("" if why is None else f"; {why}")
+            )
+    unread = _unread_context_keys(call)
+    if unread:
+        found.append(str(_context_warning(unread)))
     always_tokens = sum(p.always_tokens for p in summaries)
     budget = sum(p.max_tokens for p in call.pools)
     if always_tokens > budget:
@@ -2000,6 +2135,52 @@ def _explain_warnings(
     return found
 
 
+# Every outcome explain() reports, decisive or in one pool (its filters and
+# the command line's --outcome take these).
+OUTCOMES: Final = (
+    _ALWAYS,
+    _SELECTED,
+    _OVER_TOKENS,
+    _ENTRY_CAP,
+    _BELOW_FLOOR,
+    _TAKEN_EARLIER,
+    _INACTIVE,
+    _DUPLICATE,
+    _NO_POOL,
+)
+
+
+def _check_filter(name: str, values: object) -> list[object] | None:
+    """An explain() filter as a list (None: no filter); a bare str raises, as
+    it would be read as its letters."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{name} must be an iterable or None, got {type(values).__name__} "
+            f"{values!r}"
+        )
+    return list(values)
+
+
+def _wanted(
+    decision: Decision,
+    ids: list[object] | None,
+    types: list[object] | None,
+    outcomes: list[object] | None,
+) -> bool:
+    """Whether a decision passes explain()'s filters: its id and its type
+    among those given, and its outcome, or its outcome in any pool, too."""
+    if ids is not None and decision.id not in ids:
+        return False
+    if types is not None and decision.type not in types:
+        return False
+    return outcomes is None or any(
+        outcome in outcomes
+        for outcome in (decision.outcome, *(o for _, o in decision.outcomes))
+    )
+
+
 def explain(
     entries: Iterable[Entry],
     pools: Sequence[Pool] | Iterable[Pool],
@@ -2009,6 +2190,9 @@ def explain(
     token_counter: TokenCounter = default_token_counter,
     is_active: ActivePredicate = default_is_active,
     now: datetime | None = None,
+    ids: Iterable[object] | None = None,
+    types: Iterable[object] | None = None,
+    outcomes: Iterable[str] | None = None,
 ) -> Explanation:
     """Report what :func:`retrieve_pools` decides for every entry, and why.
 
@@ -2030,21 +2214,46 @@ def explain(
     Cost: O(n log n + p * n): every eligible entry is scored, and costed
     unless it is below a pool's floor.
 
+    Each decision also lists the entry's outcome in every pool that admitted
+    it (``outcomes``). For a large store, ``ids``, ``types`` and ``outcomes``
+    keep only the decisions whose id, type, and outcome (decisive or in any
+    pool) are among those given (``==``); the pools, the warnings and the
+    steps still cover the whole store. ``render(summary=True)`` and
+    ``to_dict(summary=True)`` leave the decisions out and keep the count of
+    each outcome.
+
     Raises:
-        As :func:`retrieve_pools`.
+        As :func:`retrieve_pools`; also TypeError for a filter that is not an
+        iterable or is a bare str, ValueError for an unknown outcome.
     """
     call = _check_call(pools, context, scorer, token_counter, is_active, now)
+    wanted = (
+        _check_filter("ids", ids),
+        _check_filter("types", types),
+        _check_filter("outcomes", outcomes),
+    )
+    unknown = [o for o in wanted[2] or () if o not in OUTCOMES]
+    if unknown:
+        raise ValueError(
+            f"outcomes must be among {', '.join(map(repr, OUTCOMES))}, "
+            f"got {unknown[0]!r}"
+        )
     store = _as_list(entries)
     selection = _select(store, call, trace=True)
     steps = selection.steps
     assert steps is not None  # traced
-    decisive, later = _decisive_steps(steps)
+    every: dict[int, list[tuple[str, str]]] = {}
+    decisive, later = _decisive_steps(steps, every)
     decisions = [
-        _decision(index, entry, selection, call, decisive, later)
+        _decision(index, entry, selection, call, decisive, later, every)
         for index, entry in enumerate(store)
     ]
     summaries = _summaries(store, call, steps)
     found = _explain_warnings(store, call, decisions, summaries)
+    if selection.scan.near_always:
+        found.append(str(_near_always_warning(store, selection.scan)))
+    if wanted != (None, None, None):
+        decisions = [d for d in decisions if _wanted(d, *wanted)]
     return Explanation(
         tuple(decisions), tuple(summaries), tuple(found), tuple(steps), tuple(store)
     )
@@ -2082,6 +2291,26 @@ _SCHEMA_KEYS: Final = (
 # taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
 # "score" (0.8) and the user's own fields ("source", "trust") are not.
 _NEAR_MISS: Final = 0.82
+# Keys other systems use for a schema key, too far from it for the near-miss
+# ratio ("priority" is 0.76 from "base_priority", "timestamp" 0.27 from
+# "created"); matched after case-folding.
+_ALIASES: Final = {
+    "priority": "base_priority",
+    "prio": "base_priority",
+    "timestamp": "created",
+    "created_at": "created",
+    "createdat": "created",
+    "created_on": "created",
+    "date": "created",
+    "time": "created",
+    "datetime": "created",
+    "tokens": "token_count",
+    "token": "token_count",
+    "num_tokens": "token_count",
+    "text": "content",
+    "body": "content",
+    "kind": "type",
+}
 
 Found = Iterator[tuple[str, str, str]]  # (severity, field, message)
 
@@ -2093,6 +2322,11 @@ def _content_problems(entry: Entry) -> Found:
     elif not isinstance(content, str):
         message = f"content should be a str, got {type(content).__name__}"
         yield "warning", "content", message
+        try:
+            _content(entry)
+        except (TypeError, ValueError) as exc:  # retrieval reads it lazily
+            message = f"cannot become text: {exc}; a call that reaches this entry fails"
+            yield "error", "content", message
 
 
 def _priority_problems(entry: Entry) -> Found:
@@ -2142,6 +2376,14 @@ def _text_problems(entry: Entry) -> Found:
         value = entry.get(field)
         if value is not None and not isinstance(value, str):
             yield "warning", field, f"should be a str, got {type(value).__name__}"
+    project = entry.get("project")
+    if project is not None and not isinstance(project, str):
+        message = (
+            f"should be a str or None, got {type(project).__name__} {project!r}; "
+            f"it is compared with the context's project as it is, so it never "
+            f"matches a str project and scores the 0.5 mismatch factor"
+        )
+        yield "warning", "project", message
     status = entry.get("status")
     if _almost(status, ACTIVE_STATUS):
         message = (
@@ -2167,8 +2409,19 @@ def _likely_key(key: str) -> str | None:
     folded = key.strip().casefold()
     if folded in _SCHEMA_KEYS:
         return folded
+    if folded.replace("-", "_") in _ALIASES:
+        return _ALIASES[folded.replace("-", "_")]
     close = difflib.get_close_matches(key, _SCHEMA_KEYS, 1, _NEAR_MISS)
-    return close[0] if close else None
+    if close:
+        return close[0]
+    # Two neighbouring letters swapped ("tpye", "socpe"): difflib's ratio
+    # rates a swap in a short word too low to pass.
+    for known in _SCHEMA_KEYS:
+        if len(known) == len(folded) and sorted(known) == sorted(folded):
+            differ = [i for i, (a, b) in enumerate(zip(known, folded)) if a != b]
+            if len(differ) == 2 and differ[1] == differ[0] + 1:
+                return known
+    return None
 
 
 def _key_problems(entry: Entry) -> Found:
@@ -2255,6 +2508,58 @@ def _dangling_problems(store: list[object], ids: dict[object, int]) -> list[Prob
     return problems
 
 
+def _type_spelling_problems(store: list[object]) -> list[Problem]:
+    """Types that differ from another type of the store only by case or
+    spacing ("Correction", "correction "): a pool admits each spelling
+    separately, so one of them is silently out of the pool meant for it.
+    Every entry not of the group's most common spelling is named."""
+    spellings: dict[str, dict[str, int]] = {}  # folded -> spelling -> count
+    for entry in store:
+        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        if isinstance(kind, str):
+            group = spellings.setdefault("".join(kind.split()).casefold(), {})
+            group[kind] = group.get(kind, 0) + 1
+    problems = []
+    for index, entry in enumerate(store):
+        kind = entry.get("type") if isinstance(entry, Mapping) else None
+        if not isinstance(kind, str):
+            continue
+        group = spellings["".join(kind.split()).casefold()]
+        usual = max(group, key=group.__getitem__)  # the first of the most common
+        if kind != usual:
+            message = (
+                f"is {kind!r}, and {group[usual]} entries have type {usual!r}: "
+                f"they differ only by case or spacing, and a pool admits each "
+                f"spelling separately"
+            )
+            assert isinstance(entry, Mapping)
+            problems.append(Problem(index, entry.get("id"), "warning", "type", message))
+    return problems
+
+
+def _future_problems(store: list[object], now: float) -> list[Problem]:
+    """A ``created`` more than a day after ``now``: recency counts the future
+    as 0 days, so the entry is fresh until then; a number that large is often
+    milliseconds."""
+    problems = []
+    for index, entry in enumerate(store):
+        if not isinstance(entry, Mapping):
+            continue
+        created = entry.get("created")
+        seconds = _seconds(created)
+        if seconds is None or seconds - now <= _SECONDS_PER_DAY:
+            continue
+        days = (seconds - now) / _SECONDS_PER_DAY
+        message = (
+            f"is {created!r}, {days:,.0f} days after the moment validated "
+            f"against; a future created counts as fresh until then"
+        )
+        if type(created) in (int, float):
+            message += "; if it is in milliseconds, divide it by 1000"
+        problems.append(Problem(index, entry.get("id"), "warning", "created", message))
+    return problems
+
+
 def _always_budget_problem(store: list[object]) -> list[Problem]:
     """A warning on the entry where active always-scope entries pass the limit.
 
@@ -2290,7 +2595,9 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
     return [Problem(index, ident, "warning", "scope", message)]
 
 
-def validate(entries: Iterable[object]) -> list[Problem]:
+def validate(
+    entries: Iterable[object], *, now: datetime | None = None
+) -> list[Problem]:
     """List the problems of a store, in input order; an empty list means clean.
 
     >>> [p.message for p in validate([{"id": 1, "content": "x"}, {"id": 1}])]
@@ -2305,13 +2612,18 @@ def validate(entries: Iterable[object]) -> list[Problem]:
     not in the store (the entry never loads and nothing replaces it).
     Warnings: missing content, unparseable ``created``, a ``token_count``
     that is not a positive int, non-str tags, ``scope``/``status``/``type``
-    that are not str, an unknown key that looks like a schema key
-    (``"scop"``), and always-scope entries passing 4,000 tokens together.
-    Other extra keys are the caller's own fields. Positions are 0-based.
-    Cost: O(n).
+    that are not str, a ``project`` that is not a str (never equal to a str
+    context project), an unknown key that looks like a schema key
+    (``"scop"``, ``"tpye"``) or is another system's name for one
+    (``"priority"``, ``"timestamp"``, ``"text"``), a ``type`` differing from
+    another type of the store only by case or spacing, a ``created`` more
+    than a day after ``now`` (default: the current time; a number that large
+    may be milliseconds), and always-scope entries passing 4,000 tokens
+    together. Other extra keys are the caller's own fields. Positions are
+    0-based. Cost: O(n).
 
     Raises:
-        TypeError: ``entries`` is not iterable.
+        TypeError: ``entries`` is not iterable, or ``now`` is not a datetime.
     """
     store: list[object] = _as_list(entries)
     problems: list[Problem] = []
@@ -2324,6 +2636,10 @@ def validate(entries: Iterable[object]) -> list[Problem]:
     id_problems, ids = _id_problems(store)
     problems.extend(id_problems)
     problems.extend(_dangling_problems(store, ids))
+    problems.extend(_type_spelling_problems(store))
+    moment = _seconds(_resolve_now(now))
+    assert moment is not None  # an aware datetime
+    problems.extend(_future_problems(store, moment))
     problems.extend(_always_budget_problem(store))
     problems.sort(key=lambda p: p.index)
     return problems
@@ -2983,11 +3299,13 @@ def _progress(contexts: list[Any]) -> Iterator[Any]:
         sys.stderr.write("\n")
 
 
-def _validate_report(loaded: _Lines, form: str) -> tuple[str, int]:
+def _validate_report(
+    loaded: _Lines, form: str, now: datetime | None
+) -> tuple[str, int]:
     """validate's output: every problem at FILE:LINE with position and id, a
     line that is not JSON among them, then a summary line (text) or not
     (JSON: a list of problems, each with its file and line)."""
-    problems = validate(loaded.items)
+    problems = validate(loaded.items, now=now)
     found: list[tuple[int, int | None, Problem]] = [
         (
             line,
@@ -3075,7 +3393,7 @@ def _run(args: Any) -> tuple[str, int]:
     validating = args.command == "validate"
     loaded = _load_lines(args.store, "entry", args.max_bytes, keep_going=validating)
     if validating:
-        return _validate_report(loaded, args.format)
+        return _validate_report(loaded, args.format, _parse_now(args.now))
     pools = _as_cli_error(load_pools, args.pools, max_bytes=args.max_bytes)
     now = _parse_now(args.now)
     queries = None
@@ -3089,8 +3407,10 @@ def _run(args: Any) -> tuple[str, int]:
                 result = audit(loaded.items, pools, _progress(queries.items), now=now)
                 text = _report_text(result, args.format)
             elif args.command == "explain":
-                report = explain(loaded.items, pools, _context(args), now=now)
-                text = _report_text(report, args.format)
+                report = explain(
+                    loaded.items, pools, _context(args), now=now, **_filters(args)
+                )
+                text = _explanation_text(report, args.format, args.summary)
             else:
                 selected = retrieve_pools(loaded.items, pools, _context(args), now=now)
                 text = _selection_text(selected, args.format)
@@ -3100,6 +3420,31 @@ def _run(args: Any) -> tuple[str, int]:
         message = _warning_at(warning.message, loaded)
         print(f"poolsplit: warning: {message}", file=sys.stderr)
     return text, 0
+
+
+def _filters(args: Any) -> dict[str, Any]:
+    """explain's --id, --type and --outcome as its filters. An --id is also
+    matched as the number it spells (``--id 7`` finds ``"id": 7``)."""
+    import json
+
+    ids: list[object] | None = None
+    if args.id is not None:
+        ids = []
+        for text in args.id:
+            ids.append(text)
+            try:
+                number = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                ids.append(number)
+    return {"ids": ids, "types": args.type, "outcomes": args.outcome}
+
+
+def _explanation_text(report: Explanation, form: str, summary: bool) -> str:
+    if form == "json":
+        return _dumps(report.to_dict(summary=summary)) + "\n"
+    return report.render(summary=summary)
 
 
 def _report_text(report: Audit | Explanation, form: str) -> str:
@@ -3186,10 +3531,41 @@ def _parser() -> Any:
         )
         return sub
 
+    def explain_filters(sub: Any) -> None:
+        sub.add_argument(
+            "--id",
+            action="append",
+            metavar="ID",
+            help="show only the entry with this id (repeatable)",
+        )
+        sub.add_argument(
+            "--type",
+            action="append",
+            metavar="TYPE",
+            help="show only entries of this type (repeatable)",
+        )
+        sub.add_argument(
+            "--outcome",
+            action="append",
+            choices=OUTCOMES,
+            metavar="OUTCOME",
+            help="show only entries with this outcome, decisive or in any pool "
+            f"(repeatable): {', '.join(OUTCOMES)}",
+        )
+        sub.add_argument(
+            "--summary",
+            action="store_true",
+            help="leave out the per-entry rows: the count of each outcome, the "
+            "pools and the warnings",
+        )
+
     def pools_and_now(sub: Any) -> None:
         sub.add_argument(
             "--pools", required=True, metavar="POOLS", help="JSON array of pools"
         )
+        now_option(sub)
+
+    def now_option(sub: Any) -> None:
         sub.add_argument(
             "--now",
             metavar="ISO",
@@ -3222,7 +3598,9 @@ def _parser() -> Any:
             metavar="P",
             help="the current project (entries of another project rank lower)",
         )
-    command("validate", "list the problems of a store", ("text", "json"))
+        if name == "explain":
+            explain_filters(sub)
+    now_option(command("validate", "list the problems of a store", ("text", "json")))
     sub = command("audit", "measure starvation, pools vs one budget", ("text", "json"))
     pools_and_now(sub)
     sub.add_argument(

@@ -15,7 +15,14 @@ from typing import Any
 
 import poolsplit as ps
 
-_ISO = ps._ISO_RE
+# The README's timestamp grammar ("Timestamps"), written here from the README
+# rather than imported, so that verify.py compares two readings of it.
+_ISO = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"[ \t\n\r\f\v]*([Zz]|[+-]\d{2}(?::?\d{2})?)?",
+    re.ASCII,
+)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 

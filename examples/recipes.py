@@ -28,6 +28,7 @@ from poolsplit import (
     Scorer,
     default_is_active,
     default_scorer,
+    parse_created,
     render,
     retrieve_pools,
 )
@@ -64,22 +65,6 @@ def trust_weighted(
     return score
 
 
-def _seconds(value: object) -> float | None:
-    """POSIX seconds of an ISO-8601 str, a datetime or a number (naive is UTC)."""
-    if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.timestamp()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
-
-
 def active_at(
     now: datetime,
     *,
@@ -90,17 +75,19 @@ def active_at(
 
     ``is_active`` takes only the entry, so the turn's time is bound here;
     build one per call with the same ``now`` you pass to ``retrieve_pools``.
-    An ``expires_at`` that cannot be read keeps the entry: the default
-    predicate decides. ``exclude`` lists ``sensitivity`` values never loaded
-    (for example ``("secret", "pii")`` when the context leaves the machine).
+    ``expires_at`` is read as ``created`` is (:func:`poolsplit.parse_created`:
+    an ISO-8601 str, a datetime, a date or POSIX seconds); one that cannot be
+    read keeps the entry: the default predicate decides. ``exclude`` lists
+    ``sensitivity`` values never loaded (for example ``("secret", "pii")``
+    when the context leaves the machine).
     """
-    limit = _seconds(now)
+    limit = parse_created(now)
     blocked = frozenset(exclude)
 
     def is_active(entry: Entry) -> bool:
         if not base(entry) or entry.get("sensitivity") in blocked:
             return False
-        expires = _seconds(entry.get("expires_at"))
+        expires = parse_created(entry.get("expires_at"))
         return expires is None or limit is None or expires > limit
 
     return is_active
@@ -117,11 +104,11 @@ def half_life(scorer: Scorer = default_scorer, *, days: float = 30.0) -> Scorer:
     def score(
         entry: Entry, context: Mapping[str, Any] | None, /, *, now: datetime
     ) -> float:
-        created = _seconds(entry.get("created"))
+        created = parse_created(entry.get("created"))
         if created is None:
             return scorer(entry, context, now=now)
         timeless = {k: v for k, v in entry.items() if k != "created"}
-        age_days = max(0.0, (_seconds(now) or created) - created) / 86400.0
+        age_days = max(0.0, (parse_created(now) or created) - created) / 86400.0
         return scorer(timeless, context, now=now) * math.pow(0.5, age_days / days)
 
     return score

@@ -73,6 +73,9 @@ CORE=(
     x__take_ranked x__select
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x_render
+    # the misconfiguration warnings and the public time reader (issue 21)
+    x__first_objects x__near_always_warning x__unread_context_keys
+    x__context_warning x__warn_misconfigured x_parse_created
 )
 
 if [[ ! -x $venv/bin/mutmut ]]; then

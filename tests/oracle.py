@@ -10,7 +10,7 @@ Where the README leaves the exact float open, the score is computed as
 ``priority * recency * tags * project * message``, left to right, each factor
 as the README writes it, and an instant is its POSIX seconds as a float.
 
-The relevance floor is read with ``getattr(pool, "min_score", None)``: with
+The relevance floor is the pool's ``min_score``: with
 None nothing changes; otherwise a context entry scoring below it is not taken
 by that pool (it stays available to later pools); always-scope entries ignore
 it; a score equal to the floor is taken.
@@ -99,37 +99,41 @@ def as_float(number):
 
 # --- created: ISO-8601 strings, datetime, date, POSIX seconds --------------
 
-# Date only; or date, T, hours and minutes, optional seconds with any number
-# of fraction digits, optional Z or +hh:mm / -hh:mm.
+# README "Timestamps": after str.strip(), in full:
+#   date [sep time] [ws] [offset]; sep is T, t or one space; time hh:mm with
+#   optional :ss and a . or , fraction of any length (cut to 6 digits); ws is
+#   ASCII whitespace; offset Z, z, or a sign, two digits and optionally two
+#   more (with or without a colon). Digits are ASCII.
 ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})"
-    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?)?",
+    r"(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?"
+    r"[ \t\n\r\f\v]*"
+    r"(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?",
     re.ASCII,
 )
 
 
 @lru_cache(maxsize=65536)  # pure: memoised only to keep the suite quick
 def iso_seconds(text):
-    """POSIX seconds (float) of an ISO-8601 string in a README form, or None."""
-    match = ISO.fullmatch(text)
+    """POSIX seconds (float) of a string of the README's grammar, or None."""
+    match = ISO.fullmatch(text.strip())
     if match is None:
         return None
-    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    year, month, day, hour, minute, second, fraction, _, sign, oh, om = match.groups()
     try:
         midnight = datetime(int(year), int(month), int(day), tzinfo=timezone.utc)
-    except ValueError:  # February 30th, month 13
+    except ValueError:  # February 30th, month 13, year 0
         return None
     hour, minute, second = int(hour or 0), int(minute or 0), int(second or 0)
     if hour > 23 or minute > 59 or second > 59:
         return None
     delta = midnight - EPOCH
     exact = Fraction(delta.days * 86400 + hour * 3600 + minute * 60 + second)
-    if fraction:
-        exact += Fraction(int(fraction), 10 ** len(fraction))
-    if offset and offset != "Z":
-        sign = 1 if offset[0] == "+" else -1
-        hours, minutes = int(offset[1:3]), int(offset[4:6])
-        exact -= sign * (hours * 3600 + minutes * 60)
+    if fraction:  # cut, not rounded, to microseconds
+        exact += Fraction(int(fraction[:6]), 10 ** len(fraction[:6]))
+    if sign:  # the written time minus sign x (hh hours + mm minutes)
+        offset = int(oh) * 3600 + int(om or 0) * 60
+        exact -= offset if sign == "+" else -offset
     return float(exact)
 
 
@@ -316,11 +320,33 @@ class OracleError(Exception):
 
     The README does not order the checks of different entries, so when
     several entries are bad, any of their errors is a right answer.
+
+    With ``result`` set, the call MAY fail: entries at ``unread`` have a
+    content or cost that cannot be read, and the README reads those lazily
+    (only when retrieval reaches the entry). The call then either raises one
+    of ``types`` naming one of them, or returns ``result``: had it reached
+    one, it would have failed, so none of them was in the way of the picks.
     """
 
-    def __init__(self, types):
+    def __init__(self, types, result=None, unread=()):
         super().__init__(sorted(t.__name__ for t in types))
         self.types = tuple(types)
+        self.result = result
+        self.unread = tuple(unread)
+
+
+def lazy_failure(entry, context, scorer, token_counter):
+    """README "Errors", the lazy read: the error type that reading this
+    context entry's content (for the message term, default scorer only) or its
+    cost raises, or None. Retrieval reads them only when it reaches it."""
+    message = check_context(context).get("message") or ""
+    try:
+        if scorer is None and significant_words(message):
+            content_of(entry)
+        oracle_cost(entry, token_counter)
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+    return None
 
 
 def oracle_retrieve_pools(
@@ -364,18 +390,25 @@ def oracle_retrieve_pools(
         if first[id(entry)] == index and is_active(entry)
     ]
 
-    # Every active context entry some pool admits is scored, once.
+    # Every active context entry some pool admits is scored, once. One whose
+    # content or cost cannot be read is scored without its content (its other
+    # fields are read eagerly) and set aside: it fails the call if reached.
     scores = {}
     errors = []
+    unread = {}
     for index in live:
         entry = store[index]
         if is_always(entry) or not any(admits(pool, entry) for pool in pools):
             continue
+        failure = lazy_failure(entry, context, scorer, token_counter)
+        if failure is not None:
+            unread[index] = failure
+            entry = {key: value for key, value in entry.items() if key != "content"}
         try:
             if scorer is None:
                 scores[index] = oracle_score(entry, context, now=now)
             else:
-                scores[index] = checked_score(scorer(entry, context, now=now))
+                scores[index] = checked_score(scorer(store[index], context, now=now))
         except (TypeError, ValueError) as exc:
             errors.append(type(exc))
     if errors:
@@ -384,7 +417,7 @@ def oracle_retrieve_pools(
     taken = set()
     results = {}
     for pool in pools:
-        floor = getattr(pool, "min_score", None)
+        floor = pool.min_score
         candidates = [i for i in live if i not in taken and admits(pool, store[i])]
         always = [i for i in candidates if is_always(store[i])]
         ranked = sorted(
@@ -395,7 +428,7 @@ def oracle_retrieve_pools(
         used = 0
         count = 0
         for index in ranked:
-            if floor is not None and scores[index] < floor:
+            if index in unread or (floor is not None and scores[index] < floor):
                 continue
             cost = oracle_cost(store[index], token_counter)
             if count < pool.max_entries and used + cost <= pool.max_tokens:
@@ -404,6 +437,8 @@ def oracle_retrieve_pools(
                 count += 1
         taken.update(chosen)
         results[pool.name] = [store[i] for i in chosen]
+    if unread:
+        raise OracleError(set(unread.values()), results, sorted(unread))
     return results
 
 
@@ -468,7 +503,7 @@ def check_invariants(
         assert sum(oracle_cost(entry, token_counter) for entry in rest) <= (
             pool.max_tokens
         )
-        floor = getattr(pool, "min_score", None)
+        floor = pool.min_score
         if floor is not None:
             for entry in rest:
                 if scorer is None:

@@ -1,10 +1,11 @@
+import json
 import re
 import warnings
 from datetime import datetime
 
 import pytest
 
-from poolsplit import Audit, Pool, TypeAudit, audit
+from poolsplit import Audit, Pool, PoolsplitWarning, TypeAudit, audit, main
 
 NOW = datetime(2026, 1, 1)
 
@@ -149,3 +150,66 @@ def test_every_query_is_measured_at_one_moment():
 
     audit([{"id": "a"}], [Pool("p", 5, 1)], [None] * 3, scorer=scorer)
     assert len(moments) == 6 and len(set(moments)) == 1
+
+
+# --- the single budget, warnings, bad contexts ---------------------------------
+
+
+STORE = [
+    {"id": "c1", "type": "correction", "scope": "always", "content": "never"},
+    {"id": "c2", "type": "corection", "scope": "always", "content": "typo"},
+    {"id": "t1", "type": "task", "content": "do"},
+]
+
+
+def audit_one_entry(tmp_path, queries_text):
+    """Run `poolsplit audit` on a one-entry store; assert it fails (exit 2)."""
+    store = tmp_path / "s.jsonl"
+    store.write_text('{"id": "a", "content": "x"}\n')
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(queries_text)
+    argv = ["audit", str(store), "--pools", write_pools(tmp_path)]
+    assert main([*argv, "--queries", str(queries)]) == 2
+    return queries
+
+
+def write_pools(tmp_path, pools=None):
+    path = tmp_path / "p.json"
+    path.write_text(
+        json.dumps(pools or [{"name": "all", "max_tokens": 99, "max_entries": 9}])
+    )
+    return str(path)
+
+
+def test_audit_reports_the_single_budget_it_compared():
+    store = [{"id": "t", "type": "task", "content": "x"}]
+    pools = [Pool("a", 30, 2, ("task",)), Pool("b", 12, 1)]
+    result = audit(store, pools, [None], now=NOW)
+    assert (result.single_tokens, result.single_entries) == (42, 3)
+    assert (
+        "single budget: 42 tokens / 3 entries (the pools' caps summed, "
+        "always-scope ranked like the rest)\n"
+    ) in result.render()
+
+
+def test_audit_warns_once_per_call_at_the_callers_line():
+    with pytest.warns(PoolsplitWarning) as caught:
+        audit(STORE, [Pool("core", 0, 0, ("correction",))], [None] * 4, now=NOW)
+    assert len(caught) == 1
+    assert caught[0].filename == __file__
+
+
+def test_audit_names_a_bad_context_by_position(tmp_path, capsys):
+    with pytest.raises(TypeError, match=r"^contexts\[1\]: context\['tags'\] must be"):
+        audit(STORE, [Pool("all", 9, 1)], [{}, {"tags": 5}], now=NOW)
+    queries = audit_one_entry(tmp_path, '{"message": "a"}\n\n{"tags": 5}\n')
+    assert capsys.readouterr().err == (
+        f"poolsplit: error: {queries}:3: contexts[1]: context['tags'] must be a str "
+        "or a list of str, got int\n"
+    )
+
+
+def test_audit_rejects_a_non_mapping_entry_without_queries():
+    """2: audit(["x"], pools, []) raised AttributeError, not TypeError."""
+    with pytest.raises(TypeError, match=r"^entries\[0\] must be a Mapping, got str$"):
+        audit(["x"], [Pool("p", 1, 1)], [], now=NOW)

@@ -83,12 +83,13 @@ def test_explain(files, capsys):
     status, out, _ = run(capsys, "explain", "s.jsonl", "--pools", "pools.json", *NOW)
     assert status == 0
     assert out == (
-        "#  id  type        outcome          pool  score  cost  total  later pools\n"
+        "#  id  type        outcome          pool  score  cost  total  other pools\n"
         "0  c1  correction  always           core\n"
         "1  t1  task        selected         work  9.000  3     3\n"
         "2  f1  fact        selected         work  3.794  4     7\n"
         "3  x   note        inactive:status\n"
         "\n"
+        "outcomes: selected 2, always 1, inactive 1\n"
         "pool core: tokens 0/0, entries 0/0, left out 0, always 1 (4 tokens)\n"
         "pool work: tokens 7/50, entries 2/2, left out 0, always 0 (0 tokens)\n"
         "pool none: tokens 0/5, entries 0/1, left out 0, always 0 (0 tokens)\n"

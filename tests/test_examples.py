@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -490,6 +490,29 @@ def test_half_life_halves_the_score_per_half_life(days, factor):
     created = (NOW - timedelta(days=days)).isoformat()
     entry = {"content": "x", "base_priority": 4, "created": created}
     assert scorer(entry, None, now=NOW) == pytest.approx(4 * factor)
+
+
+@pytest.mark.parametrize(
+    "created",
+    ["2026-11-01", date(2026, 11, 1), datetime(2026, 11, 1), "2026-11-01 00:00Z"],
+)
+def test_half_life_reads_created_as_retrieval_does(created):
+    """Issue 21: '2026-01-01' decayed, date(2026, 1, 1) did not."""
+    import recipes
+
+    entry = {"content": "x", "base_priority": 4, "created": created}
+    assert recipes.half_life(days=30.0)(entry, None, now=NOW) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "active"),
+    [(date(2026, 11, 30), False), (date(2026, 12, 2), True), ("2026-12-01Z", False)],
+)
+def test_active_at_reads_expires_at_as_created_is_read(expires_at, active):
+    """Issue 21: expires_at=date(...) never expired."""
+    import recipes
+
+    assert recipes.active_at(NOW)({"expires_at": expires_at}) is active
 
 
 def test_half_life_without_created_does_not_decay():

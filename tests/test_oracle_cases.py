@@ -4,7 +4,6 @@ found (each a shrunk hypothesis failure, also an ``@example`` in
 test_properties.py). Every selection is also checked against the oracle.
 """
 
-import dataclasses
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
@@ -20,9 +19,6 @@ from oracle import (
 )
 
 from poolsplit import Pool, default_scorer, retrieve, retrieve_pools
-
-FLOOR = "min_score" in {field.name for field in dataclasses.fields(Pool)}
-needs_floor = pytest.mark.skipif(not FLOOR, reason="Pool has no min_score yet")
 
 
 def selected(store, pool, context=None, **hooks):
@@ -358,7 +354,6 @@ def floor_pool(name, tokens, entries, types=None, **floor):
     return Pool(name, tokens, entries, types, **floor)
 
 
-@needs_floor
 def test_entry_below_the_floor_is_left_for_a_later_pool():
     store = [{"id": "low", "base_priority": 2}, {"id": "high", "base_priority": 6}]
     pools = [floor_pool("strict", 100, 5, min_score=5), floor_pool("any", 100, 5)]
@@ -372,7 +367,6 @@ def test_entry_below_the_floor_is_left_for_a_later_pool():
     }
 
 
-@needs_floor
 def test_score_equal_to_the_floor_is_taken():
     store = [{"id": "at", "base_priority": 4, "tags": ["x"]}]  # 4 x 1.5 = 6.0
     pool = floor_pool("p", 100, 5, min_score=6.0)
@@ -380,13 +374,11 @@ def test_score_equal_to_the_floor_is_taken():
     assert selected(store, floor_pool("p", 100, 5, min_score=6.000001)) == []
 
 
-@needs_floor
 def test_always_scope_ignores_the_floor():
     store = [{"id": "c", "scope": "always", "base_priority": -5}]
     assert selected(store, floor_pool("p", 0, 0, min_score=math.inf)) == ["c"]
 
 
-@needs_floor
 @pytest.mark.parametrize(
     ("floor", "expected"),
     [(-math.inf, ["fin", "neg"]), (0, ["fin"]), (math.inf, [])],
@@ -402,7 +394,6 @@ def test_infinite_floors(floor, expected):
     assert selected(store, pool, scorer=scorer) == expected
 
 
-@needs_floor
 def test_floor_none_changes_nothing():
     store = [{"id": "a", "base_priority": -3}, {"id": "b", "base_priority": 0}]
     assert selected(store, floor_pool("p", 100, 5, min_score=None)) == ["b", "a"]

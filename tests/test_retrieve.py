@@ -720,3 +720,97 @@ def test_trace_records_every_outcome():
         ("c", "entry_cap"),
     ]
     assert ids(report.selected()["p"]) == ["al", "a", "b"]
+
+
+# --- repeated objects, errors naming the entry ---------------------------------
+
+
+class Count(int):
+    pass
+
+
+def test_repeated_object_is_counted_once_even_by_a_changing_counter():
+    """A repeat is passed over before it is costed: a counter whose answer
+    changes between calls cannot let the repeat in where its first position
+    did not fit."""
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return 100 if len(calls) == 1 else 1
+
+    entry = {"id": "x", "content": "hello"}
+    assert (
+        retrieve([entry, entry], Pool("p", 10, 5), now=NOW, token_counter=counter) == []
+    )
+    assert calls == ["hello"]
+
+
+def test_unicode_error_from_content_keeps_its_cause():
+    """1: the label was added by rebuilding the exception with type(exc)(msg),
+    which UnicodeDecodeError's five-argument constructor rejects."""
+    failure = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    class Undecodable:
+        def __str__(self):
+            raise failure
+
+    store = [{"id": "u", "content": Undecodable()}]
+    with pytest.raises(ValueError) as caught:
+        retrieve(store, Pool("p", 10, 1), {"message": "word"}, now=NOW)
+    assert type(caught.value) is poolsplit.EntryValueError
+    assert str(caught.value) == (
+        "entries[0] (id='u'): 'utf-8' codec can't decode byte 0xff in position 0: "
+        "invalid start byte"
+    )
+    assert caught.value.__cause__ is failure
+
+
+def test_scorer_returning_a_non_number_names_its_type():
+    """The TypeError for a scorer's str result names str and the value."""
+    with pytest.raises(TypeError, match=r"got str 'high' for entries\[0\]"):
+        retrieve([{"id": "a"}], Pool("p", 100, 1), scorer=lambda e, c, now: "high")
+
+
+def test_custom_scorer_scores_an_object_listed_twice_once():
+    """_select 10: a custom scorer sees each object once, even listed twice."""
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(entry["id"])
+        return 1.0
+
+    entry = {"id": "a"}
+    got = retrieve_pools(
+        [entry, {"id": "b"}, entry], [Pool("p", 100, 5)], scorer=scorer, now=NOW
+    )
+    assert sorted(seen) == ["a", "b"]
+    assert ids(got["p"]) == ["a", "b"]
+
+
+def test_int_subclass_token_count_of_one_is_the_cost():
+    """_token_count 15: a token_count of 1 (an int subclass) costs 1, not the
+    counter's 100 for its content."""
+    entry = {"id": "a", "content": "x" * 400, "token_count": Count(1)}
+    assert ids(retrieve([entry], Pool("p", 1, 1), now=NOW)) == ["a"]
+
+
+def test_a_custom_scorer_still_sees_the_entries_after_a_repeated_object():
+    """A repeated object is passed over, and the scan goes on to the entries
+    after it: [a, a, b] with a custom scorer takes b too."""
+    seen = []
+
+    def scorer(entry, context, *, now):
+        seen.append(entry["id"])
+        return {"a": 2.0, "b": 1.0, "c": 3.0}[entry["id"]]
+
+    a = {"id": "a"}
+    store = [a, a, {"id": "b"}, {"id": "c"}]
+    got = retrieve_pools(store, [Pool("p", 100, 5)], scorer=scorer, now=NOW)
+    assert ids(got["p"]) == ["c", "a", "b"]
+    assert sorted(seen) == ["a", "b", "c"]
+    assert ids(retrieve(store, Pool("p", 100, 5), scorer=scorer, now=NOW)) == [
+        "c",
+        "a",
+        "b",
+    ]

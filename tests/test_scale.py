@@ -5,6 +5,7 @@ benchmarks/stress.py runs the big ones (1,000,000 entries, 10 MB content,
 """
 
 import json
+import math
 
 import pytest
 from conftest import NOW
@@ -87,7 +88,7 @@ def test_many_pools():
 )
 def test_extreme_numbers_in_every_float_range_field(value):
     """Within the float range every numeric field works; 10**400 is a known bug
-    kept in test_regressions.py."""
+    kept in test_huge_numbers.py."""
     data = [
         {"id": value, "base_priority": value, "created": value, "content": "x"},
         {"id": "b", "token_count": 10**18, "scope": "always"},
@@ -180,3 +181,60 @@ def test_cli_very_long_json_line(tmp_path, capsys, pools_path):
     assert (status, out) == (2, "")
     assert err.startswith(f"poolsplit: error: {store_path}:1: invalid JSON: ")
     assert err.count("\n") == 1
+
+
+# --- stores large enough to sort in two parts ----------------------------------
+
+
+def ids(entries):
+    return [entry["id"] for entry in entries]
+
+
+def test_large_store_of_negative_scores_agrees_with_the_oracle():
+    """walk 30: above 16,384 ranked entries, a negative base score times the
+    message factor falls below the sample's cutoff (-1 x 2.5 = -2.5), so the
+    entries kept aside (-2, no match) must be sorted in before the heap's
+    best goes out: they rank first."""
+    from oracle import oracle_retrieve
+
+    store = [
+        {"id": f"top{i:05d}", "base_priority": -1, "content": "deploy cluster"}
+        for i in range(2_500)
+    ] + [
+        {"id": f"low{i:05d}", "base_priority": -2, "content": "other words"}
+        for i in range(14_500)
+    ]
+    pool = Pool("p", 10**6, 10)
+    context = {"message": "deploy cluster"}
+    got = retrieve(store, pool, context, now=NOW)
+    assert ids(got) == ids(oracle_retrieve(store, pool, context, now=NOW))
+    assert ids(got)[0] == "low00000"
+
+
+def test_a_one_ulp_tie_below_the_sort_cut_is_broken_by_id():
+    """Above 16,384 ranked entries the engine sorts only those at or above a
+    sample's cutoff, here x (the 157th of the 1,250 sampled bases). y, one
+    ulp below x, is kept aside; times the message factor 2.5 both round to
+    the same score, so y (id "a") must be sorted in and tie with x (id "b")
+    before the heap's best goes out: it wins the tie by id."""
+    from oracle import oracle_retrieve
+
+    x = float.fromhex("0x1.c000000000002p+2")  # 7.000...; x * 2.5 == y * 2.5
+    y = math.nextafter(x, 0)
+    assert y < x and x * 2.5 == y * 2.5
+    store = []
+    for i in range(20_000):
+        if i == 16 * 156:
+            entry = {"id": "b", "base_priority": x, "content": "deploy cluster"}
+        elif i == 1:
+            entry = {"id": "a", "base_priority": y, "content": "deploy cluster"}
+        elif i % 16 == 0 and i < 16 * 156:
+            entry = {"id": f"h{i}", "base_priority": 10, "content": "other"}
+        else:
+            entry = {"id": f"l{i}", "base_priority": 1, "content": "other"}
+        store.append(entry)
+    pool = Pool("p", 10**6, 1)
+    context = {"message": "deploy cluster"}
+    got = retrieve(store, pool, context, now=NOW)
+    assert ids(got) == ["a"]
+    assert ids(got) == ids(oracle_retrieve(store, pool, context, now=NOW))

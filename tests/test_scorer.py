@@ -10,6 +10,7 @@ import pytest
 from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
+from oracle import iso_seconds
 
 import poolsplit
 from poolsplit import (
@@ -17,7 +18,10 @@ from poolsplit import (
     default_is_active,
     default_scorer,
     default_token_counter,
+    parse_created,
 )
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def score(entry, context=None):
@@ -86,12 +90,8 @@ def test_recency_factor(days):
         date(2025, 12, 2),
         datetime(2025, 12, 2),
         datetime(2025, 12, 2, 5, tzinfo=timezone(timedelta(hours=5))),
-        (datetime(2025, 12, 2, tzinfo=timezone.utc) - poolsplit._EPOCH).total_seconds(),
-        int(
-            (
-                datetime(2025, 12, 2, tzinfo=timezone.utc) - poolsplit._EPOCH
-            ).total_seconds()
-        ),
+        (datetime(2025, 12, 2, tzinfo=timezone.utc) - EPOCH).total_seconds(),
+        int((datetime(2025, 12, 2, tzinfo=timezone.utc) - EPOCH).total_seconds()),
     ],
 )
 def test_created_forms_30_days(created):
@@ -101,9 +101,9 @@ def test_created_forms_30_days(created):
 
 def test_fractional_seconds_any_length():
     """Fractions of 1..9 digits parse; beyond microseconds they are truncated."""
-    base = poolsplit._parse_iso("2025-12-02T00:00:00Z")
-    assert poolsplit._parse_iso("2025-12-02T00:00:00.5Z") == base + 0.5
-    assert poolsplit._parse_iso("2025-12-02T00:00:00.123456789Z") == pytest.approx(
+    base = parse_created("2025-12-02T00:00:00Z")
+    assert parse_created("2025-12-02T00:00:00.5Z") == base + 0.5
+    assert parse_created("2025-12-02T00:00:00.123456789Z") == pytest.approx(
         base + 0.123456
     )
 
@@ -280,7 +280,7 @@ common_iso = st.builds(
         st.sampled_from("Zz"),
         st.builds("{}{}:{}".format, st.sampled_from("+-"), _digits(2), _digits(2)),
     ),
-).filter(poolsplit._COMMON_ISO_RE.fullmatch)
+)
 real_iso = st.builds(
     lambda moment, minutes: moment.replace(
         microsecond=0, tzinfo=timezone(timedelta(minutes=minutes))
@@ -291,10 +291,11 @@ real_iso = st.builds(
 
 
 @given(st.one_of(common_iso, real_iso, st.text(max_size=30)))
-def test_fast_iso_forms_read_as_the_general_rule(text):
-    """The fromisoformat shortcut gives exactly the written-out rule's result,
-    for valid and invalid dates, hours, and offsets up to 99:99."""
-    assert poolsplit._read_iso(text) == poolsplit._read_iso_general(text)
+def test_fast_iso_forms_read_as_the_readme_grammar(text):
+    """The forms datetime.isoformat() writes (which a fromisoformat shortcut
+    reads) and any text give exactly the README oracle's result, for valid
+    and invalid dates, hours, and offsets up to 99:99."""
+    assert parse_created(text) == iso_seconds(text)
 
 
 def test_stopwords_match_spec():
@@ -387,3 +388,12 @@ def test_default_is_active(entry, active):
 def test_base_priority_other_reals(priority, expected):
     """Any numbers.Real (a Fraction, an int subclass) is a valid base_priority."""
     assert score({"base_priority": priority}) == expected
+
+
+# --- the score's type ----------------------------------------------------------
+
+
+def test_default_scorer_returns_a_float():
+    """6: default_scorer({}) returned the int 5."""
+    score = default_scorer({}, now=NOW)
+    assert type(score) is float and score == 5.0

@@ -27,13 +27,11 @@ from oracle import (
     snapshot,
 )
 
-import poolsplit
 from poolsplit import Pool, clear_caches, explain, retrieve_pools
 
 # Always-scope entries of a type no pool admits are generated on purpose; a
 # library that warns about them (PoolsplitWarning) is not what this checks.
-if getattr(poolsplit, "PoolsplitWarning", None) is not None:
-    pytestmark = pytest.mark.filterwarnings("ignore::poolsplit.PoolsplitWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::poolsplit.PoolsplitWarning")
 
 TYPES = ["task", "fact", "skill", "growth", "correction"]
 WORDS = ["deploy", "cluster", "billing", "alpha", "the", "release"]

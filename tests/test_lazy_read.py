@@ -1,0 +1,146 @@
+"""The lazy read (README "Errors"): content and cost are read when retrieval
+reaches an entry, so an unreadable one fails the call only then; validate
+reads every entry."""
+
+import sys
+
+import pytest
+from conftest import NOW
+
+from poolsplit import Pool, retrieve, retrieve_pools, validate
+
+
+class Unreadable:
+    def __init__(self, error=ValueError):
+        self.error = error
+
+    def __str__(self):
+        raise self.error("cannot become text")
+
+
+def ids(entries):
+    return [e["id"] for e in entries]
+
+
+def far_store(content):
+    """The bad entry ranks third; a one-entry pool fills at the first."""
+    return [
+        {"id": "a", "base_priority": 9, "content": "alpha"},
+        {"id": "c", "base_priority": 5, "content": "gamma"},
+        {"id": "b", "base_priority": 1, "content": content},
+    ]
+
+
+@pytest.mark.parametrize("error", [TypeError, ValueError])
+@pytest.mark.parametrize("context", [None, {"message": "alpha gamma"}])
+def test_an_entry_never_reached_is_not_read(error, context):
+    got = retrieve(far_store(Unreadable(error)), Pool("p", 100, 1), context, now=NOW)
+    assert ids(got) == ["a"]
+
+
+@pytest.mark.parametrize("error", [TypeError, ValueError])
+@pytest.mark.parametrize("context", [None, {"message": "alpha gamma"}])
+def test_an_entry_reached_fails_the_call_naming_it(error, context):
+    with pytest.raises(error, match=r"^entries\[2\] \(id='b'\): cannot become text$"):
+        retrieve(far_store(Unreadable(error)), Pool("p", 100, 3), context, now=NOW)
+
+
+def test_a_counter_returning_a_float_fails_only_for_an_entry_reached():
+    def counter(text):
+        return 2.5 if text == "bad" else 1
+
+    store = far_store("bad")
+    got = retrieve(store, Pool("p", 100, 1), now=NOW, token_counter=counter)
+    assert ids(got) == ["a"]
+    with pytest.raises(
+        TypeError,
+        match=r"^token_counter must return an int, got float 2\.5 for entries\[2\] ",
+    ):
+        retrieve(store, Pool("p", 100, 3), now=NOW, token_counter=counter)
+
+
+def test_a_later_pool_reaching_the_entry_fails_the_call():
+    pools = [Pool("first", 100, 1), Pool("second", 100, 5)]
+    with pytest.raises(ValueError, match=r"^entries\[2\] "):
+        retrieve_pools(far_store(Unreadable()), pools, now=NOW)
+
+
+def test_validate_reads_every_content():
+    problems = validate(far_store(Unreadable(TypeError)), now=NOW)
+    assert [(p.index, p.severity, p.field, p.message) for p in problems] == [
+        (2, "warning", "content", "content should be a str, got Unreadable"),
+        (
+            2,
+            "error",
+            "content",
+            "cannot become text: cannot become text; a call that reaches this "
+            "entry fails",
+        ),
+    ]
+
+
+# --- content that cannot become text -------------------------------------------
+
+
+UNPRINTABLE = 10**5000  # str() raises ValueError past the int digit limit
+
+
+class _TypeErrorText:
+    def __str__(self):
+        raise TypeError("no text")
+
+
+@pytest.mark.parametrize("token_count", [None, 5])
+def test_content_that_cannot_become_text_names_the_entry(token_count):
+    """Whether str(content) fails while counting tokens or while matching the
+    message, the error names the entry (token_count 5 skips the counting)."""
+    store = [{"id": "b", "content": _TypeErrorText(), "token_count": token_count}]
+    with pytest.raises(TypeError, match=r"^entries\[0\] \(id='b'\): no text$"):
+        retrieve(store, Pool("p", 100, 1), {"message": "deploy"}, now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_content_of_a_tied_entry_is_an_error():
+    """A content that cannot become text fails the call, naming the entry,
+    when retrieval reaches the entry (README, the lazy read): here it ties
+    with the entry taken, so it is ranked and costed before the pool fills."""
+    store = [
+        {"id": "a", "content": "deploy", "base_priority": 5},
+        {"id": "b", "content": UNPRINTABLE, "base_priority": 5},
+    ]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), now=NOW)
+
+
+@pytest.mark.skipif(
+    not hasattr(sys, "set_int_max_str_digits"), reason="no int digit limit"
+)
+def test_unprintable_tag_is_an_error_without_context_tags():
+    """A tag that cannot become text fails whether or not the context has tags."""
+    store = [{"id": "a", "base_priority": 5}, {"id": "b", "tags": [UNPRINTABLE]}]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='b'\): "):
+        retrieve(store, Pool("p", 100, 1), None, now=NOW)
+
+
+def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
+    """Above 16,384 ranked entries those below the sample's cutoff (here 10)
+    are kept aside until a walk needs them. The pool takes A (20), skips the
+    entries at the cutoff (too costly for its room) and is full: the entries
+    kept aside (1) are never read, so an unreadable content among them does
+    not fail the call (README, the lazy read)."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [{"id": "A", "base_priority": 20, "content": "a"}]
+    for i in range(1, 17_000):
+        if i % 16 == 0 and i < 16 * 300:
+            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
+        else:
+            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
+        retrieve(store, Pool("p", 100, 2), now=NOW)
