@@ -244,8 +244,13 @@ def _require_priority(value: object) -> float | int:
     except OverflowError:
         finite = False
     if not finite:
-        raise InvalidInput("base_priority", f"must be finite, got {value!r}")
+        raise InvalidInput("base_priority", f"must be finite, got {_short(value)}")
     return value  # type: ignore[return-value]
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _tag_list(tags: object) -> list[str]:
