@@ -51,7 +51,7 @@ from typing import Annotated, Any, Callable
 
 import poolsplit
 
-from poolsplit_memory import InvalidInput, Store, StoreError, open_store
+from poolsplit_memory import Store, StoreError, open_store
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -156,13 +156,7 @@ def _tool_error(text: str) -> CallToolResult:
 
 def _error_text(exc: Exception) -> str:
     """One line naming what went wrong: the field, the cause, or the type."""
-    if isinstance(exc, InvalidInput):
-        message = str(exc)
-        field = getattr(exc, "field", None)
-        if field and not message.startswith(f"{field}:"):
-            return f"{field}: {message}"
-        return message
-    if isinstance(exc, StoreError):  # StoreUnavailable: its cause, one line
+    if isinstance(exc, StoreError):  # `field: what is wrong`, or the cause
         return str(exc)
     traceback.print_exc(file=sys.stderr)
     return f"internal error: {type(exc).__name__}: {exc}"
@@ -198,7 +192,7 @@ class RememberResult(TypedDict):
 
 
 class SkippedRow(TypedDict):
-    id: str | None
+    id: str
     reason: str
 
 
