@@ -62,7 +62,7 @@ try:
 
     _MCP_MISSING: ModuleNotFoundError | None = None
 except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says so
-    from typing import TypedDict  # type: ignore[assignment]
+    from typing import TypedDict
 
     _MCP_MISSING = exc
 
