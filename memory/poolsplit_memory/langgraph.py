@@ -64,7 +64,6 @@ from poolsplit import (
     default_token_counter,
     render,
     retrieve_pools,
-    validate,
 )
 
 from poolsplit_memory import (
@@ -73,6 +72,7 @@ from poolsplit_memory import (
     build_entry,
     check_entry,
 )
+from poolsplit_memory._entries import loadable, notice
 
 __all__ = [
     "METADATA_KEY",
@@ -229,11 +229,7 @@ def _system_message(
     itself, so the model (and whoever reads the transcript) knows a
     correction is missing; every skipped entry is in the metadata.
     """
-    missing = [s for s in skipped if s.get("scope") == "always"]
-    notice = "\n".join(
-        f"- (memory {s['id']} could not be loaded: {s['reason']})" for s in missing
-    )
-    text = _joined(prompt, render(results, headers=headers), notice)
+    text = _joined(prompt, render(results, headers=headers) + notice(skipped))
     pools = {name: [e.get("id") for e in chosen] for name, chosen in results.items()}
     meta = {"pools": pools, "skipped": skipped, **report}
     return SystemMessage(content=text, additional_kwargs={METADATA_KEY: meta})
@@ -308,32 +304,6 @@ async def _aload_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[A
         offset += PAGE_SIZE
 
 
-def _loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:
-    """The values retrieval can use, and the others as ``{"id", "reason"}``.
-
-    A stored item that ``poolsplit.validate`` finds an error in (written by
-    hand, by another tool, by an older version) is left out of this turn and
-    reported, never allowed to stop every later turn. Cost: O(n).
-    """
-    errors: dict[int, str] = {}
-    for problem in validate(values):
-        if problem.severity == "error" and problem.index not in errors:
-            where = f"{problem.field}: " if problem.field else ""
-            errors[problem.index] = where + problem.message
-    if not errors:
-        return values, []
-    kept = [value for index, value in enumerate(values) if index not in errors]
-    skipped = []
-    for index, reason in errors.items():
-        value = values[index]
-        entry = value if isinstance(value, Mapping) else {}
-        report = {"id": str(entry.get("id")), "reason": reason}
-        if entry.get("scope") == "always":
-            report["scope"] = "always"
-        skipped.append(report)
-    return kept, skipped
-
-
 def remember(
     store: BaseStore,
     namespace: tuple[str, ...],
@@ -358,7 +328,7 @@ def remember(
     key = entry.get("id") if isinstance(entry, Mapping) else None
     if not isinstance(key, str) or not key:
         raise InvalidInput(
-            "id", f"id must be a non-empty str (the item key), got {key!r}"
+            "id", f"must be a non-empty str (the BaseStore item key), got {key!r}"
         )
     warnings = check_entry(
         entry,
@@ -375,7 +345,7 @@ def remember(
 # ===========================================================================
 
 
-class _MemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class _MemoryMiddleware(AgentMiddleware):
     """Puts the rendered pools into the agent's one system prompt each call."""
 
     def __init__(
@@ -397,7 +367,7 @@ class _MemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def name(self) -> str:
         return "PoolsplitMemory"
 
-    def _store(self, request: ModelRequest) -> tuple[BaseStore, tuple[str, ...]]:  # type: ignore[type-arg]
+    def _store(self, request: ModelRequest) -> tuple[BaseStore, tuple[str, ...]]:
         store = request.runtime.store if request.runtime is not None else None
         if store is None:
             raise ValueError(
@@ -406,8 +376,8 @@ class _MemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             )
         return store, _namespace(self.namespace, get_config())
 
-    def _request(self, request: ModelRequest, values: list[Any]) -> ModelRequest:  # type: ignore[type-arg]
-        entries, skipped = _loadable(values)
+    def _request(self, request: ModelRequest, values: list[Any]) -> ModelRequest:
+        entries, skipped = loadable(values)
         start = _latest_human(request.messages)
         message = "" if start is None else request.messages[start].text
         results = retrieve_pools(
@@ -421,17 +391,17 @@ class _MemoryMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], ModelResponse],  # type: ignore[type-arg]
-    ) -> ModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse:
         store, space = self._store(request)
         return handler(self._request(request, load_entries(store, space)))
 
     async def awrap_model_call(
         self,
-        request: ModelRequest,  # type: ignore[type-arg]
-        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],  # type: ignore[type-arg]
-    ) -> ModelResponse:  # type: ignore[type-arg]
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         store, space = self._store(request)
         values = await _aload_entries(store, space)
         return await handler(self._request(request, values))
@@ -444,7 +414,7 @@ def memory_middleware(
     namespace: Namespace = user_namespace,
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
-) -> AgentMiddleware:  # type: ignore[type-arg]
+) -> AgentMiddleware:
     """Agent middleware for ``create_agent(..., middleware=[...], store=...)``.
 
     Before every model call it reads ``namespace`` (exactly) from the agent's
@@ -485,7 +455,7 @@ def memory_prompt(
                 "reads the entries from the agent's store"
             )
         space = _namespace(namespace, get_config())
-        entries, skipped = _loadable(load_entries(store, space))
+        entries, skipped = loadable(load_entries(store, space))
         return _with_memory(
             state["messages"],
             entries,
@@ -526,7 +496,7 @@ def memory_node(
     ) -> dict[str, list[AnyMessage]]:
         if store is None:
             raise ValueError("compile the graph with store=...: entries live there")
-        entries, skipped = _loadable(load_entries(store, _namespace(namespace, config)))
+        entries, skipped = loadable(load_entries(store, _namespace(namespace, config)))
         messages = _with_memory(
             state["messages"],
             entries,

@@ -389,7 +389,7 @@ def test_a_bad_stored_item_is_skipped_and_named_never_fatal():
     system = system_of(model.received[0])
     skipped = system.additional_kwargs[METADATA_KEY]["skipped"]
     assert sorted(s["id"] for s in skipped) == ["bad", "bad2"]
-    assert "memory bad2 could not be loaded: tags" in system.text
+    assert "always-scope entry 'bad2' could not be loaded (tags: " in system.text
     for entry in ALWAYS:
         assert entry["content"] in system.text
 

@@ -1,0 +1,59 @@
+"""What the framework adapters share: which read entries can be used."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from poolsplit import validate
+
+
+def loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:
+    """The values retrieval can use, and the others as ``{"id", "reason"}``.
+
+    A stored item in which ``poolsplit.validate`` finds an error (written by
+    hand, by another tool, by an older version) is left out of this turn and
+    reported, never allowed to stop every later turn; an always-scope one
+    also carries ``"scope": "always"``, so the caller can name it in the
+    text the model reads. A row ``Store.list`` could not parse comes as
+    ``{"id", "unreadable": reason}`` and is reported with that reason.
+    Cost: O(n).
+    """
+    errors: dict[int, str] = {
+        index: str(value["unreadable"])
+        for index, value in enumerate(values)
+        if isinstance(value, Mapping)
+        and "unreadable" in value
+        and "content" not in value
+    }
+    for problem in validate(values):
+        if problem.severity == "error" and problem.index not in errors:
+            where = f"{problem.field}: " if problem.field else ""
+            errors[problem.index] = where + problem.message
+    if not errors:
+        return values, []
+    kept = [value for index, value in enumerate(values) if index not in errors]
+    skipped = []
+    for index, reason in errors.items():
+        value = values[index]
+        entry: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        report = {"id": str(entry.get("id")), "reason": reason}
+        if entry.get("scope") == "always":
+            report["scope"] = "always"
+        skipped.append(report)
+    return kept, skipped
+
+
+def notice(skipped: list[dict[str, str]]) -> str:
+    """The block naming always-scope entries that could not be loaded.
+
+    Worded as ``Store.recall``'s, so the model reads one form whichever way
+    the entries were stored; "" when there is none.
+    """
+    lines = [
+        f"- always-scope entry {s['id']!r} could not be loaded ({s['reason']}); "
+        "fix or forget it"
+        for s in skipped
+        if s.get("scope") == "always"
+    ]
+    return "\n## Not loaded\n" + "\n".join(lines) + "\n" if lines else ""
