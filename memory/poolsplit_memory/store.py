@@ -1048,7 +1048,7 @@ class Store:
         """The file's entries by id (checked) and each id's line."""
         if isinstance(source, (str, os.PathLike)):
             try:
-                with open(source, encoding="utf-8") as file:
+                with open(source, encoding="utf-8", newline="") as file:
                     text = file.read()
             except (OSError, UnicodeDecodeError) as exc:
                 raise InvalidInput("source", f"cannot read {source}: {exc}") from None
@@ -1056,7 +1056,9 @@ class Store:
             text = source.read()
         entries: dict[str, dict[str, Any]] = {}
         lines: dict[str, int] = {}
-        for number, line in enumerate(text.splitlines(), 1):
+        # JSONL lines end at "\n" only: str.splitlines would also split at
+        # U+0085 or U+2028 inside a string, which export writes unescaped.
+        for number, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
