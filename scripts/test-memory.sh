@@ -58,3 +58,50 @@ echo "== memory tests, from the installed wheels, outside the checkout"
 mkdir -p "$work/run"
 (cd "$work/run" && "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     -c "$root/memory/pyproject.toml" --rootdir "$root/memory" "$root/memory/tests" "$@")
+
+# --- adapters: the newest llama-index-core (this section: the adapters helper) --
+# Memory's truncation order has changed between llama-index-core versions
+# (run-llama/llama_index#23090), and the llamaindex extra pins a range. So
+# the block's tests run again in the same venv on the newest llama-index-core
+# the package index serves, and a probe prints which end that version
+# truncates first (two static blocks, priority 1 and 2, room for one).
+echo "== the LlamaIndex block on the newest llama-index-core"
+"$venv/bin/python" -m pip install -q --upgrade llama-index-core
+(cd "$work/run" && "$venv/bin/python" - <<'PROBE'
+import asyncio
+
+from llama_index.core import __version__
+from llama_index.core.memory import Memory, StaticMemoryBlock
+from sqlalchemy.ext.asyncio import create_async_engine
+
+
+async def kept() -> list[int]:
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+    blocks = [
+        StaticMemoryBlock(name=f"p{p}", static_content=f"p{p}x " * 20, priority=p)
+        for p in (1, 2)
+    ]
+    memory = Memory.from_defaults(
+        session_id="probe",
+        token_limit=30,
+        memory_blocks=blocks,
+        tokenizer_fn=str.split,
+        async_engine=engine,
+    )
+    try:
+        text = " ".join(str(m.content) for m in await memory.aget())
+    finally:
+        await engine.dispose()
+    return [p for p in (1, 2) if f"p{p}x" in text]
+
+
+left = asyncio.run(kept())
+first = {(2,): "priority=1 first (opposite of the documented meaning)",
+         (1,): "priority=2 first (the documented meaning)"}.get(tuple(left))
+print(f"llama-index-core {__version__}: Memory truncates "
+      f"{first or f'unexpectedly (blocks kept: {left})'}")
+PROBE
+)
+(cd "$work/run" && "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    -c "$root/memory/pyproject.toml" --rootdir "$root/memory" \
+    "$root/memory/tests/test_llamaindex.py")
