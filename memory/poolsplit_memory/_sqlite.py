@@ -113,6 +113,21 @@ def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
     return StoreUnavailable(cause, where, text)
 
 
+def _open_failure(exc: BaseException, path: str) -> StoreUnavailable:
+    """Why a file could not be opened: a file or folder we may not write is
+    "read-only" (SQLite says only "unable to open" when it cannot create the
+    WAL's files beside it)."""
+    error = exc if isinstance(exc, StoreUnavailable) else unavailable(exc, path)
+    folder = os.path.dirname(os.path.abspath(path))
+    exists = os.path.exists(path)
+    writable = os.access(path if exists else folder, os.W_OK) and os.access(
+        folder, os.W_OK
+    )
+    if error.cause in ("cannot open database file", "database error") and not writable:
+        return StoreUnavailable("database is read-only", path, str(exc))
+    return error
+
+
 class SQLiteBackend:
     """A SQLite file (or ``:memory:``) behind the store."""
 
@@ -128,15 +143,20 @@ class SQLiteBackend:
                 raise StoreUnavailable("folder does not exist", folder)
             if os.path.isdir(path):
                 raise StoreUnavailable("cannot open database file", path, "a folder")
-        self._writer = self._connect(path)
         try:
-            self._setup(self._writer, memory)
-            self._reader = self._writer if memory else self._connect(path)
-            if not memory:
-                self._reader.execute("PRAGMA query_only=ON")
+            self._writer = self._connect(path)
+            try:
+                self._setup(self._writer, memory)
+                self._reader = self._writer if memory else self._connect(path)
+                if not memory:
+                    self._reader.execute("PRAGMA query_only=ON")
+            except BaseException:
+                self._writer.close()
+                raise
         except sqlite3.Error as exc:
-            self._writer.close()
-            raise unavailable(exc, path) from None
+            raise _open_failure(exc, path) from None
+        except StoreUnavailable as exc:
+            raise _open_failure(exc, path) from None
         self._write_lock = threading.Lock()
         self._read_lock = self._write_lock if memory else threading.Lock()
         self._closed = False
@@ -146,16 +166,13 @@ class SQLiteBackend:
         return self._counter.rows_read
 
     def _connect(self, path: str) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(
-                path,
-                timeout=self._busy_ms / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
-        except sqlite3.Error as exc:
-            raise unavailable(exc, path) from None
+        conn = sqlite3.connect(
+            path,
+            timeout=self._busy_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
         return conn
 
     def _setup(self, conn: sqlite3.Connection, memory: bool) -> None:
