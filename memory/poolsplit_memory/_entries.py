@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from poolsplit import validate
+from poolsplit import Pool, default_is_active, validate
+
+from poolsplit_memory import DEFAULT_POOLS, SPILL_OVER
+
+
+def pools_for(pools: Sequence[Pool] | None, entries: list[Any]) -> list[Pool]:
+    """``pools``, or when None the store's defaults for these entries.
+
+    The defaults are ``Store.recall``'s: ``DEFAULT_POOLS`` (one pool per
+    common type), then the spill-over pool ``SPILL_OVER`` admitting every
+    other type of an active entry, so no entry is left without a pool. Never
+    the demo's pools.
+    """
+    if pools is not None:
+        return list(pools)
+    named = {kind for pool in DEFAULT_POOLS for kind in pool.types or ()}
+    kinds = {
+        entry.get("type", "note")
+        for entry in entries
+        if isinstance(entry, Mapping) and default_is_active(entry)
+    }
+    other = tuple(sorted(k for k in kinds if isinstance(k, str) and k not in named))
+    return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
 
 
 def loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:

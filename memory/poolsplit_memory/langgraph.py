@@ -2,11 +2,13 @@
 
     pip install 'poolsplit-memory[langgraph]'
 
->>> from langchain.agents import create_agent                  # doctest: +SKIP
->>> from langgraph.store.memory import InMemoryStore            # doctest: +SKIP
->>> from poolsplit_memory.langgraph import memory_middleware, remember_tool
->>> agent = create_agent(model, [remember_tool(pools)],         # doctest: +SKIP
-...                      middleware=[memory_middleware(pools)], store=InMemoryStore())
+    from langchain.agents import create_agent
+    from langgraph.store.memory import InMemoryStore
+    from poolsplit_memory.langgraph import memory_middleware, remember_tool
+
+    agent = create_agent(model, [remember_tool()], middleware=[memory_middleware()],
+                         store=InMemoryStore())
+    agent.invoke({"messages": [("user", "...")]}, {"configurable": {"user_id": "ada"}})
 
 Entries live in any LangGraph ``BaseStore``, one item per entry (the item's
 value is the entry, its key the entry's ``id``), under one namespace per user:
@@ -17,6 +19,12 @@ never loaded for ``("memories", "ada")``), page by page, fills the pools for
 the latest human message and puts the agent's prompt and the rendered pools
 into **one** ``SystemMessage`` (several providers reject a second one). The
 ids injected per pool are in its ``additional_kwargs["poolsplit"]``.
+
+``pools=None`` (every entry point's default) means the store's neutral
+defaults, as ``Store.recall`` uses them: ``poolsplit_memory.DEFAULT_POOLS``
+(one pool per common type) and a spill-over pool for every other type;
+never the demo's pools. Pass your own list of ``poolsplit.Pool`` to change
+them.
 
 Three entry points, one per way of building an agent:
 
@@ -72,7 +80,7 @@ from poolsplit_memory import (
     build_entry,
     check_entry,
 )
-from poolsplit_memory._entries import loadable, notice
+from poolsplit_memory._entries import loadable, notice, pools_for
 
 __all__ = [
     "METADATA_KEY",
@@ -119,7 +127,7 @@ class MemoryNode(Protocol):
 def with_memory(
     messages: Sequence[BaseMessage],
     entries: Iterable[Any],
-    pools: Sequence[Pool],
+    pools: Sequence[Pool] | None = None,
     *,
     prompt: str = "",
     max_history_tokens: int = 2000,
@@ -128,21 +136,23 @@ def with_memory(
 ) -> list[BaseMessage]:
     """The model's input: one merged system message, then the history.
 
-    The pools are filled for the latest ``HumanMessage`` (or "" when there is
-    none). That message and everything after it (the current turn: tool calls
-    and their results) are always sent, whole, even when they alone pass
-    ``max_history_tokens``: a model must never answer a question it was not
-    shown. The earlier history gets what is left of ``max_history_tokens``
-    (approximate count), trimmed by ``trim_messages`` to its most recent
-    messages, starting on a human message; when nothing is left it is dropped.
+    The pools (None: the store's defaults for ``entries``) are filled for
+    the latest ``HumanMessage`` (or "" when there is none). That message and
+    everything after it (the current turn: tool calls and their results) are
+    always sent, whole, even when they alone pass ``max_history_tokens``: a
+    model must never answer a question it was not shown. The earlier history
+    gets what is left of ``max_history_tokens`` (approximate count), trimmed
+    by ``trim_messages`` to its most recent messages, starting on a human
+    message; when nothing is left it is dropped.
     ``additional_kwargs["poolsplit"]["history"]`` reports ``sent`` and
     ``dropped`` message counts, the current turn's ``current_tokens`` and the
     budget. System messages already in ``messages`` are merged after
     ``prompt`` instead of being sent again.
 
     Raises:
-        ValueError: ``max_history_tokens`` is negative; the errors of
-            ``poolsplit.retrieve_pools`` for bad entries or pools.
+        TypeError: ``max_history_tokens`` is not an int.
+        ValueError: ``max_history_tokens`` is negative.
+        The errors of ``poolsplit.retrieve_pools`` for bad entries or pools.
     """
     return _with_memory(
         messages,
@@ -167,7 +177,7 @@ def _latest_human(history: Sequence[BaseMessage]) -> int | None:
 def _with_memory(
     messages: Sequence[BaseMessage],
     entries: Iterable[Any],
-    pools: Sequence[Pool],
+    pools: Sequence[Pool] | None,
     *,
     prompt: str,
     max_history_tokens: int,
@@ -188,7 +198,9 @@ def _with_memory(
     current = [] if start is None else history[start:]
     earlier = history if start is None else history[:start]
     message = "" if start is None else history[start].text
-    results = retrieve_pools(entries, pools, {"message": message}, now=now)
+    store = list(entries)
+    chosen = pools_for(pools, store)
+    results = retrieve_pools(store, chosen, {"message": message}, now=now)
     current_tokens = count_tokens_approximately(current)
     room = max_history_tokens - current_tokens
     kept: list[BaseMessage] = []
@@ -350,14 +362,14 @@ class _MemoryMiddleware(AgentMiddleware):
 
     def __init__(
         self,
-        pools: Sequence[Pool],
+        pools: Sequence[Pool] | None,
         prompt: str,
         namespace: Namespace,
         headers: Mapping[str, str] | None,
         now: datetime | None,
     ) -> None:
         super().__init__()
-        self.pools = list(pools)
+        self.pools = None if pools is None else list(pools)
         self.prompt = prompt
         self.namespace = namespace
         self.headers = headers
@@ -380,9 +392,8 @@ class _MemoryMiddleware(AgentMiddleware):
         entries, skipped = loadable(values)
         start = _latest_human(request.messages)
         message = "" if start is None else request.messages[start].text
-        results = retrieve_pools(
-            entries, self.pools, {"message": message}, now=self.now
-        )
+        pools = pools_for(self.pools, entries)
+        results = retrieve_pools(entries, pools, {"message": message}, now=self.now)
         own = request.system_message.text if request.system_message else ""
         system = _system_message(
             _joined(self.prompt, own), results, self.headers, skipped
@@ -408,7 +419,7 @@ class _MemoryMiddleware(AgentMiddleware):
 
 
 def memory_middleware(
-    pools: Sequence[Pool],
+    pools: Sequence[Pool] | None = None,
     *,
     prompt: str = "",
     namespace: Namespace = user_namespace,
@@ -426,11 +437,11 @@ def memory_middleware(
     tuple or a function of the run's config (default: ``("memories",
     user_id)``). Sync and async agents both work (``search``/``asearch``).
     """
-    return _MemoryMiddleware(list(pools), prompt, namespace, headers, now)
+    return _MemoryMiddleware(pools, prompt, namespace, headers, now)
 
 
 def memory_prompt(
-    pools: Sequence[Pool],
+    pools: Sequence[Pool] | None = None,
     *,
     prompt: str = "",
     namespace: Namespace = user_namespace,
@@ -472,7 +483,7 @@ def memory_prompt(
 
 def memory_node(
     model: BaseChatModel,
-    pools: Sequence[Pool],
+    pools: Sequence[Pool] | None = None,
     *,
     prompt: str = "",
     namespace: Namespace = user_namespace,

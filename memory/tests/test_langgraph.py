@@ -477,3 +477,50 @@ def test_memory_node_needs_a_store():
     graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
     with pytest.raises(ValueError, match="store="):
         graph.compile().invoke({"messages": [HumanMessage("hi")]}, config())
+
+
+# --- no pools given: the store's neutral defaults, never the demo's ---------
+
+
+def test_default_pools_are_the_stores_with_a_spill_over_for_other_types():
+    call = {
+        "name": "remember",
+        "args": {"content": "The deploy key rotates on Mondays."},  # type "note"
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Noted."))
+    store = InMemoryStore()
+    remember(
+        store,
+        ("memories", "ada"),
+        {
+            "id": "c",
+            "type": "correction",
+            "scope": "always",
+            "content": "No force-push",
+        },
+    )
+    agent = create_agent(
+        model,
+        [remember_tool()],
+        middleware=[memory_middleware()],
+        store=store,
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("remember the key rotation")]}, config())
+    assert '"warnings": []' in model.received[1][-1].text
+    agent.invoke({"messages": [HumanMessage("when does the key rotate?")]}, config())
+    system = system_of(model.received[2])
+    pools = system.additional_kwargs[METADATA_KEY]["pools"]
+    assert list(pools) == [
+        "corrections",
+        "tasks",
+        "facts",
+        "skills",
+        "growth",
+        "episodes",
+        "other",
+    ]
+    assert pools["corrections"] == ["c"] and len(pools["other"]) == 1
+    assert "The deploy key rotates on Mondays." in system.text
