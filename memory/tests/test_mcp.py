@@ -732,15 +732,26 @@ def pg_database():
 
 
 def pg_ctl(*args):
-    """pg_ctl on the test server's data directory, as its owner."""
+    """pg_ctl on the test server's data directory, as its owner.
+
+    The postmaster it starts writes to the server's log file, not to our
+    pipes: a child holding them open would keep subprocess.run waiting.
+    """
     folder = os.environ.get("POOLSPLIT_PG_DIR")
     if not folder:
         pytest.skip("POOLSPLIT_PG_DIR is not set (scripts/test-memory.sh sets it)")
     [binary] = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))[-1:]
-    command = [str(binary), "-D", f"{folder}/data", *args]
+    command = [str(binary), "-D", f"{folder}/data", "-l", f"{folder}/server.log", *args]
     if os.geteuid() == 0:
         command = ["runuser", "-u", "postgres", "--", *command]
-    subprocess.run(command, check=True, capture_output=True, timeout=HANG)
+    subprocess.run(
+        command,
+        check=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=HANG,
+    )
 
 
 def test_postgres_restart_under_a_running_server(tmp_path, pg_database):
