@@ -35,19 +35,14 @@ def loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:
 
     A stored item in which ``poolsplit.validate`` finds an error (written by
     hand, by another tool, by an older version) is left out of this turn and
-    reported, never allowed to stop every later turn; an always-scope one
-    also carries ``"scope": "always"``, so the caller can name it in the
-    text the model reads. A row ``Store.list`` could not parse comes as
-    ``{"id", "unreadable": reason}`` and is reported with that reason.
-    Cost: O(n).
+    reported, never allowed to stop every later turn. A row ``Store.list``
+    could not parse comes as ``{"id", "unreadable": reason}`` and is
+    reported with that reason. A report carries ``"scope"``: ``"always"``
+    for an always-scope entry, ``"unknown"`` for an unparseable row (it may
+    be a correction), so the caller names both in the text the model reads
+    (:func:`notice`). Cost: O(n).
     """
-    errors: dict[int, str] = {
-        index: str(value["unreadable"])
-        for index, value in enumerate(values)
-        if isinstance(value, Mapping)
-        and "unreadable" in value
-        and "content" not in value
-    }
+    errors = {index: str(value["unreadable"]) for index, value in _unreadable(values)}
     for problem in validate(values):
         if problem.severity == "error" and problem.index not in errors:
             where = f"{problem.field}: " if problem.field else ""
@@ -62,20 +57,36 @@ def loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:
         report = {"id": str(entry.get("id")), "reason": reason}
         if entry.get("scope") == "always":
             report["scope"] = "always"
+        elif "unreadable" in entry and "content" not in entry:
+            report["scope"] = "unknown"
         skipped.append(report)
     return kept, skipped
 
 
+def _unreadable(values: list[Any]) -> list[tuple[int, Mapping[str, Any]]]:
+    """The ``{"id", "unreadable"}`` markers of rows ``Store.list`` could not
+    parse, with their positions."""
+    return [
+        (index, value)
+        for index, value in enumerate(values)
+        if isinstance(value, Mapping)
+        and "unreadable" in value
+        and "content" not in value
+    ]
+
+
 def notice(skipped: list[dict[str, str]]) -> str:
-    """The block naming always-scope entries that could not be loaded.
+    """The block naming the entries that could not be loaded and may be
+    corrections: always-scope ones, and unparseable rows (scope unknown).
 
     Worded as ``Store.recall``'s, so the model reads one form whichever way
     the entries were stored; "" when there is none.
     """
+    kinds = {"always": "always-scope entry", "unknown": "entry (scope unknown)"}
     lines = [
-        f"- always-scope entry {s['id']!r} could not be loaded ({s['reason']}); "
+        f"- {kinds[s['scope']]} {s['id']!r} could not be loaded ({s['reason']}); "
         "fix or forget it"
         for s in skipped
-        if s.get("scope") == "always"
+        if s.get("scope") in kinds
     ]
     return "\n## Not loaded\n" + "\n".join(lines) + "\n" if lines else ""

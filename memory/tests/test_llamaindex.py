@@ -21,6 +21,7 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
         "llama_index.core", reason="pip install 'poolsplit-memory[llamaindex]'"
     )
 
+from conftest import plant
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock, Memory, StaticMemoryBlock
 from poolsplit import DEMO_NOW, PoolsplitWarning, demo_pools, demo_store
@@ -129,15 +130,16 @@ def test_the_default_truncation_would_drop_the_corrections(demo_db):
     assert not any(entry["content"] in content for entry in ALWAYS)
 
 
-def test_flushed_turns_are_stored_and_a_new_block_recalls_them(tmp_path):
-    """Old code kept the episodes in the caller's Python list."""
-    db = str(tmp_path / "memory.db")
-    block = PoolsplitMemoryBlock(store=open_store(db, namespace="ada"), priority=1)
+def test_flushed_turns_are_stored_and_a_new_block_recalls_them(store_url):
+    """On SQLite and PostgreSQL; the old code kept the episodes in a Python list."""
+    block = PoolsplitMemoryBlock(
+        store=open_store(store_url, namespace="ada"), priority=1
+    )
     turns = [f"turn {n}: " + "words " * 30 for n in range(8)]
     run_memory([block], turns, token_limit=150)
     block.store.close()
 
-    with open_store(db, namespace="ada") as store:
+    with open_store(store_url, namespace="ada") as store:
         episodes = store.list(type="episode", limit=500).entries
         assert episodes, "Memory flushed no turn into the block"
         assert episodes[0]["content"].startswith("user: turn 0: words")
@@ -147,8 +149,28 @@ def test_flushed_turns_are_stored_and_a_new_block_recalls_them(tmp_path):
             fresh.aget([ChatMessage(role="user", content="what about turn 0?")])
         )
     assert any(e["content"].splitlines()[0].strip() in text for e in episodes)
-    with open_store(db, namespace="bob") as other:  # another namespace: nothing
+    with open_store(store_url, namespace="bob") as other:  # another namespace
         assert other.list(limit=500).entries == []
+        assert asyncio.run(PoolsplitMemoryBlock(store=other).aget([])) == ""
+
+
+@pytest.mark.parametrize("pools", [None, POOLS])
+def test_a_bad_stored_row_is_left_out_and_named_never_fatal(store_url, pools):
+    """Through the store's recall (pools None) and the block's own pools."""
+    with open_store(store_url, namespace="ada") as store:
+        store.remember("Never force-push to main", type="correction", scope="always")
+        plant(
+            store_url,
+            "ada",
+            "bad1",
+            {"id": "bad1", "content": "x", "base_priority": "high"},
+        )
+        plant(store_url, "ada", "bad2", "{not json", type="correction", scope="always")
+        block = PoolsplitMemoryBlock(store=store, pools=pools, priority=1)
+        text = asyncio.run(block.aget([ChatMessage(role="user", content="push")]))
+    assert "Never force-push to main" in text
+    assert "'bad2' could not be loaded" in text  # may be a correction: named
+    assert "bad1" not in text  # a context row: listed by recall, not in the text
 
 
 def test_a_turn_too_long_for_one_entry_is_stored_in_parts(tmp_path):
