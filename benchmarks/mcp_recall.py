@@ -10,7 +10,7 @@
    beside this interpreter, else on PATH) and driven by the ``mcp`` client.
    Over one connection, turn by turn in alternating order: ``recall`` with a
    message, the cheapest tool call (``get`` of an id the store lacks: one
-   indexed lookup) and a protocol ``ping`` (no tool at all). Three untimed
+   indexed lookup) and a ``tools/list`` request (no tool at all). Three untimed
    turns warm it up. Reported: each median and minimum, recall's median over
    the empty call's (target: at most 2) and the median of the turn-by-turn
    ratios.
@@ -101,13 +101,13 @@ def stdio_part(total: int, calls: int) -> None:
         params = StdioServerParameters(
             command=server_command(), args=["--db", path], cwd=folder
         )
-        times: dict[str, list[float]] = {"recall": [], "empty": [], "ping": []}
+        times: dict[str, list[float]] = {"recall": [], "empty": [], "list_tools": []}
         loaded: list[int] = []
 
         async def timed(client: Client, kind: str, turn: int) -> float:
             start = time.perf_counter()
-            if kind == "ping":
-                await client.send_ping()
+            if kind == "list_tools":
+                await client.list_tools()
                 return time.perf_counter() - start
             if kind == "recall":
                 message = MESSAGES[turn % len(MESSAGES)]
@@ -124,7 +124,7 @@ def stdio_part(total: int, calls: int) -> None:
 
         async def run() -> None:
             async with Client(params) as client:
-                kinds = ["recall", "empty", "ping"]
+                kinds = ["recall", "empty", "list_tools"]
                 for turn in range(WARM_UP + calls):
                     order = kinds if turn % 2 else kinds[::-1]
                     for kind in order:
@@ -142,7 +142,7 @@ def stdio_part(total: int, calls: int) -> None:
     )
     print(summary("recall", recall))
     print(summary("empty call (get)", empty))
-    print(summary("ping (no tool)", times["ping"]))
+    print(summary("tools/list (no tool)", times["list_tools"]))
     ratio = statistics.median(recall) / statistics.median(empty)
     paired = statistics.median(r / e for r, e in zip(recall, empty))
     verdict = "met" if ratio <= 2 else "MISSED"

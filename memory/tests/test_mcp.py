@@ -118,6 +118,27 @@ def test_the_console_script_and_the_package_are_installed():
     assert "site-packages" in poolsplit.__file__
 
 
+def test_the_registry_manifest_matches_the_package():
+    """server.json names what the README's mcp-name line says, at this version."""
+    from importlib.metadata import version
+
+    folder = Path(__file__).resolve().parent.parent
+    manifest = json.loads((folder / "server.json").read_text(encoding="utf-8"))
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"mcp-name: {manifest['name']}" in readme
+    assert len(manifest["description"]) <= 100  # the registry's limit
+    [package] = manifest["packages"]
+    assert package["registryType"] == "pypi"
+    assert package["identifier"] == "poolsplit-memory"
+    installed = version("poolsplit-memory")
+    assert manifest["version"] == package["version"] == installed
+    assert package["transport"] == {"type": "stdio"}
+    # a registry client runs the package's own name: the same command
+    assert SERVER.with_name("poolsplit-memory").is_file()
+    flags = {argument["name"] for argument in package["packageArguments"]}
+    assert flags <= {"--db", "--namespace", "--pools", "--ephemeral"}
+
+
 def test_no_arguments_stores_under_the_data_directory(tmp_path):
     """Without --db: $XDG_DATA_HOME/poolsplit/memory.db, folder made, path said."""
     status, stderr = start_and_fail(tmp_path)  # stdin at EOF: serves, then ends
