@@ -77,20 +77,25 @@ class SqlTx:
     def candidates(self, types: Sequence[str] | None) -> list[Stored]:
         """The active rows any pool may take: of the pools' types, plus every
         active always-scope row (two index ranges; ``type IN (..) OR scope``
-        made SQLite scan every active row). None: every active row."""
+        made SQLite scan every active row). None: every active row. Sorted
+        by ``seq`` here, not in SQL: an ORDER BY made SQLite walk the
+        namespace in ``seq`` order instead of using the type index."""
         ns = self._namespace
         active = f"{_READ} WHERE namespace = ? AND status = 'active'"
-        if types is None:
-            return self._rows(f"{active} ORDER BY seq", (ns,))
         always = f"{active} AND scope = 'always'"
-        if not types:
-            return self._rows(f"{always} ORDER BY seq", (ns,))
-        marks = self._marks(len(types))
-        sql = (
-            f"SELECT * FROM ({active} AND type IN ({marks}) UNION ALL "
-            f"{always} AND type NOT IN ({marks})) AS c ORDER BY seq"
-        )
-        return self._rows(sql, (ns, *types, ns, *types))
+        if types is None:
+            rows = self._rows(active, (ns,))
+        elif not types:
+            rows = self._rows(always, (ns,))
+        else:
+            marks = self._marks(len(types))
+            sql = (
+                f"{active} AND type IN ({marks}) UNION ALL "
+                f"{always} AND type NOT IN ({marks})"
+            )
+            rows = self._rows(sql, (ns, *types, ns, *types))
+        rows.sort(key=lambda row: row.seq)
+        return rows
 
     def page(self, kind: str | None, after: int, limit: int) -> list[Stored]:
         if kind is None:

@@ -907,3 +907,53 @@ def test_the_package_exports_the_design_names():
     }
     assert names <= set(poolsplit_memory.__all__)
     assert issubclass(InvalidInput, ValueError)
+
+
+# --- the indexed candidate query is a speed-up, not a rule -----------------------
+
+
+def mixed_history(count):
+    """Live entries of the pools' types, always-scope rows of a type no pool
+    names, other types, archived and superseded rows."""
+    kinds = ["correction", "task", "fact", "transcript", "note"]
+    lines = []
+    for number in range(count):
+        entry = {
+            "id": f"e{number}",
+            "type": kinds[number % len(kinds)],
+            "content": f"entry {number} about billing" if number % 3 else f"entry {number}",
+            "created": f"2026-05-{1 + number % 28:02d}",
+        }
+        if number % 7 == 0:
+            entry["scope"] = "always"
+        if number % 11 == 0:
+            entry["status"] = "archived"
+        if number % 13 == 0 and number:
+            entry["superseded_by"] = "e1"
+        lines.append(entry)
+    return lines
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [
+        [Pool("core", 0, 0, ("correction",)), Pool("work", 60, 3, ("task", "fact"))],
+        [Pool("all", 100, 5)],
+        [Pool("none", 100, 5, ())],
+    ],
+    ids=["typed", "untyped", "empty"],
+)
+def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(open_, pools):
+    store = open_("ada", pools=pools)
+    entries = mixed_history(120)
+    store.import_jsonl(jsonl(*entries))
+    active = [e for e in entries if poolsplit.default_is_active(e)]
+    admitted = {t for p in pools for t in (p.types if p.types is not None else [e["type"] for e in entries])}
+    loadable = [e for e in active if e["type"] in admitted]
+    context = {"message": "billing", "tags": [], "project": None}
+    expected = poolsplit.retrieve_pools(loadable, pools, context, now=NOW)
+    recall = store.recall("billing", now=NOW)
+    assert recall.pools == expected
+    unadmitted_always = [e["id"] for e in active if e.get("scope") == "always" and e["type"] not in admitted]
+    for ident in unadmitted_always:
+        assert any(repr(ident) in w for w in recall.warnings)

@@ -7,6 +7,8 @@ printed id is an acknowledged write. Loops are bounded; nothing is timed.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import signal
 import sqlite3
@@ -190,3 +192,33 @@ def test_an_unreachable_postgres_at_open_is_one_line():
     assert text.startswith("database unreachable: postgresql://someone:***@127.0.0.1:1/nothing")
     assert "hunter2" not in text
     assert "\n" not in text
+
+
+def test_the_postgres_candidate_query_uses_both_indexes(pg_url):
+    psycopg = pytest.importorskip("psycopg")
+    from poolsplit import demo_pools
+
+    with open_store(pg_url, pools=demo_pools()) as store:
+        kinds = ["transcript"] * 8 + ["task", "correction"]
+        lines = "".join(
+            json.dumps({"id": f"r{n}", "type": kinds[n % 10], "content": f"row {n}"}) + "\n"
+            for n in range(5000)
+        )
+        store.import_jsonl(io.StringIO(lines))
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE poolsplit_entries")
+        captured = []
+
+        def capture(tx):
+            real = tx._execute
+            tx._execute = lambda sql, params: captured.append((sql, params)) or real(sql, params)
+            tx.candidates(sorted({t for p in demo_pools() for t in p.types}))
+
+        store._backend.read(store.namespace, capture)
+        sql, params = captured[-1]
+        with store._backend._locks["read"]:
+            conn = store._backend._connection("read")
+            plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
+    assert "poolsplit_entries_active" in plan
+    assert "poolsplit_entries_always" in plan
+    assert "Seq Scan" not in plan

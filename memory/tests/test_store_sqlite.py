@@ -282,3 +282,25 @@ def test_the_wal_holds_no_frames_after_forget(tmp_path):
         wal = path.with_name("memory.db-wal")
         assert not wal.exists() or wal.stat().st_size == 0
         assert secret.encode() not in path.read_bytes()
+
+
+def test_the_candidate_query_uses_two_index_ranges(tmp_path):
+    from poolsplit import demo_pools
+
+    with open_store(str(tmp_path / "memory.db"), pools=demo_pools()) as store:
+        captured = []
+
+        def capture(tx):
+            real = tx._execute
+            tx._execute = lambda sql, params: captured.append((sql, params)) or real(sql, params)
+            tx.candidates(sorted({t for p in demo_pools() for t in p.types}))
+
+        store._backend.read(store.namespace, capture)
+        sql, params = captured[-1]
+        plan = " ".join(
+            str(row[-1])
+            for row in store._backend._reader.execute("EXPLAIN QUERY PLAN " + sql, params)
+        )
+    assert "USING INDEX poolsplit_entries_active" in plan
+    assert "USING INDEX poolsplit_entries_always" in plan
+    assert "SCAN" not in plan
