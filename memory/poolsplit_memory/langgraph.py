@@ -59,7 +59,7 @@ try:
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
     from langgraph.config import get_config, get_store
-    from langgraph.store.base import BaseStore
+    from langgraph.store.base import BaseStore, Item
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise ImportError(
         f"poolsplit_memory.langgraph needs LangChain and LangGraph ({exc.name} is "
@@ -293,26 +293,36 @@ def load_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
     cuts the namespace. Cost: one search per page of the prefix's items.
     """
     _check_namespace(namespace)
-    entries: list[Any] = []
+    entries: dict[str, Any] = {}
     offset = 0
     while True:
         page = store.search(namespace, limit=PAGE_SIZE, offset=offset)
-        entries.extend(item.value for item in page if item.namespace == namespace)
+        _keep_exact(entries, page, namespace)
         if len(page) < PAGE_SIZE:
-            return entries
+            return list(entries.values())
         offset += PAGE_SIZE
+
+
+def _keep_exact(
+    entries: dict[str, Any], page: Sequence[Item], namespace: tuple[str, ...]
+) -> None:
+    """Add the page's items of exactly ``namespace``, once per key (a write
+    between two pages can shift an item into the next one)."""
+    for item in page:
+        if item.namespace == namespace:
+            entries.setdefault(item.key, item.value)
 
 
 async def _aload_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
     """:func:`load_entries` through ``asearch`` (an async store's native path)."""
     _check_namespace(namespace)
-    entries: list[Any] = []
+    entries: dict[str, Any] = {}
     offset = 0
     while True:
         page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
-        entries.extend(item.value for item in page if item.namespace == namespace)
+        _keep_exact(entries, page, namespace)
         if len(page) < PAGE_SIZE:
-            return entries
+            return list(entries.values())
         offset += PAGE_SIZE
 
 
@@ -390,15 +400,19 @@ class _MemoryMiddleware(AgentMiddleware):
 
     def _request(self, request: ModelRequest, values: list[Any]) -> ModelRequest:
         entries, skipped = loadable(values)
-        start = _latest_human(request.messages)
-        message = "" if start is None else request.messages[start].text
+        history: list[AnyMessage] = [
+            m for m in request.messages if not isinstance(m, SystemMessage)
+        ]
+        start = _latest_human(history)
+        message = "" if start is None else history[start].text
         pools = pools_for(self.pools, entries)
         results = retrieve_pools(entries, pools, {"message": message}, now=self.now)
-        own = request.system_message.text if request.system_message else ""
+        own = [request.system_message.text] if request.system_message else []
+        own += [m.text for m in request.messages if isinstance(m, SystemMessage)]
         system = _system_message(
-            _joined(self.prompt, own), results, self.headers, skipped
+            _joined(self.prompt, *own), results, self.headers, skipped
         )
-        return request.override(system_message=system)
+        return request.override(system_message=system, messages=history)
 
     def wrap_model_call(
         self,
@@ -431,7 +445,8 @@ def memory_middleware(
     Before every model call it reads ``namespace`` (exactly) from the agent's
     store, fills ``pools`` for the latest human message and replaces the
     request's system message with ONE: ``prompt``, the agent's own
-    ``system_prompt``, then the rendered pools. The messages are sent as the
+    ``system_prompt`` and any system message in the state, then the rendered
+    pools. The messages are sent as the
     agent keeps them (history trimming is a separate middleware's job), so
     the latest question always reaches the model whole. ``namespace`` is a
     tuple or a function of the run's config (default: ``("memories",

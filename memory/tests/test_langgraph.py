@@ -277,6 +277,24 @@ def test_create_agent_middleware_runs_async():
     check_turns(model.received, QUESTIONS[:1])
 
 
+def test_create_agent_middleware_merges_a_system_message_of_the_state():
+    model = recording()
+    agent = create_agent(
+        model,
+        [],
+        system_prompt=PROMPT,
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=ada_store(),
+    )
+    state = {"messages": [SystemMessage("Be brief."), HumanMessage("debug billing")]}
+    agent.invoke(state, config())
+    system = system_of(model.received[0])
+    assert system.text.startswith(PROMPT + "\n\nBe brief.\n\n## core\n")
+    assert [(type(m), m.text) for m in model.received[0][1:]] == [
+        (HumanMessage, "debug billing")
+    ]
+
+
 def test_create_agent_middleware_needs_a_store():
     agent = create_agent(recording(), [], middleware=[memory_middleware(POOLS)])
     with pytest.raises(ValueError, match="store="):
@@ -434,6 +452,16 @@ def test_create_react_agent_prompt_sends_a_3000_word_question_whole():
     last = model.received[-1]
     assert last[-1].text == LONG_QUESTION
     assert system_of(last).additional_kwargs[METADATA_KEY]["history"]["dropped"] == 2
+
+
+def test_create_react_agent_prompt_needs_a_store():
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = create_react_agent(recording(), [], prompt=memory_prompt(POOLS))
+    with pytest.raises(ValueError, match="store="):
+        agent.invoke({"messages": [HumanMessage("hi")]}, config())
 
 
 def test_create_react_agent_writes_through_the_tool_and_reads_it_back():
