@@ -38,6 +38,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,18 @@ WARM_UP = 3
 
 
 def entries(total: int) -> Iterator[dict[str, Any]]:
-    """``total`` live entries: the demo store cycled, ids unique, 8 always."""
+    """``total`` live entries: the demo store cycled, ids unique, 8 always.
+
+    ``created`` is an ISO-8601 string, as ``remember`` writes it (the demo's
+    are numbers, which the core scores on its general path, not its fast one).
+    """
     demo = demo_store(300)
     for number in range(total):
         entry = dict(demo[number % len(demo)])
         entry["id"] = f"{entry['id']}-{number}"
+        if isinstance(entry.get("created"), (int, float)):
+            stamp = datetime.fromtimestamp(entry["created"], timezone.utc)
+            entry["created"] = stamp.isoformat()
         if entry.get("scope") == "always" and number >= len(demo):
             del entry["scope"]  # keep the always set small, as in a real store
         yield entry

@@ -598,6 +598,7 @@ def test_ephemeral_means_it(tmp_path):
         ({"content": "x", "tags": "billing"}, "tags"),
         ({"content": ""}, "content"),
         ({"content": "x\x00y"}, "content"),
+        ({"content": "word " * 20_000, "scope": "always"}, "content"),
         ({}, "content"),
     ],
     ids=[
@@ -606,6 +607,7 @@ def test_ephemeral_means_it(tmp_path):
         "tags-text",
         "empty",
         "nul",
+        "oversized",
         "missing",
     ],
 )
@@ -617,6 +619,38 @@ def test_a_bad_argument_is_a_tool_error_naming_it_and_nothing_is_written(
             message = error(await client.call_tool("remember", arguments))
             assert message.startswith(f"{field}:"), message
             assert await all_entries(client) == []
+
+    run(body)
+
+
+def test_always_scope_past_the_budget_warns_on_the_write_and_every_recall(tmp_path):
+    """Always-scope entries together past 4,000 tokens: a warning, not silence."""
+    words = ["rule"]
+    while poolsplit.default_token_counter(" ".join(words)) < 1500:
+        words.append("rule")  # bounded: each word adds a token or so
+    content = " ".join(words)
+    assert poolsplit.default_token_counter(content) < 2000  # each one is allowed
+
+    async def body():
+        async with server(tmp_path, "--db", tmp_path / "m.db") as client:
+            warned = []
+            for number in range(3):
+                written = ok(
+                    await client.call_tool(
+                        "remember",
+                        {
+                            "content": f"{number} {content}",
+                            "type": "correction",
+                            "scope": "always",
+                        },
+                    )
+                )
+                warned.append(written["warnings"])
+            assert warned[0] == []
+            assert any("4,000" in w or "4000" in w for w in warned[-1]), warned
+            for message in ("one", "two"):
+                shape = ok(await client.call_tool("recall", {"message": message}))
+                assert shape["warnings"], shape
 
     run(body)
 
