@@ -552,3 +552,68 @@ def test_default_pools_are_the_stores_with_a_spill_over_for_other_types():
     ]
     assert pools["corrections"] == ["c"] and len(pools["other"]) == 1
     assert "The deploy key rotates on Mondays." in system.text
+
+
+# --- properties ---------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
+
+import poolsplit_memory.langgraph as adapter  # noqa: E402
+
+KINDS = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}
+turns = st.lists(
+    st.tuples(st.sampled_from(sorted(KINDS)), st.integers(0, 400)), max_size=12
+)
+
+
+@given(turns, st.integers(0, 3000))
+def test_with_memory_invariants(spec, budget):
+    """One system message first; the current turn whole and last; the earlier
+    history a suffix within what is left of the budget; the report adds up."""
+    messages = [KINDS[k](" ".join(["w"] * n) or "x") for k, n in spec]
+    out = with_memory(messages, demo_store(), POOLS, max_history_tokens=budget)
+    history = [m for m in messages if not isinstance(m, SystemMessage)]
+    humans = [i for i, m in enumerate(history) if isinstance(m, HumanMessage)]
+    start = humans[-1] if humans else len(history)
+    current, earlier = history[start:], history[:start]
+    assert isinstance(out[0], SystemMessage)
+    assert not any(isinstance(m, SystemMessage) for m in out[1:])
+    kept = out[1 : len(out) - len(current)]
+    assert all(a is b for a, b in zip(out[len(out) - len(current) :], current))
+    assert all(a is b for a, b in zip(kept, earlier[len(earlier) - len(kept) :]))
+    room = budget - count_tokens_approximately(current)
+    assert count_tokens_approximately(kept) <= max(room, 0)
+    report = out[0].additional_kwargs[METADATA_KEY]["history"]
+    assert report["sent"] + report["dropped"] == len(history)
+    assert report["sent"] == len(out) - 1
+
+
+labels = st.sampled_from(["a", "b", "ab", "a b"])
+spaces = st.lists(labels, min_size=1, max_size=3).map(lambda ls: ("m", *ls))
+
+
+@given(
+    st.lists(st.tuples(spaces, st.integers(0, 20)), max_size=40),
+    spaces,
+    st.integers(1, 5),
+)
+def test_load_entries_returns_exactly_the_namespace(puts, target, page_size):
+    """Whatever the other namespaces (prefixes, extensions, lookalikes) and
+    the page size: every item of the namespace once, nothing else."""
+    store = InMemoryStore()
+    expected = {}
+    for space, key in puts:
+        store.put(space, f"k{key}", {"id": f"k{key}", "where": space})
+        if space == target:
+            expected[f"k{key}"] = {"id": f"k{key}", "where": space}
+    original = adapter.PAGE_SIZE
+    adapter.PAGE_SIZE = page_size  # small pages: many boundaries
+    try:
+        got = load_entries(store, target)
+    finally:
+        adapter.PAGE_SIZE = original
+    assert sorted(got, key=lambda e: e["id"]) == sorted(
+        expected.values(), key=lambda e: e["id"]
+    )

@@ -232,3 +232,44 @@ def test_pydantic_comes_from_the_llama_index_bridge():
         if isinstance(node, ast.ImportFrom)
     }
     assert "pydantic" not in imported
+
+
+# --- properties ---------------------------------------------------------------
+
+import warnings  # noqa: E402
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demo_block(tmp_path_factory):
+    path = tmp_path_factory.mktemp("prop") / "entries.jsonl"
+    path.write_text(
+        "".join(json.dumps(e) + "\n" for e in demo_store(flood=50)), encoding="utf-8"
+    )
+    store = open_store(str(path.with_suffix(".db")), namespace="ada", pools=POOLS)
+    store.import_jsonl(str(path))
+    yield PoolsplitMemoryBlock(
+        store=store, priority=1, now=DEMO_NOW, token_counter=words
+    )
+    store.close()
+
+
+@given(st.sampled_from(TURNS + ["", "triage alerts", "search"]), st.integers(0, 500))
+def test_atruncate_keeps_every_always_entry_and_meets_the_target_or_warns(
+    demo_block, message, cut
+):
+    text = asyncio.run(demo_block.aget([ChatMessage(role="user", content=message)]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = asyncio.run(demo_block.atruncate(text, cut))
+    for entry in ALWAYS:
+        assert entry["content"] in result
+    lines = set(result.splitlines())
+    assert lines <= set(text.splitlines())  # entries removed, nothing rewritten
+    met = words(result) <= words(text) - cut
+    assert met == (not caught)
+    if not met:  # only always-scope entries and headers remain
+        bullets = [line for line in result.splitlines() if line.startswith("- ")]
+        assert len(bullets) == len(ALWAYS)
