@@ -30,9 +30,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from poolsplit import DEMO_NOW, demo_pools, demo_store
-
 from poolsplit_memory import open_store
+
+from poolsplit import DEMO_NOW, demo_pools, demo_store
 
 
 def synthetic_rows(total: int, active: int = 5000) -> Iterator[dict[str, Any]]:
@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="rows to store")
     parser.add_argument("--active", type=int, default=5000, help="live candidates")
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
-    parser.add_argument("--turns", type=int, default=7, help="timed recalls of each kind")
+    parser.add_argument(
+        "--turns", type=int, default=7, help="timed recalls of each kind"
+    )
     args = parser.parse_args(argv)
 
     folder = tempfile.mkdtemp()
@@ -124,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     namespace = f"bench-{os.getpid()}"
     store = open_store(url, namespace=namespace, pools=demo_pools())
     start = time.perf_counter()
-    lines = "".join(json.dumps(e) + "\n" for e in synthetic_rows(args.rows, args.active))
+    lines = "".join(
+        json.dumps(e) + "\n" for e in synthetic_rows(args.rows, args.active)
+    )
     stored = store.import_jsonl(io.StringIO(lines))
     print(f"stored {stored} rows in {time.perf_counter() - start:.1f} s ({url})")
     print("plan:", plan(store))
@@ -150,11 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     cold_median = statistics.median(cold_s)
     warm_median = statistics.median(warm_s)
     print(
-        f"cold recall: median {cold_median * 1e3:.1f} ms, min {min(cold_s) * 1e3:.1f} ms, "
+        f"cold recall: median {cold_median * 1e3:.1f} ms, "
+        f"min {min(cold_s) * 1e3:.1f} ms, "
         f"{cold_rows} entry rows read per recall"
     )
     print(
-        f"warm recall: median {warm_median * 1e3:.2f} ms, min {min(warm_s) * 1e3:.2f} ms, "
+        f"warm recall: median {warm_median * 1e3:.2f} ms, "
+        f"min {min(warm_s) * 1e3:.2f} ms, "
         f"{warm_rows} entry rows read in {args.turns} recalls"
     )
     print(f"warm/cold: {warm_median / cold_median:.3f}")

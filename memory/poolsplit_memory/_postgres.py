@@ -130,7 +130,9 @@ class PostgresBackend:
         if cause is None:
             broken = isinstance(exc, psycopg.OperationalError) and not state
             cause = "database unreachable" if broken else "database error"
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = (
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        )
         return StoreUnavailable(cause, self.url, detail)
 
     def _connection(self, slot: str) -> Any:

@@ -65,7 +65,9 @@ class SqlTx:
         return self._version()
 
     def get(self, ident: str) -> Stored | None:
-        rows = self._rows(f"{_READ} WHERE namespace = ? AND id = ?", (self._namespace, ident))
+        rows = self._rows(
+            f"{_READ} WHERE namespace = ? AND id = ?", (self._namespace, ident)
+        )
         return rows[0] if rows else None
 
     def by_key(self, key: str) -> Stored | None:
@@ -101,11 +103,15 @@ class SqlTx:
         if kind is None:
             sql = f"{_READ} WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?"
             return self._rows(sql, (self._namespace, after, limit))
-        sql = f"{_READ} WHERE namespace = ? AND type = ? AND seq > ? ORDER BY seq LIMIT ?"
+        sql = (
+            f"{_READ} WHERE namespace = ? AND type = ? AND seq > ? ORDER BY seq LIMIT ?"
+        )
         return self._rows(sql, (self._namespace, kind, after, limit))
 
     def every(self) -> list[Stored]:
-        return self._rows(f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,))
+        return self._rows(
+            f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
+        )
 
     def existing(self, idents: Sequence[str]) -> set[str]:
         """Which of these ids this namespace holds (reads the id index only)."""
@@ -116,7 +122,9 @@ class SqlTx:
                 f"SELECT id FROM {TABLE} WHERE namespace = ? "
                 f"AND id IN ({self._marks(len(chunk))})"
             )
-            found.update(r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall())
+            found.update(
+                r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall()
+            )
         return found
 
     # --- writes --------------------------------------------------------------
@@ -183,5 +191,7 @@ class SqlTx:
                 f"SELECT id FROM {TABLE} WHERE namespace = ? "
                 f"AND superseded_by IN ({self._marks(len(chunk))})"
             )
-            found.extend(r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall())
+            found.extend(
+                r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall()
+            )
         return found

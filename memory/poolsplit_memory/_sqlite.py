@@ -96,10 +96,16 @@ def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
         cause = "database is locked"
     elif "full" in lowered or name == "SQLITE_FULL":
         cause = "disk full"
-    elif "readonly" in lowered or "read-only" in lowered or name.startswith("SQLITE_READONLY"):
+    elif (
+        "readonly" in lowered
+        or "read-only" in lowered
+        or name.startswith("SQLITE_READONLY")
+    ):
         cause = "database is read-only"
-    elif "not a database" in lowered or "malformed" in lowered or name.startswith(
-        ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    elif (
+        "not a database" in lowered
+        or "malformed" in lowered
+        or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
     ):
         cause = "database file is corrupt"
     elif "unable to open" in lowered or name.startswith("SQLITE_CANTOPEN"):
@@ -199,7 +205,10 @@ class SQLiteBackend:
 
     def _version_of(self, conn: sqlite3.Connection) -> Callable[[], object]:
         def version() -> object:
-            return (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+            return (
+                conn.execute("PRAGMA data_version").fetchone()[0],
+                conn.total_changes,
+            )
 
         return version
 
@@ -215,7 +224,9 @@ class SQLiteBackend:
         with self._read_lock:
             self._check_open()
             conn = self._reader
-            tx = SqlTx(conn.execute, "?", namespace, self._counter, self._version_of(conn))
+            tx = SqlTx(
+                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+            )
             try:
                 conn.execute("BEGIN")
                 try:
@@ -230,7 +241,9 @@ class SQLiteBackend:
         with self._write_lock:
             self._check_open()
             conn = self._writer
-            tx = SqlTx(conn.execute, "?", namespace, self._counter, self._version_of(conn))
+            tx = SqlTx(
+                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+            )
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:

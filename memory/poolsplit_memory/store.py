@@ -39,6 +39,7 @@ Decisions where the issue is silent (the README repeats them):
 
 from __future__ import annotations
 
+import builtins
 import copy
 import difflib
 import enum
@@ -48,7 +49,7 @@ import numbers
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
@@ -335,9 +336,7 @@ def _check_json_value(field: str, value: object) -> None:
             raise InvalidInput(
                 field, "must be valid Unicode, got a lone surrogate"
             ) from None
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
+    elif isinstance(value, bool) or value is None or isinstance(value, int):
         return
     elif isinstance(value, float):
         if not math.isfinite(value):
@@ -362,7 +361,9 @@ def _check_json_value(field: str, value: object) -> None:
 def _content_text(entry: Mapping[str, Any]) -> str:
     """The text poolsplit renders and counts: missing/None is "", else str()."""
     content = entry.get("content")
-    return "" if content is None else content if isinstance(content, str) else str(content)
+    return (
+        "" if content is None else content if isinstance(content, str) else str(content)
+    )
 
 
 def _admitting(kind: str, pools: Sequence[Pool] | None) -> list[Pool]:
@@ -388,6 +389,32 @@ def _type_warning(kind: str, pools: Sequence[Pool] | None) -> str | None:
     return f"type: no pool admits {kind!r}, so this entry never loads{hint}"
 
 
+def _check_fields(entry: object) -> None:
+    """What a store needs beyond ``validate``: a mapping of JSON values with
+    str keys, str ``id``/``type``/``scope``/``project``/``status``, a finite
+    priority."""
+    if not isinstance(entry, Mapping):
+        raise InvalidInput(None, f"entry must be an object, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if not isinstance(key, str):
+            raise InvalidInput(
+                None, f"keys must be str, got {type(key).__name__} {key!r}"
+            )
+        _check_json_value(key, key)
+        _check_json_value(key, value)
+    if "id" in entry:
+        _require_name("id", entry["id"])
+    _require_name("type", entry.get("type", "note"))
+    for field in ("scope", "project", "status"):
+        value = entry.get(field)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(
+                field, f"must be a str or null, got {type(value).__name__}"
+            )
+    if entry.get("base_priority") is not None:
+        _require_priority(entry["base_priority"])
+
+
 def check_entry(
     entry: Mapping[str, Any],
     *,
@@ -411,22 +438,7 @@ def check_entry(
     Raises:
         InvalidInput: the first problem found, naming the field.
     """
-    if not isinstance(entry, Mapping):
-        raise InvalidInput(None, f"entry must be an object, got {type(entry).__name__}")
-    for key, value in entry.items():
-        if not isinstance(key, str):
-            raise InvalidInput(None, f"keys must be str, got {type(key).__name__} {key!r}")
-        _check_json_value(key, key)
-        _check_json_value(key, value)
-    if "id" in entry:
-        _require_name("id", entry["id"])
-    _require_name("type", entry.get("type", "note"))
-    for field in ("scope", "project", "status"):
-        value = entry.get(field)
-        if value is not None and not isinstance(value, str):
-            raise InvalidInput(field, f"must be a str or null, got {type(value).__name__}")
-    if entry.get("base_priority") is not None:
-        _require_priority(entry["base_priority"])
+    _check_fields(entry)
     warnings: list[str] = []
     for problem in poolsplit.validate([entry]):
         if problem.severity == "error" and problem.field != "superseded_by":
@@ -553,7 +565,9 @@ class Backend(Protocol):
     """
 
     url: str
-    rows_read: int
+
+    @property
+    def rows_read(self) -> int: ...
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
@@ -590,7 +604,9 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     if not isinstance(message, str):
         raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
     if project is not None and not isinstance(project, str):
-        raise InvalidInput("project", f"must be a str or None, got {type(project).__name__}")
+        raise InvalidInput(
+            "project", f"must be a str or None, got {type(project).__name__}"
+        )
     return {"message": message, "tags": _tag_list(tags), "project": project}
 
 
@@ -734,10 +750,10 @@ class Store:
         *,
         content: str | _Unset = _UNSET,
         type: str | _Unset = _UNSET,
-        scope: str | None | _Unset = _UNSET,
-        tags: Iterable[str] | None | _Unset = _UNSET,
-        project: str | None | _Unset = _UNSET,
-        base_priority: float | None | _Unset = _UNSET,
+        scope: str | _Unset | None = _UNSET,
+        tags: Iterable[str] | _Unset | None = _UNSET,
+        project: str | _Unset | None = _UNSET,
+        base_priority: float | _Unset | None = _UNSET,
     ) -> Updated:
         """Change fields of one entry, validated, in one transaction.
 
@@ -756,7 +772,9 @@ class Store:
         def work(tx: WriteTx) -> Updated:
             found = tx.get(id)
             if found is None:
-                raise InvalidInput("id", f"no entry {id!r} in namespace {self.namespace!r}")
+                raise InvalidInput(
+                    "id", f"no entry {id!r} in namespace {self.namespace!r}"
+                )
             old = _parse(found)
             if not isinstance(old, dict):
                 raise InvalidInput(
@@ -781,10 +799,10 @@ class Store:
     def _changes(
         content: str | _Unset,
         kind: str | _Unset,
-        scope: str | None | _Unset,
-        tags: Iterable[str] | None | _Unset,
-        project: str | None | _Unset,
-        base_priority: float | None | _Unset,
+        scope: str | _Unset | None,
+        tags: Iterable[str] | _Unset | None,
+        project: str | _Unset | None,
+        base_priority: float | _Unset | None,
     ) -> dict[str, Any]:
         """The checked new values (None: remove the key)."""
         changes: dict[str, Any] = {}
@@ -861,12 +879,24 @@ class Store:
         """
         if type is not None:
             _require_name("type", type)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_PAGE:
-            raise InvalidInput("limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}")
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= _MAX_PAGE
+        ):
+            raise InvalidInput(
+                "limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}"
+            )
         after = 0
         if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.isdigit() or not cursor.isascii():
-                raise InvalidInput("cursor", f"must be a next_cursor of list, got {cursor!r}")
+            if (
+                not isinstance(cursor, str)
+                or not cursor.isdigit()
+                or not cursor.isascii()
+            ):
+                raise InvalidInput(
+                    "cursor", f"must be a next_cursor of list, got {cursor!r}"
+                )
             after = int(cursor)
         rows = self._backend.read(
             self.namespace, lambda tx: tx.page(type, after, limit + 1)
@@ -903,7 +933,9 @@ class Store:
             token_counter=self._token_counter,
             now=now,
         )
-        chosen = {name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()}
+        chosen = {
+            name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()
+        }
         text = poolsplit.render(got) + _not_loaded(snap.always_skipped)
         return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
 
@@ -931,7 +963,7 @@ class Store:
             text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
         return text
 
-    def _pools_for(self, snap: _Snapshot) -> list[Pool]:
+    def _pools_for(self, snap: _Snapshot) -> builtins.list[Pool]:
         if self.pools is not None:
             return list(self.pools)
         named = {t for pool in DEFAULT_POOLS for t in pool.types or ()}
@@ -983,7 +1015,9 @@ class Store:
                 with open(dest, "w", encoding="utf-8") as file:
                     file.write(text)
             except OSError as exc:
-                raise StoreUnavailable("cannot write export", str(dest), str(exc)) from None
+                raise StoreUnavailable(
+                    "cannot write export", str(dest), str(exc)
+                ) from None
         else:
             dest.write(text)
         return len(lines)
@@ -1064,7 +1098,9 @@ class Store:
             try:
                 value = json.loads(line)
             except ValueError as exc:
-                raise InvalidInput(None, f"not valid JSON: {exc}", line=number) from None
+                raise InvalidInput(
+                    None, f"not valid JSON: {exc}", line=number
+                ) from None
             if not isinstance(value, dict):
                 raise InvalidInput(
                     None, f"must be a JSON object, got {_json_kind(value)}", line=number
@@ -1102,7 +1138,9 @@ def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
     return "\n## Not loaded\n" + "\n".join(lines) + "\n"
 
 
-def _load(version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None) -> _Snapshot:
+def _load(
+    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
+) -> _Snapshot:
     """Parse and validate candidate rows: the valid active ones load, the
     rest are listed with their reason (an always-scope one also in the text)."""
     skipped: list[Skipped] = []
@@ -1112,7 +1150,7 @@ def _load(version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None)
         item = Skipped(stored.id, reason)
         skipped.append(item)
         scope = value.get("scope") if isinstance(value, dict) else stored.scope
-        if scope == _ALWAYS or stored.scope == _ALWAYS:
+        if _ALWAYS in (scope, stored.scope):
             always_skipped.append(item)
 
     parsed: list[tuple[Stored, dict[str, Any]]] = []
@@ -1121,7 +1159,11 @@ def _load(version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None)
         if not isinstance(value, dict):
             skip(stored, None, value)
         elif not isinstance(value.get("type", "note"), str):
-            skip(stored, value, f"type: must be a str, got {type(value['type']).__name__}")
+            skip(
+                stored,
+                value,
+                f"type: must be a str, got {type(value['type']).__name__}",
+            )
         elif default_is_active(value):
             parsed.append((stored, value))
     reasons: dict[int, list[str]] = {}
@@ -1131,7 +1173,10 @@ def _load(version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None)
             reasons.setdefault(problem.index, []).append(
                 f"{problem.field}: {problem.message}"
             )
-        elif problem.field == "scope" and parsed[problem.index][1].get("scope") == _ALWAYS:
+        elif (
+            problem.field == "scope"
+            and parsed[problem.index][1].get("scope") == _ALWAYS
+        ):
             warnings.append(f"scope: {problem.message}")
     admitted: frozenset[str] | None = None
     if pools is not None and all(p.types is not None for p in pools):
@@ -1151,7 +1196,9 @@ def _load(version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None)
             )
             continue
         entries.append(value)
-    return _Snapshot(version, entries, frozenset(types), skipped, always_skipped, warnings)
+    return _Snapshot(
+        version, entries, frozenset(types), skipped, always_skipped, warnings
+    )
 
 
 # ===========================================================================
@@ -1220,7 +1267,9 @@ def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:
     if pools is None:
         return None
     if isinstance(pools, (str, bytes)) or not isinstance(pools, Iterable):
-        raise InvalidInput("pools", f"must be a list of Pool or None, got {type(pools).__name__}")
+        raise InvalidInput(
+            "pools", f"must be a list of Pool or None, got {type(pools).__name__}"
+        )
     chosen = tuple(pools)
     if not chosen:
         raise InvalidInput("pools", "must not be empty (None means the default pools)")
@@ -1229,4 +1278,3 @@ def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:
     except (TypeError, ValueError) as exc:
         raise InvalidInput("pools", str(exc)) from None
     return chosen
-

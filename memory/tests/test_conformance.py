@@ -277,7 +277,9 @@ def test_update_of_an_unknown_id_is_invalid_input(open_):
 def test_supersedes_retires_the_old_entry_in_the_same_write(open_):
     store = open_("ada")
     old = store.remember("Deploys go out on Friday", type="fact", now=NOW)
-    new = store.remember("Deploys go out on Monday", type="fact", supersedes=old.id, now=NOW)
+    new = store.remember(
+        "Deploys go out on Monday", type="fact", supersedes=old.id, now=NOW
+    )
     assert store.get(old.id)["superseded_by"] == new.id
     assert store.recall("deploys", now=NOW).ids()["facts"] == [new.id]
     with pytest.raises(InvalidInput) as info:  # no longer active
@@ -297,7 +299,9 @@ def test_a_refused_supersedes_writes_neither_entry(open_):
 def test_a_retried_remember_with_the_same_key_writes_once(open_):
     store = open_("ada")
     first = store.remember("only once", type="task", key="call-1", now=NOW)
-    again = store.remember("only once", type="task", key="call-1", now=NOW + timedelta(1))
+    again = store.remember(
+        "only once", type="task", key="call-1", now=NOW + timedelta(1)
+    )
     assert again.id == first.id
     assert again.entry == first.entry
     assert len(everything(store)) == 1
@@ -351,7 +355,9 @@ def raw_bodies(url: str) -> bytes:
         import psycopg
 
         with psycopg.connect(url) as conn:
-            rows = conn.execute("SELECT body, client_key FROM poolsplit_entries").fetchall()
+            rows = conn.execute(
+                "SELECT body, client_key FROM poolsplit_entries"
+            ).fetchall()
         return json.dumps(rows).encode()
     data = b""
     for suffix in ("", "-wal", "-journal"):
@@ -448,7 +454,11 @@ def test_a_bad_line_is_named_and_nothing_is_imported(open_, text, line):
 
 def test_a_duplicate_id_in_the_file_names_both_lines(open_):
     store = open_("ada")
-    source = jsonl({"id": "a", "content": "1"}, {"id": "b", "content": "2"}, {"id": "a", "content": "3"})
+    source = jsonl(
+        {"id": "a", "content": "1"},
+        {"id": "b", "content": "2"},
+        {"id": "a", "content": "3"},
+    )
     with pytest.raises(InvalidInput) as info:
         store.import_jsonl(source)
     assert "lines 1 and 3" in str(info.value)
@@ -460,11 +470,15 @@ def test_an_id_already_stored_is_refused_unless_replace(open_):
     store = open_("ada")
     store.import_jsonl(jsonl({"id": "a", "content": "first"}))
     with pytest.raises(InvalidInput) as info:
-        store.import_jsonl(jsonl({"id": "new", "content": "x"}, {"id": "a", "content": "second"}))
+        store.import_jsonl(
+            jsonl({"id": "new", "content": "x"}, {"id": "a", "content": "second"})
+        )
     assert info.value.line == 2
     assert "replace=True" in str(info.value)
     assert [e["content"] for e in everything(store)] == ["first"]
-    assert store.import_jsonl(jsonl({"id": "a", "content": "second"}), replace=True) == 1
+    assert (
+        store.import_jsonl(jsonl({"id": "a", "content": "second"}), replace=True) == 1
+    )
     assert [e["content"] for e in everything(store)] == ["second"]
 
 
@@ -493,7 +507,9 @@ entries_strategy = st.lists(
     st.fixed_dictionaries(
         {
             "content": st.text(
-                st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                st.characters(
+                    blacklist_categories=("Cs",), blacklist_characters="\x00"
+                ),
                 min_size=1,
                 max_size=40,
             ).filter(str.strip),
@@ -508,7 +524,9 @@ entries_strategy = st.lists(
             "project": st.sampled_from(["p", "q"]),
             "created": st.sampled_from(["2026-01-01T00:00:00+00:00", "2025-05-05"]),
             "source": json_leaf,
-            "extra": st.dictionaries(st.sampled_from(["x", "y"]), json_leaf, max_size=2),
+            "extra": st.dictionaries(
+                st.sampled_from(["x", "y"]), json_leaf, max_size=2
+            ),
         },
     ),
     max_size=8,
@@ -535,11 +553,16 @@ def test_property_export_import_round_trips_equal(open_, entries):
 
 def test_list_pages_in_insertion_order_and_filters_by_type(open_):
     store = open_("ada")
-    ids = [store.remember(f"n{i}", type="task" if i % 2 else "fact", now=NOW).id for i in range(7)]
+    ids = [
+        store.remember(f"n{i}", type="task" if i % 2 else "fact", now=NOW).id
+        for i in range(7)
+    ]
     page = store.list(limit=3)
     assert [e["id"] for e in page.entries] == ids[:3]
     assert page.next_cursor is not None
-    assert [e["id"] for e in store.list(limit=3, cursor=page.next_cursor).entries] == ids[3:6]
+    assert [
+        e["id"] for e in store.list(limit=3, cursor=page.next_cursor).entries
+    ] == ids[3:6]
     assert [e["id"] for e in store.list(type="task").entries] == ids[1::2]
     assert store.list(limit=7).next_cursor is None
 
@@ -597,7 +620,9 @@ def test_property_pages_cover_every_entry_exactly_once(open_, count, limit, forg
 
 def test_recall_renders_the_pools_and_reports_ids(open_):
     store = open_("ada")
-    rule = store.remember("Never force-push to main", type="correction", scope="always", now=NOW)
+    rule = store.remember(
+        "Never force-push to main", type="correction", scope="always", now=NOW
+    )
     task = store.remember("Ship the billing fix", type="task", now=NOW)
     note = store.remember("The office plant needs water", now=NOW)
     recall = store.recall("billing fix", now=NOW)
@@ -658,8 +683,12 @@ def test_explain_shows_the_table_for_the_same_candidates(open_):
 recall_entries = st.lists(
     st.fixed_dictionaries(
         {
-            "content": st.text("abcdefg hijk", min_size=1, max_size=60).filter(str.strip),
-            "type": st.sampled_from(["note", "fact", "task", "correction", "skill", "other1"]),
+            "content": st.text("abcdefg hijk", min_size=1, max_size=60).filter(
+                str.strip
+            ),
+            "type": st.sampled_from(
+                ["note", "fact", "task", "correction", "skill", "other1"]
+            ),
         },
         optional={
             "scope": st.just("always"),
@@ -673,7 +702,9 @@ recall_entries = st.lists(
 
 
 @given(entries=recall_entries, message=st.text("abcdefg hijk", max_size=20))
-def test_property_recall_equals_retrieve_pools_on_the_active_entries(open_, entries, message):
+def test_property_recall_equals_retrieve_pools_on_the_active_entries(
+    open_, entries, message
+):
     try:
         store = open_(fresh())
         for entry in entries:
@@ -681,9 +712,13 @@ def test_property_recall_equals_retrieve_pools_on_the_active_entries(open_, entr
         stored = everything(store)
         active = [e for e in stored if poolsplit.default_is_active(e)]
         named = {t for p in DEFAULT_POOLS for t in p.types or ()}
-        other = Pool(*SPILL_OVER, types=tuple(sorted({e["type"] for e in active} - named)))
+        other = Pool(
+            *SPILL_OVER, types=tuple(sorted({e["type"] for e in active} - named))
+        )
         context = {"message": message, "tags": ["a"], "project": "p"}
-        expected = poolsplit.retrieve_pools(active, [*DEFAULT_POOLS, other], context, now=NOW)
+        expected = poolsplit.retrieve_pools(
+            active, [*DEFAULT_POOLS, other], context, now=NOW
+        )
         recall = store.recall(message, tags=["a"], project="p", now=NOW)
         assert recall.pools == expected
         assert recall.text == poolsplit.render(expected)
@@ -695,10 +730,28 @@ def test_property_recall_equals_retrieve_pools_on_the_active_entries(open_, entr
 
 
 BAD_ROWS = [
-    ("prio", {"id": "prio", "type": "fact", "content": "x", "base_priority": "high"}, "fact", None, "base_priority: "),
+    (
+        "prio",
+        {"id": "prio", "type": "fact", "content": "x", "base_priority": "high"},
+        "fact",
+        None,
+        "base_priority: ",
+    ),
     ("json", '{"id": "json", "content": ', "fact", None, "invalid JSON: "),
-    ("array", '["not", "an", "object"]', "fact", None, "must be a JSON object, got array"),
-    ("tags", {"id": "tags", "type": "fact", "content": "x", "tags": 5}, "fact", None, "tags: "),
+    (
+        "array",
+        '["not", "an", "object"]',
+        "fact",
+        None,
+        "must be a JSON object, got array",
+    ),
+    (
+        "tags",
+        {"id": "tags", "type": "fact", "content": "x", "tags": 5},
+        "fact",
+        None,
+        "tags: ",
+    ),
 ]
 
 
@@ -723,8 +776,16 @@ def test_bad_rows_are_skipped_and_named_while_the_rest_loads(open_, store_url):
 
 def test_a_bad_always_row_is_named_in_the_text_itself(open_, store_url):
     store = open_("ada")
-    rule = store.remember("Never force-push", type="correction", scope="always", now=NOW)
-    body = {"id": "bad", "type": "correction", "scope": "always", "content": "Always sign commits", "base_priority": "high"}
+    rule = store.remember(
+        "Never force-push", type="correction", scope="always", now=NOW
+    )
+    body = {
+        "id": "bad",
+        "type": "correction",
+        "scope": "always",
+        "content": "Always sign commits",
+        "base_priority": "high",
+    }
     plant(store_url, "ada", "bad", body, type="correction", scope="always")
     plant(store_url, "ada", "broken", "{oops", type="correction", scope="always")
     recall = store.recall("commit", now=NOW)
@@ -738,9 +799,19 @@ def test_a_bad_always_row_is_named_in_the_text_itself(open_, store_url):
 
 def test_a_bad_row_can_be_fixed_by_update_or_forgotten(open_, store_url):
     store = open_("ada")
-    plant(store_url, "ada", "prio", {"id": "prio", "type": "fact", "content": "x", "base_priority": "high"}, type="fact")
+    plant(
+        store_url,
+        "ada",
+        "prio",
+        {"id": "prio", "type": "fact", "content": "x", "base_priority": "high"},
+        type="fact",
+    )
     plant(store_url, "ada", "json", "{", type="fact")
-    assert store.update("prio", base_priority=None).entry == {"id": "prio", "type": "fact", "content": "x"}
+    assert store.update("prio", base_priority=None).entry == {
+        "id": "prio",
+        "type": "fact",
+        "content": "x",
+    }
     with pytest.raises(InvalidInput) as info:
         store.update("json", content="y")
     assert info.value.field == "id"
@@ -770,7 +841,9 @@ def test_an_entry_over_the_default_cap_is_refused(open_):
 
 
 def test_the_cap_and_the_counter_are_options(open_):
-    store = open_("ada", max_entry_tokens=3, token_counter=lambda text: len(text.split()))
+    store = open_(
+        "ada", max_entry_tokens=3, token_counter=lambda text: len(text.split())
+    )
     assert store.remember("one two three", now=NOW).id
     with pytest.raises(InvalidInput):
         store.remember("one two three four", now=NOW)
@@ -846,7 +919,10 @@ def test_both_backends_store_the_same_values_exactly(open_, kwargs):
 
 def test_an_imported_infinity_is_refused_like_a_remembered_one(open_):
     store = open_("ada")
-    for text in ('{"content": "x", "base_priority": 1e309}', '{"content": "x", "other": NaN}'):
+    for text in (
+        '{"content": "x", "base_priority": 1e309}',
+        '{"content": "x", "other": NaN}',
+    ):
         with pytest.raises(InvalidInput):
             store.import_jsonl(io.StringIO(text))
     assert everything(store) == []
@@ -901,9 +977,20 @@ def test_a_closed_store_is_unavailable(open_):
 
 def test_the_package_exports_the_design_names():
     names = {
-        "open_store", "Store", "Written", "Recall", "Skipped", "Page", "Updated",
-        "StoreError", "InvalidInput", "StoreUnavailable", "DEFAULT_POOLS",
-        "DEFAULT_MAX_ENTRY_TOKENS", "build_entry", "check_entry",
+        "open_store",
+        "Store",
+        "Written",
+        "Recall",
+        "Skipped",
+        "Page",
+        "Updated",
+        "StoreError",
+        "InvalidInput",
+        "StoreUnavailable",
+        "DEFAULT_POOLS",
+        "DEFAULT_MAX_ENTRY_TOKENS",
+        "build_entry",
+        "check_entry",
     }
     assert names <= set(poolsplit_memory.__all__)
     assert issubclass(InvalidInput, ValueError)
@@ -921,7 +1008,9 @@ def mixed_history(count):
         entry = {
             "id": f"e{number}",
             "type": kinds[number % len(kinds)],
-            "content": f"entry {number} about billing" if number % 3 else f"entry {number}",
+            "content": f"entry {number} about billing"
+            if number % 3
+            else f"entry {number}",
             "created": f"2026-05-{1 + number % 28:02d}",
         }
         if number % 7 == 0:
@@ -948,12 +1037,20 @@ def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(open_, pools
     entries = mixed_history(120)
     store.import_jsonl(jsonl(*entries))
     active = [e for e in entries if poolsplit.default_is_active(e)]
-    admitted = {t for p in pools for t in (p.types if p.types is not None else [e["type"] for e in entries])}
+    admitted = {
+        t
+        for p in pools
+        for t in (p.types if p.types is not None else [e["type"] for e in entries])
+    }
     loadable = [e for e in active if e["type"] in admitted]
     context = {"message": "billing", "tags": [], "project": None}
     expected = poolsplit.retrieve_pools(loadable, pools, context, now=NOW)
     recall = store.recall("billing", now=NOW)
     assert recall.pools == expected
-    unadmitted_always = [e["id"] for e in active if e.get("scope") == "always" and e["type"] not in admitted]
+    unadmitted_always = [
+        e["id"]
+        for e in active
+        if e.get("scope") == "always" and e["type"] not in admitted
+    ]
     for ident in unadmitted_always:
         assert any(repr(ident) in w for w in recall.warnings)

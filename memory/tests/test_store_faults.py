@@ -143,7 +143,11 @@ def pg_ctl(*args):
         command = ["runuser", "-u", "postgres", "--", *command]
     # no pipes: a server started here would hold them open (its log is -l)
     subprocess.run(
-        command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=HANG
+        command,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=HANG,
     )
 
 
@@ -189,7 +193,9 @@ def test_an_unreachable_postgres_at_open_is_one_line():
     with pytest.raises(StoreUnavailable) as info:
         open_store("postgresql://someone:hunter2@127.0.0.1:1/nothing")
     text = str(info.value)
-    assert text.startswith("database unreachable: postgresql://someone:***@127.0.0.1:1/nothing")
+    assert text.startswith(
+        "database unreachable: postgresql://someone:***@127.0.0.1:1/nothing"
+    )
     assert "hunter2" not in text
     assert "\n" not in text
 
@@ -201,7 +207,8 @@ def test_the_postgres_candidate_query_uses_both_indexes(pg_url):
     with open_store(pg_url, pools=demo_pools()) as store:
         kinds = ["transcript"] * 8 + ["task", "correction"]
         lines = "".join(
-            json.dumps({"id": f"r{n}", "type": kinds[n % 10], "content": f"row {n}"}) + "\n"
+            json.dumps({"id": f"r{n}", "type": kinds[n % 10], "content": f"row {n}"})
+            + "\n"
             for n in range(5000)
         )
         store.import_jsonl(io.StringIO(lines))
@@ -211,7 +218,9 @@ def test_the_postgres_candidate_query_uses_both_indexes(pg_url):
 
         def capture(tx):
             real = tx._execute
-            tx._execute = lambda sql, params: captured.append((sql, params)) or real(sql, params)
+            tx._execute = lambda sql, params: (
+                captured.append((sql, params)) or real(sql, params)
+            )
             tx.candidates(sorted({t for p in demo_pools() for t in p.types}))
 
         store._backend.read(store.namespace, capture)

@@ -51,7 +51,14 @@ def test_url_forms(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "url", ["sqlite://", "sqlite:///", "sqlite://host/x.db", "sqlite:///x.db?mode=ro", "mysql://h/db"]
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///",
+        "sqlite://host/x.db",
+        "sqlite:///x.db?mode=ro",
+        "mysql://h/db",
+    ],
 )
 def test_bad_urls_are_invalid_input(url, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -92,9 +99,8 @@ def test_corrupt_pages_make_reads_unavailable_not_a_crash(tmp_path):
     for offset in range(2 * 4096, len(data), 4096):
         data[offset : offset + 100] = b"\xff" * 100
     path.write_bytes(bytes(data))
-    with pytest.raises(StoreUnavailable) as info:
-        with open_store(str(path)) as store:
-            store.recall("entry", now=NOW)
+    with pytest.raises(StoreUnavailable) as info, open_store(str(path)) as store:
+        store.recall("entry", now=NOW)
     assert info.value.cause == "database file is corrupt"
 
 
@@ -246,7 +252,9 @@ def test_many_threads_share_one_store(tmp_path):
     def work(number):
         try:
             for step in range(20):
-                written = store.remember(f"thread {number} step {step}", type="fact", now=NOW)
+                written = store.remember(
+                    f"thread {number} step {step}", type="fact", now=NOW
+                )
                 with lock:
                     ids.append(written.id)
                 store.recall(f"thread {number}", now=NOW)
@@ -292,14 +300,18 @@ def test_the_candidate_query_uses_two_index_ranges(tmp_path):
 
         def capture(tx):
             real = tx._execute
-            tx._execute = lambda sql, params: captured.append((sql, params)) or real(sql, params)
+            tx._execute = lambda sql, params: (
+                captured.append((sql, params)) or real(sql, params)
+            )
             tx.candidates(sorted({t for p in demo_pools() for t in p.types}))
 
         store._backend.read(store.namespace, capture)
         sql, params = captured[-1]
         plan = " ".join(
             str(row[-1])
-            for row in store._backend._reader.execute("EXPLAIN QUERY PLAN " + sql, params)
+            for row in store._backend._reader.execute(
+                "EXPLAIN QUERY PLAN " + sql, params
+            )
         )
     assert "USING INDEX poolsplit_entries_active" in plan
     assert "USING INDEX poolsplit_entries_always" in plan
