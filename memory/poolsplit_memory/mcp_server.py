@@ -264,8 +264,9 @@ class _CheckArguments:
                 f"{unknown[0]}: unknown argument of {name}; expected "
                 f"{', '.join(sorted(known))}"
             )
+        model = self.models[name]
         try:
-            self.models[name].model_validate(dict(arguments))
+            model.model_validate(_json_in_strings(model, arguments))
         except ValidationError as exc:
             return _tool_error(
                 "; ".join(
@@ -279,6 +280,29 @@ class _CheckArguments:
             return await call_next(ctx)
         finally:
             _sent_arguments.reset(token)
+
+
+def _json_in_strings(
+    model: type[BaseModel], arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The arguments as the SDK will validate them: a list or object sent as
+    a JSON string (some clients do) parsed, for a parameter that is not a str.
+
+    The SDK's own rule (``FuncMetadata.pre_parse_json``), so that this check
+    and the SDK's accept the same calls.
+    """
+    parsed = dict(arguments)
+    for key, value in arguments.items():
+        field = model.model_fields.get(key)
+        if field is None or not isinstance(value, str) or field.annotation is str:
+            continue
+        try:
+            loaded = json.loads(value)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(loaded, (str, int, float)):
+            parsed[key] = loaded
+    return parsed
 
 
 def _arguments_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:

@@ -129,3 +129,23 @@ def test_update_tells_a_left_out_argument_from_a_null_one(tmp_path):
 )
 def test_the_default_store_follows_the_xdg_rules(environ, expected):
     assert default_db_path(environ) == expected
+
+
+def test_a_list_sent_as_a_json_string_is_accepted_as_the_sdk_accepts_it(tmp_path):
+    """Some clients send ``tags`` as '["a"]'; the SDK parses it, so does the check."""
+    with open_store(str(tmp_path / "m.db")) as store:
+
+        async def body():
+            async with Client(build_server(store)) as client:
+                written = await client.call_tool(
+                    "remember", {"content": "x", "tags": '["billing"]'}
+                )
+                assert not written.is_error, written.content
+                got = store.get(written.structured_content["id"])
+                assert got["tags"] == ["billing"]
+                bad = await client.call_tool(
+                    "remember", {"content": "x", "tags": "billing"}
+                )
+                assert error_line(bad).startswith("tags:")
+
+        anyio.run(body)
