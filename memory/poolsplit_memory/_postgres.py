@@ -152,16 +152,20 @@ class PostgresBackend:
         self._conns[slot] = conn
         return conn
 
-    def _attempt(self, slot: str, work: Callable[[Any], T]) -> T:
-        """Run ``work(conn)`` in one transaction; once more on a new connection
-        when the old one turns out broken before COMMIT was sent."""
+    def _attempt(
+        self, slot: str, work: Callable[[Any], T], *, commit: bool = True
+    ) -> T:
+        """Run ``work(conn)`` (which opens its transaction) and COMMIT; once
+        more on a new connection when the old one turns out broken before
+        COMMIT was sent. ``commit=False``: one autocommit statement."""
         for attempt in (0, 1):
             conn = self._connection(slot)
             committing = False
             try:
                 result = work(conn)
                 committing = True
-                conn.execute("COMMIT")
+                if commit:
+                    conn.execute("COMMIT")
                 return result
             except psycopg.Error as exc:
                 lost = conn.broken or conn.closed
@@ -192,11 +196,10 @@ class PostgresBackend:
         with self._locks["read"]:
 
             def work(conn: Any) -> object:
-                conn.execute("BEGIN READ ONLY")
                 row = conn.execute(_VERSION, (namespace,)).fetchone()
                 return 0 if row is None else int(row[0])
 
-            return self._attempt("read", work)
+            return self._attempt("read", work, commit=False)  # one round trip
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
         with self._locks["read"]:

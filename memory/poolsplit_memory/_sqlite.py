@@ -263,7 +263,13 @@ class SQLiteBackend:
         """Copy the WAL into the file and truncate it, so that deleted
         (secure_delete: zeroed) content leaves no old frame behind. A reader
         of another process can hold it back; the next write tries again."""
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        for _ in range(3):
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error:  # the write is committed: never report it failed
+                return
+            if not busy:
+                return
 
     def close(self) -> None:
         with self._write_lock:

@@ -718,8 +718,12 @@ class Store:
 
         written = self._backend.write(self.namespace, work)
         if written.entry.get("scope") == _ALWAYS and written.entry is entry:
-            written.warnings.extend(self._snapshot().warnings)
+            written.warnings.extend(self._always_warnings())
         return written
+
+    def _always_warnings(self) -> builtins.list[str]:
+        """The always-scope total warning, if this namespace passes it now."""
+        return [w for w in self._snapshot().warnings if w.startswith("scope: ")]
 
     def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
         stored = _parse(first)
@@ -792,7 +796,7 @@ class Store:
 
         updated = self._backend.write(self.namespace, work)
         if updated.entry.get("scope") == _ALWAYS:
-            updated.warnings.extend(self._snapshot().warnings)
+            updated.warnings.extend(self._always_warnings())
         return updated
 
     @staticmethod
