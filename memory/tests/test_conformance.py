@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 import poolsplit
 import pytest
 from conftest import plant
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from poolsplit import Pool
 
@@ -1054,3 +1054,38 @@ def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(open_, pools
     ]
     for ident in unadmitted_always:
         assert any(repr(ident) in w for w in recall.warnings)
+
+
+any_char = st.characters(blacklist_categories=()) | st.sampled_from(["\x00", "\ud800"])
+
+
+@given(
+    content=st.text(any_char, max_size=30),
+    tag=st.text(any_char, max_size=10),
+    priority=st.one_of(st.none(), st.floats(), st.integers(-(10**400), 10**400)),
+)
+@example(content="a\x00b", tag="t", priority=None)
+@example(content="lone \udc80", tag="t", priority=None)
+@example(content="ok", tag="\x00", priority=None)
+@example(content="ok", tag="t", priority=math.inf)
+@example(content="ok", tag="t", priority=10**400)
+@example(content="ok", tag="t", priority=1e308)
+def test_property_any_value_is_stored_exactly_or_refused_as_invalid_input(
+    open_, content, tag, priority
+):
+    """NUL, lone surrogates, NaN, infinities, huge ints: the one validation
+    decides before either backend sees the value, so both agree."""
+    try:
+        store = open_(fresh())
+        try:
+            written = store.remember(
+                content, tags=[tag], base_priority=priority, now=NOW
+            )
+        except InvalidInput as exc:
+            assert exc.field in {"content", "tags", "base_priority"}
+            assert everything(store) == []
+            return
+        assert store.get(written.id) == written.entry
+        assert written.entry["content"] == content
+    finally:
+        open_.close_all()
