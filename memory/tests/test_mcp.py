@@ -130,7 +130,10 @@ def test_the_registry_manifest_matches_the_package():
     [package] = manifest["packages"]
     assert package["registryType"] == "pypi"
     assert package["identifier"] == "poolsplit-memory"
+    import poolsplit_memory
+
     installed = version("poolsplit-memory")
+    assert installed == poolsplit_memory.__version__
     assert manifest["version"] == package["version"] == installed
     assert package["transport"] == {"type": "stdio"}
     # a registry client runs the package's own name: the same command
