@@ -524,10 +524,13 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(str(exc))
     with store:
-        where = "in this process only (--ephemeral)" if args.ephemeral else store.url
+        where = (
+            "in this process only (--ephemeral)"
+            if args.ephemeral
+            else f"in {store.url}"
+        )
         print(
-            f"{_PROG}: memory in {where}, namespace {store.namespace!r}",
-            file=sys.stderr,
+            f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
         build_server(store).run("stdio")
     return 0

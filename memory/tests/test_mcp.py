@@ -580,6 +580,20 @@ def test_a_db_that_cannot_be_opened_refuses_to_start(tmp_path, db, needle):
     assert needle in line
 
 
+def test_a_file_that_is_not_a_database_or_an_empty_namespace_refuses_to_start(
+    tmp_path,
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my shopping list\n" * 100, encoding="utf-8")
+    line = one_line_exit_2(*start_and_fail(tmp_path, "--db", notes))
+    assert "not a database" in line or "corrupt" in line
+    assert notes.read_text(encoding="utf-8") == "my shopping list\n" * 100
+    line = one_line_exit_2(
+        *start_and_fail(tmp_path, "--db", tmp_path / "m.db", "--namespace", "")
+    )
+    assert "namespace" in line
+
+
 def test_ephemeral_means_it(tmp_path):
     async def body():
         async with server(tmp_path, "--ephemeral") as client:
