@@ -11,8 +11,9 @@ with the same ``key``).
 Every write transaction first bumps ``poolsplit_versions`` for its namespace
 (``INSERT ... ON CONFLICT DO UPDATE``): that row lock orders the namespace's
 writers, and the version is what a warm recall compares (no entry row read).
-A tool that writes ``poolsplit_entries`` directly must bump it too, or
-recalls of running stores keep their cached candidates until the next write.
+Statement-level triggers bump it too for every statement that changes
+``poolsplit_entries``, so a row written by hand or by another tool is seen
+by the next recall of a running store, as SQLite's ``data_version`` sees it.
 The schema is created under a transaction-level advisory lock, so concurrent
 first starts on an empty database wait for one another instead of failing.
 Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
@@ -68,6 +69,37 @@ SCHEMA = (
         version bigint NOT NULL
     )""",
 )
+# Every statement that changes entries bumps the version of each namespace it
+# touched, whoever runs it (a hand edit, another tool): statement-level
+# triggers over transition tables, one upsert per statement, not per row.
+_BUMP_FUNCTION = """
+CREATE OR REPLACE FUNCTION poolsplit_bump_versions() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT DISTINCT namespace, 1 FROM new_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT DISTINCT namespace, 1 FROM old_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSE
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT namespace, 1 FROM new_rows UNION SELECT namespace, 1 FROM old_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    END IF;
+    RETURN NULL;
+END
+$$"""
+_TRIGGERS = {
+    "poolsplit_entries_inserted": "AFTER INSERT ON poolsplit_entries "
+    "REFERENCING NEW TABLE AS new_rows",
+    "poolsplit_entries_updated": "AFTER UPDATE ON poolsplit_entries "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+    "poolsplit_entries_deleted": "AFTER DELETE ON poolsplit_entries "
+    "REFERENCING OLD TABLE AS old_rows",
+}
 _BUMP = (
     "INSERT INTO poolsplit_versions (namespace, version) VALUES (%s, 1) "
     "ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1"
@@ -191,6 +223,18 @@ class PostgresBackend:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         for statement in SCHEMA:
             conn.execute(statement)
+        conn.execute(_BUMP_FUNCTION)
+        for name, when in _TRIGGERS.items():
+            exists = conn.execute(
+                "SELECT 1 FROM pg_trigger WHERE tgname = %s "
+                "AND tgrelid = 'poolsplit_entries'::regclass",
+                (name,),
+            ).fetchone()
+            if exists is None:  # CREATE TRIGGER has no IF NOT EXISTS before 14
+                conn.execute(
+                    f"CREATE TRIGGER {name} {when} FOR EACH STATEMENT "
+                    "EXECUTE FUNCTION poolsplit_bump_versions()"
+                )
 
     def version(self, namespace: str) -> object:
         with self._locks["read"]:

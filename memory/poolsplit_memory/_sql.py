@@ -17,6 +17,7 @@ from poolsplit_memory.store import Row, Stored
 
 TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
+_ROWS_PER_INSERT = 100
 _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
@@ -147,6 +148,32 @@ class SqlTx:
                 row.body,
             ),
         )
+
+    def insert_many(self, rows: Sequence[Row]) -> None:
+        """Insert rows without keys, 100 to a statement (800 parameters: under
+        SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+            sql = (
+                f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
+                f"superseded_by, client_key, body) VALUES {values}"
+            )
+            params: list[Any] = []
+            for row in chunk:
+                params.extend(
+                    (
+                        self._namespace,
+                        row.id,
+                        row.type,
+                        row.status,
+                        row.scope,
+                        row.superseded_by,
+                        None,
+                        row.body,
+                    )
+                )
+            self._run(sql, params)
 
     def replace(self, row: Row, *, clear_key: bool = False) -> None:
         self.scrubbed = True

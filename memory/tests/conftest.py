@@ -123,9 +123,9 @@ def plant(
     status: str = "active",
     superseded_by: str | None = None,
 ) -> None:
-    """Write a row directly, bypassing every check (a hand edit, another tool,
-    an older version). On PostgreSQL it bumps the namespace's version as the
-    backend's docs ask of other writers."""
+    """Write a row directly, bypassing every check and the store (a hand
+    edit, another tool, an older version): nothing but the database itself
+    tells a running store that it changed."""
     text = body if isinstance(body, str) else json.dumps(body)
     row = (namespace, ident, type, status, scope, superseded_by, text)
     insert = (
@@ -135,15 +135,24 @@ def plant(
     if url.startswith("postgres"):
         import psycopg
 
-        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(insert.format("%s"), row)
-            conn.execute(
-                "INSERT INTO poolsplit_versions VALUES (%s, 1) ON CONFLICT (namespace) "
-                "DO UPDATE SET version = poolsplit_versions.version + 1",
-                (namespace,),
-            )
         return
     conn = sqlite3.connect(url)
     with conn:
         conn.execute(insert.format("?"), row)
+    conn.close()
+
+
+def execute_raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one statement on the database directly (``?`` placeholders)."""
+    if url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+        return
+    conn = sqlite3.connect(url)
+    with conn:
+        conn.execute(sql, params)
     conn.close()

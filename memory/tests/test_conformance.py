@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 
 import poolsplit
 import pytest
-from conftest import plant
+from conftest import execute_raw, plant
 from hypothesis import example, given
 from hypothesis import strategies as st
 from poolsplit import Pool
@@ -953,6 +953,27 @@ def test_a_write_by_another_store_is_seen_by_the_next_recall(open_):
     assert reader.recall("other store", now=NOW).ids()["facts"] == [written.id]
     writer.forget(written.id)
     assert reader.recall("other store", now=NOW).ids()["facts"] == []
+
+
+def test_a_hand_edit_is_seen_by_the_next_recall_of_a_running_store(open_, store_url):
+    store = open_("ada")
+    written = store.remember("original words", type="fact", now=NOW)
+    assert (
+        store.recall("words", now=NOW).pools["facts"][0]["content"] == "original words"
+    )
+    edited = json.dumps({**written.entry, "content": "edited words"})
+    execute_raw(
+        store_url,
+        "UPDATE poolsplit_entries SET body = ? WHERE namespace = ? AND id = ?",
+        (edited, "ada", written.id),
+    )
+    assert store.recall("words", now=NOW).pools["facts"][0]["content"] == "edited words"
+    execute_raw(
+        store_url,
+        "DELETE FROM poolsplit_entries WHERE namespace = ? AND id = ?",
+        ("ada", written.id),
+    )
+    assert store.recall("words", now=NOW).ids()["facts"] == []
 
 
 def test_a_write_to_another_namespace_is_not_seen(open_):
