@@ -1110,3 +1110,137 @@ def test_property_any_value_is_stored_exactly_or_refused_as_invalid_input(
         assert written.entry["content"] == content
     finally:
         open_.close_all()
+
+
+# --- a stateful model: the store against a plain dict ------------------------------
+
+
+def test_stateful_store_matches_a_dict_model(store_url):
+    """Random remember / supersede / keyed retry / update / forget / import
+    sequences; after every step the store lists exactly the model's entries in
+    insertion order, gets each, and recalls what retrieve_pools picks from
+    the model's active entries."""
+    from hypothesis import settings
+    from hypothesis.stateful import (
+        RuleBasedStateMachine,
+        initialize,
+        invariant,
+        precondition,
+        rule,
+        run_state_machine_as_test,
+    )
+
+    class Machine(RuleBasedStateMachine):
+        @initialize()
+        def open(self):
+            self.store = open_store(store_url, namespace=fresh())
+            self.model: dict[str, dict] = {}  # insertion order, like list()
+            self.keys: dict[str, str] = {}
+
+        def teardown(self):
+            self.store.close()
+
+        def active(self):
+            return [i for i, e in self.model.items() if poolsplit.default_is_active(e)]
+
+        @rule(
+            content=st.sampled_from(["alpha", "beta gamma", "billing fix", "delta"]),
+            kind=st.sampled_from(["fact", "task", "note", "correction"]),
+            always=st.booleans(),
+            key=st.one_of(st.none(), st.sampled_from(["k1", "k2"])),
+        )
+        def remember(self, content, kind, always, key):
+            scope = "always" if always else None
+            if key in self.keys:
+                first = self.model.get(self.keys[key])
+                same = first is not None and (
+                    first["content"],
+                    first["type"],
+                    first.get("scope"),
+                ) == (content, kind, scope)
+                if not same:
+                    with pytest.raises(InvalidInput):
+                        self.store.remember(
+                            content, type=kind, scope=scope, key=key, now=NOW
+                        )
+                    return
+                again = self.store.remember(
+                    content, type=kind, scope=scope, key=key, now=NOW
+                )
+                assert again.id == self.keys[key]
+                return
+            written = self.store.remember(
+                content, type=kind, scope=scope, key=key, now=NOW
+            )
+            self.model[written.id] = written.entry
+            if key is not None:
+                self.keys[key] = written.id
+
+        @precondition(lambda self: self.active())
+        @rule(data=st.data(), content=st.sampled_from(["new alpha", "new beta"]))
+        def supersede(self, data, content):
+            old = data.draw(st.sampled_from(self.active()))
+            kind = self.model[old]["type"]
+            written = self.store.remember(content, type=kind, supersedes=old, now=NOW)
+            self.model[old] = {**self.model[old], "superseded_by": written.id}
+            self.model[written.id] = written.entry
+
+        @precondition(lambda self: self.model)
+        @rule(data=st.data(), content=st.sampled_from(["edited", "edited billing"]))
+        def update(self, data, content):
+            ident = data.draw(st.sampled_from(sorted(self.model)))
+            updated = self.store.update(ident, content=content, scope=None)
+            expected = {**self.model[ident], "content": content}
+            expected.pop("scope", None)
+            assert updated.entry == expected
+            self.model[ident] = expected
+
+        @precondition(lambda self: self.model)
+        @rule(data=st.data())
+        def forget(self, data):
+            ident = data.draw(st.sampled_from(sorted(self.model)))
+            assert self.store.forget(ident) is True
+            gone = {ident}
+            changed = True
+            while changed:
+                changed = False
+                for other, entry in self.model.items():
+                    if other not in gone and entry.get("superseded_by") in gone:
+                        gone.add(other)
+                        changed = True
+            for other in gone:
+                del self.model[other]
+            self.keys = {k: v for k, v in self.keys.items() if v not in gone}
+            assert self.store.forget(ident) is False
+
+        @rule(ident=st.sampled_from(["imp1", "imp2"]), replace=st.booleans())
+        def import_one(self, ident, replace):
+            entry = {"id": ident, "type": "fact", "content": f"imported {ident}"}
+            if ident in self.model and not replace:
+                with pytest.raises(InvalidInput):
+                    self.store.import_jsonl(jsonl(entry), replace=False)
+                return
+            assert self.store.import_jsonl(jsonl(entry), replace=replace) == 1
+            self.model[ident] = entry
+            self.keys = {k: v for k, v in self.keys.items() if v != ident}
+
+        @invariant()
+        def lists_and_gets_the_model(self):
+            listed = everything(self.store)
+            assert [e["id"] for e in listed] == list(self.model)
+            assert listed == list(self.model.values())
+
+        @invariant()
+        def recalls_what_retrieve_pools_picks(self):
+            active = [self.model[i] for i in self.active()]
+            named = {t for p in DEFAULT_POOLS for t in p.types or ()}
+            kinds = {e.get("type", "note") for e in active} - named
+            pools = [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=tuple(sorted(kinds)))]
+            context = {"message": "billing alpha", "tags": [], "project": None}
+            expected = poolsplit.retrieve_pools(active, pools, context, now=NOW)
+            assert self.store.recall("billing alpha", now=NOW).pools == expected
+
+    run_state_machine_as_test(
+        Machine,
+        settings=settings(max_examples=30, stateful_step_count=15, deadline=None),
+    )
