@@ -13,7 +13,8 @@
    indexed lookup) and a ``tools/list`` request (no tool at all). Three untimed
    turns warm it up. Reported: each median and minimum, recall's median over
    the empty call's (target: at most 2) and the median of the turn-by-turn
-   ratios.
+   ratios; then ``store.recall`` in this process on the same file, so that
+   the difference is the server's and the transport's share.
 2. **PostgreSQL** (with ``--pg-dsn`` or ``POOLSPLIT_PG_DSN``; skipped with a
    line saying so otherwise): a fresh database of ``--pg-entries`` entries.
    Run A opens the store, recalls once (cold) and closes; run B opens it,
@@ -92,7 +93,7 @@ def server_command() -> str:
 
 def summary(name: str, samples: list[float]) -> str:
     return (
-        f"{name:<22} median {statistics.median(samples) * 1e3:8.2f} ms   "
+        f"{name:<24} median {statistics.median(samples) * 1e3:8.2f} ms   "
         f"min {min(samples) * 1e3:8.2f} ms"
     )
 
@@ -141,6 +142,7 @@ def stdio_part(total: int, calls: int) -> None:
                             times[kind].append(elapsed)
 
         anyio.run(run)
+        local = in_process(path, calls)
 
     recall, empty = times["recall"], times["empty"]
     print(
@@ -151,6 +153,7 @@ def stdio_part(total: int, calls: int) -> None:
     print(summary("recall", recall))
     print(summary("empty call (get)", empty))
     print(summary("tools/list (no tool)", times["list_tools"]))
+    print(summary("store.recall in-process", local))
     ratio = statistics.median(recall) / statistics.median(empty)
     paired = statistics.median(r / e for r, e in zip(recall, empty))
     verdict = "met" if ratio <= 2 else "MISSED"
@@ -158,6 +161,23 @@ def stdio_part(total: int, calls: int) -> None:
         f"recall / empty call: {ratio:.2f} (paired {paired:.2f}); target <= 2: "
         f"{verdict}; entries returned per recall: {min(loaded)}-{max(loaded)}"
     )
+    server = statistics.median(recall) - statistics.median(local)
+    print(
+        f"stdio recall minus in-process recall (the server's and the transport's "
+        f"share): {server * 1e3:.2f} ms"
+    )
+
+
+def in_process(path: str, calls: int) -> list[float]:
+    """``store.recall`` on the same file without MCP: the recall's own cost."""
+    times = []
+    with open_store(path) as store:
+        for turn in range(WARM_UP + calls):
+            start = time.perf_counter()
+            store.recall(MESSAGES[turn % len(MESSAGES)])
+            if turn >= WARM_UP:
+                times.append(time.perf_counter() - start)
+    return times
 
 
 # --- 2. warm recall on PostgreSQL -------------------------------------------
