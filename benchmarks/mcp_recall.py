@@ -246,7 +246,7 @@ def postgres_part(base_dsn: str, total: int, calls: int) -> None:
         f" {calls} warm recalls in-process"
     )
     print(
-        f"{'cold recall':<22} {cold_a * 1e3:8.2f} ms (run A), {cold_b * 1e3:.2f} ms (B)"
+        f"{'cold recall':<24} {cold_a * 1e3:8.2f} ms (run A), {cold_b * 1e3:.2f} ms (B)"
     )
     print(summary("warm recall", warm))
     print(f"{'table':<22} {'live rows':>10} {'read: cold':>11} {'warm/recall':>12}")
