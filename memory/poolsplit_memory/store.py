@@ -4,7 +4,7 @@
 here, once; a backend (``_sqlite.py``, ``_postgres.py``) only runs the SQL of
 ``_sql.py`` inside the transactions this module asks for.
 
-Decisions where the issue is silent (the README repeats them):
+Decisions where the issue is silent:
 
 - ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` follow
   SQLAlchemy's rule; a plain path is used as it is; ``?busy_timeout=MS`` on a
@@ -23,6 +23,15 @@ Decisions where the issue is silent (the README repeats them):
   auditing) in insertion order; the cursor is the position after the page.
 - ``forget`` deletes the entry and every entry whose ``superseded_by`` chain
   ends at it (they never load, and usually hold what the user wants gone).
+  SQLite overwrites the deleted bytes and truncates the WAL; PostgreSQL
+  deletes the row (its old tuple stays in the table file until VACUUM).
+- ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
+  ``update`` with no field is InvalidInput.
+- A bad stored row is recognised when it is read: invalid JSON, not an
+  object, a ``type`` that is not a str, or a ``poolsplit.validate`` error.
+  An always-scope row (by its column or its body) is also named in the text.
+  The warm cache notices a hand edit on both backends (SQLite's
+  ``data_version``; PostgreSQL's triggers bump the namespace's version).
 - ``get``/``list`` return a row whose body is not a JSON object as
   ``{"id": ..., "unreadable": reason}`` so it can be found and forgotten;
   ``export_jsonl`` refuses to write a partial backup past such a row.
