@@ -51,7 +51,7 @@ from typing import Annotated, Any, Callable
 
 import poolsplit
 
-from poolsplit_memory import Store, StoreError, open_store
+from poolsplit_memory import InvalidInput, Store, StoreError, open_store
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -155,8 +155,16 @@ def _tool_error(text: str) -> CallToolResult:
 
 
 def _error_text(exc: Exception) -> str:
-    """One line naming what went wrong: the field, the cause, or the type."""
-    if isinstance(exc, StoreError):  # `field: what is wrong`, or the cause
+    """One line naming what went wrong: the field, the cause, or the type.
+
+    Bad input is the caller's to fix and stays off the log; an operational
+    failure is also logged on stderr in the same line, a crash with its
+    traceback.
+    """
+    if isinstance(exc, InvalidInput):  # `field: what is wrong`
+        return str(exc)
+    if isinstance(exc, StoreError):  # StoreUnavailable: the cause, one line
+        print(f"{_PROG}: {exc}", file=sys.stderr)
         return str(exc)
     traceback.print_exc(file=sys.stderr)
     return f"internal error: {type(exc).__name__}: {exc}"

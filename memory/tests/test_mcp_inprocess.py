@@ -87,8 +87,10 @@ def test_every_failure_reaches_the_client_as_one_line_naming_it(
     stderr = capsys.readouterr().err
     if expected.startswith("internal error"):
         assert "Traceback" in stderr  # the server's log keeps the whole story
+    elif isinstance(exc, InvalidInput):
+        assert stderr == ""  # the caller's mistake, not the operator's
     else:
-        assert "Traceback" not in stderr
+        assert stderr == f"poolsplit-mcp: {expected}\n"
 
 
 def test_update_tells_a_left_out_argument_from_a_null_one(tmp_path):
