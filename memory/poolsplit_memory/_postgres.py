@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import Counter, SqlTx
-from poolsplit_memory.store import ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
 
 try:
     import psycopg
@@ -179,6 +179,9 @@ class PostgresBackend:
             conn = psycopg.connect(
                 self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
             )
+        except psycopg.ProgrammingError as exc:  # the URL itself cannot be read
+            detail = str(exc).strip().splitlines()[0]
+            raise InvalidInput("url", f"cannot be read: {detail}") from None
         except psycopg.Error as exc:
             raise self._unavailable(exc) from None
         self._conns[slot] = conn

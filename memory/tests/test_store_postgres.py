@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from poolsplit_memory import StoreUnavailable, open_store
+from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -71,6 +71,13 @@ def test_a_missing_database_is_unreachable_in_one_line(pg_url):
     assert info.value.cause == "database unreachable"
     assert "no_such_database" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_an_unreadable_postgres_url_is_invalid_input():
+    with pytest.raises(InvalidInput) as info:
+        open_store("postgresql://someone@127.0.0.1:1/db?foo=bar")
+    assert info.value.field == "url"
+    assert "foo" in str(info.value)
 
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch):
