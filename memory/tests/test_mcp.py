@@ -564,6 +564,31 @@ def test_a_good_pools_file_is_used(tmp_path):
     run(body)
 
 
+def test_a_type_no_pool_admits_is_a_warning_on_the_write(tmp_path):
+    """A pools file with a typo in types: the write says so, with the fix."""
+    path = tmp_path / "pools.json"
+    path.write_text(
+        json.dumps(
+            [{"name": "work", "max_tokens": 200, "max_entries": 2, "types": ["tsk"]}]
+        ),
+        encoding="utf-8",
+    )
+
+    async def body():
+        async with server(
+            tmp_path, "--db", tmp_path / "m.db", "--pools", path
+        ) as client:
+            written = ok(
+                await client.call_tool(
+                    "remember", {"content": "fix the build", "type": "task"}
+                )
+            )
+            [warning] = written["warnings"]
+            assert "'task'" in warning and "'tsk'" in warning
+
+    run(body)
+
+
 @pytest.mark.parametrize(
     ("db", "needle"),
     [
