@@ -1223,7 +1223,7 @@ def _load(
 
 
 def open_store(
-    url: str,
+    url: str | os.PathLike[str],
     *,
     namespace: str = "default",
     pools: Sequence[Pool] | None = None,
@@ -1232,7 +1232,8 @@ def open_store(
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
 
-    ``url``: a file path, ``sqlite:///relative`` or ``sqlite:////absolute``
+    ``url``: a file path (str or ``pathlib.Path``), ``sqlite:///relative`` or
+    ``sqlite:////absolute``
     (optionally ``?busy_timeout=MS``), ``:memory:``, or ``postgresql://...``
     / ``postgres://...`` (needs the ``postgres`` extra). ``pools=None`` means
     :data:`DEFAULT_POOLS` plus the spill-over pool.
@@ -1243,6 +1244,8 @@ def open_store(
         StoreUnavailable: the database cannot be opened (one line naming the
             cause: missing folder, not a database, read-only, unreachable).
     """
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
     if not isinstance(url, str):
         raise InvalidInput("url", f"must be a str, got {type(url).__name__}")
     if not url.strip():

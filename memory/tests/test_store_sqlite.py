@@ -50,6 +50,12 @@ def test_url_forms(tmp_path, monkeypatch):
     assert absolute.exists()
 
 
+def test_a_pathlib_path_is_a_file_path(tmp_path):
+    with open_store(tmp_path / "memory.db") as store:
+        assert store.remember("x", now=NOW).id
+        assert store.url == str(tmp_path / "memory.db")
+
+
 @pytest.mark.parametrize(
     "url",
     [
