@@ -1246,3 +1246,66 @@ def test_stateful_store_matches_a_dict_model(store_url):
         Machine,
         settings=settings(max_examples=30, stateful_step_count=15, deadline=None),
     )
+
+
+json_values = st.recursive(
+    json_leaf,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+planted_body = st.one_of(
+    # mostly not JSON at all (no NUL or surrogate: no database stores them)
+    st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+        max_size=30,
+    ),
+    json_values.map(json.dumps),  # any JSON value
+    st.fixed_dictionaries(  # an entry with any value in any known field
+        {"content": json_values},
+        optional={
+            field: json_values
+            for field in ("type", "scope", "tags", "base_priority", "status", "created")
+        },
+    ).map(json.dumps),
+)
+
+
+@given(
+    bodies=st.lists(
+        st.tuples(
+            planted_body,
+            st.sampled_from([None, "always"]),
+            st.sampled_from(["note", "fact", "correction"]),
+        ),
+        max_size=6,
+    )
+)
+def test_property_no_planted_row_disables_recall(open_, store_url, bodies):
+    """Whatever rows another tool writes, recall answers, the good always
+    entry still loads, and every row left out is named."""
+    try:
+        namespace = fresh()
+        store = open_(namespace)
+        good = store.remember(
+            "Never force-push", type="correction", scope="always", now=NOW
+        )
+        store.recall("warm", now=NOW)
+        planted = []
+        for number, (body, scope, kind) in enumerate(bodies):
+            ident = f"p{number}"
+            plant(store_url, namespace, ident, body, type=kind, scope=scope)
+            planted.append(ident)
+        recall = store.recall("force push", now=NOW)
+        assert good.id in recall.ids()["corrections"]
+        assert {s.id for s in recall.skipped} <= set(planted)
+        for skipped in recall.skipped:
+            assert skipped.reason
+        for ident in planted:
+            assert isinstance(store.get(ident), dict)
+        assert len(everything(store)) == len(planted) + 1
+        store.explain("force push", now=NOW)
+    finally:
+        open_.close_all()
