@@ -1045,7 +1045,8 @@ class Store:
         against this namespace is an error naming both lines, unless
         ``replace=True`` (the later line wins; a stored entry is
         overwritten). A ``superseded_by`` must name an id of the file or of
-        this namespace.
+        this namespace. Warnings are not returned (the count is); every
+        recall still reports the always-scope total.
 
         Raises:
             InvalidInput: the first bad line (``line`` and ``field`` set);
