@@ -149,8 +149,12 @@ class PostgresBackend:
         self._conns: dict[str, Any] = {}
         self._locks = {"read": threading.Lock(), "write": threading.Lock()}
         self._closed = False
-        with self._locks["write"]:
-            self._attempt("write", self._create_schema)
+        try:
+            with self._locks["write"]:
+                self._attempt("write", self._create_schema)
+        except BaseException:
+            self.close()  # no connection left for the garbage collector
+            raise
 
     @property
     def rows_read(self) -> int:

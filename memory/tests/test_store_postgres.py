@@ -64,6 +64,15 @@ def test_a_read_only_database_is_one_line(pg_url):
         assert store.get(kept.id) is not None
 
 
+def test_a_database_read_only_from_the_start_refuses_to_open(pg_url):
+    name = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    with pytest.raises(StoreUnavailable) as info:
+        open_store(pg_url)
+    assert str(info.value).startswith("database is read-only: ")
+
+
 def test_a_missing_database_is_unreachable_in_one_line(pg_url):
     url = pg_url.rsplit("/", 1)[0] + "/no_such_database"
     with pytest.raises(StoreUnavailable) as info:
