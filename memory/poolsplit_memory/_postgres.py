@@ -225,8 +225,22 @@ class PostgresBackend:
         except psycopg.Error:
             conn.close()
 
+    def _schema_ready(self, conn: Any) -> bool:
+        """Whether the tables and triggers exist (then no DDL runs, so a user
+        with only read and write rights can open the store)."""
+        names = list(_TRIGGERS)
+        row = conn.execute(
+            "SELECT to_regclass('poolsplit_versions') IS NOT NULL AND "
+            "(SELECT count(*) FROM pg_trigger WHERE tgname = ANY(%s) "
+            "AND tgrelid = to_regclass('poolsplit_entries')) = %s",
+            (names, len(names)),
+        ).fetchone()
+        return bool(row[0])
+
     def _create_schema(self, conn: Any) -> None:
         conn.execute("BEGIN")
+        if self._schema_ready(conn):
+            return
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
         for statement in SCHEMA:
             conn.execute(statement)

@@ -104,3 +104,28 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch):
         open_store("postgresql://someone@127.0.0.1:1/db")
     assert "pip install 'poolsplit-memory[postgres]'" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_a_role_with_only_read_and_write_rights_opens_an_existing_store(pg_url):
+    with open_store(pg_url, namespace="ada") as store:  # creates the schema
+        store.remember("made by the owner", type="fact")
+    role = f"app_{pg_url.rsplit('_', 1)[1]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
+        conn.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON poolsplit_entries, "
+            f"poolsplit_versions TO {role}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    head, _, rest = pg_url.partition("://")
+    as_role = f"{head}://{role}@{rest.split('@', 1)[1]}"
+    try:
+        with open_store(as_role, namespace="ada") as store:
+            written = store.remember("made by the app", type="fact")
+            assert len(store.recall("made").ids()["facts"]) == 2
+            assert store.forget(written.id) is True
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
