@@ -19,12 +19,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import poolsplit
 import pytest
 
 mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
+import anyio  # noqa: E402 (an mcp dependency)
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 

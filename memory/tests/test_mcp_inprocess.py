@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
+import anyio  # noqa: E402 (an mcp dependency)
 from mcp.client import Client  # noqa: E402
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, open_store  # noqa: E402
