@@ -322,3 +322,29 @@ def test_the_candidate_query_uses_two_index_ranges(tmp_path):
     assert "USING INDEX poolsplit_entries_active" in plan
     assert "USING INDEX poolsplit_entries_always" in plan
     assert "SCAN" not in plan
+
+
+def test_no_public_method_lets_a_raw_sqlite_error_out(tmp_path):
+    """Connections closed under the store: every public call is one
+    StoreUnavailable line, never a sqlite3 exception."""
+    store = open_store(str(tmp_path / "memory.db"), namespace="ada")
+    written = store.remember("x", now=NOW)
+    store._backend._writer.close()
+    store._backend._reader.close()
+    calls = [
+        lambda: store.remember("y", now=NOW),
+        lambda: store.recall("x", now=NOW),
+        lambda: store.explain("x", now=NOW),
+        lambda: store.get(written.id),
+        store.list,
+        lambda: store.update(written.id, content="z"),
+        lambda: store.forget(written.id),
+        lambda: store.export_jsonl(tmp_path / "out.jsonl"),
+        lambda: store.import_jsonl(tmp_path / "out.jsonl"),
+    ]
+    (tmp_path / "out.jsonl").write_text('{"content": "imported"}\n')
+    for call in calls:
+        with pytest.raises(StoreUnavailable) as info:
+            call()
+        assert not isinstance(info.value.__cause__, sqlite3.Error)
+        assert "\n" not in str(info.value)
