@@ -492,14 +492,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--db",
+        metavar="URL",
         help="a SQLite file, sqlite:///path or a postgresql:// URL "
         "(default: $XDG_DATA_HOME/poolsplit/memory.db)",
     )
     parser.add_argument(
-        "--namespace", default="default", help="whose memory (default: default)"
+        "--namespace",
+        metavar="NAME",
+        default="default",
+        help="whose memory (default: default)",
     )
     parser.add_argument(
-        "--pools", help="a JSON array of pools, as `poolsplit --pools` reads"
+        "--pools",
+        metavar="FILE",
+        help="a JSON array of pools, as `poolsplit --pools` reads",
     )
     parser.add_argument(
         "--ephemeral",
