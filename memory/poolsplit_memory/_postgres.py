@@ -1,0 +1,300 @@
+"""PostgreSQL backend (psycopg 3): the same SQL, a version row per namespace.
+
+Two autocommit connections, a writer and a reader, each behind its own lock,
+each opened again after it breaks (a server restart): a call that meets the
+outage is StoreUnavailable ``database unreachable``; a call whose statements
+never reached COMMIT on a broken connection is retried once on a new one, so
+the first call after the server is back succeeds. A write whose COMMIT was
+sent when the connection broke is not retried (it may have landed; retry it
+with the same ``key``).
+
+Every write transaction first bumps ``poolsplit_versions`` for its namespace
+(``INSERT ... ON CONFLICT DO UPDATE``): that row lock orders the namespace's
+writers, and the version is what a warm recall compares (no entry row read).
+Statement-level triggers bump it too for every statement that changes
+``poolsplit_entries``, so a row written by hand or by another tool is seen
+by the next recall of a running store, as SQLite's ``data_version`` sees it.
+The schema is created under a transaction-level advisory lock, so concurrent
+first starts on an empty database wait for one another instead of failing.
+Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from poolsplit_memory._sql import Counter, SqlTx
+from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - exercised without the extra only
+    psycopg = None  # type: ignore[assignment]
+
+T = TypeVar("T")
+
+_SCHEMA_LOCK = 7_317_415_006_512_345  # pg_advisory_xact_lock key of the schema
+_CONNECT_TIMEOUT = 5  # seconds
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS poolsplit_entries (
+        seq bigserial PRIMARY KEY,
+        namespace text NOT NULL,
+        id text NOT NULL,
+        type text NOT NULL,
+        status text NOT NULL,
+        scope text,
+        superseded_by text,
+        client_key text,
+        body text NOT NULL,
+        UNIQUE (namespace, id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_active "
+    "ON poolsplit_entries (namespace, status, type)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_always "
+    "ON poolsplit_entries (namespace, status) WHERE scope = 'always'",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_list "
+    "ON poolsplit_entries (namespace, type, seq)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_order "
+    "ON poolsplit_entries (namespace, seq)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_superseded "
+    "ON poolsplit_entries (namespace, superseded_by) WHERE superseded_by IS NOT NULL",
+    "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
+    "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
+    """CREATE TABLE IF NOT EXISTS poolsplit_versions (
+        namespace text PRIMARY KEY,
+        version bigint NOT NULL
+    )""",
+)
+# Every statement that changes entries bumps the version of each namespace it
+# touched, whoever runs it (a hand edit, another tool): statement-level
+# triggers over transition tables, one upsert per statement, not per row.
+_BUMP_FUNCTION = """
+CREATE OR REPLACE FUNCTION poolsplit_bump_versions() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT DISTINCT namespace, 1 FROM new_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT DISTINCT namespace, 1 FROM old_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSE
+        INSERT INTO poolsplit_versions (namespace, version)
+        SELECT namespace, 1 FROM new_rows UNION SELECT namespace, 1 FROM old_rows
+        ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    END IF;
+    RETURN NULL;
+END
+$$"""
+_TRIGGERS = {
+    "poolsplit_entries_inserted": "AFTER INSERT ON poolsplit_entries "
+    "REFERENCING NEW TABLE AS new_rows",
+    "poolsplit_entries_updated": "AFTER UPDATE ON poolsplit_entries "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
+    "poolsplit_entries_deleted": "AFTER DELETE ON poolsplit_entries "
+    "REFERENCING OLD TABLE AS old_rows",
+}
+_BUMP = (
+    "INSERT INTO poolsplit_versions (namespace, version) VALUES (%s, 1) "
+    "ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1"
+)
+_VERSION = "SELECT version FROM poolsplit_versions WHERE namespace = %s"
+
+# SQLSTATE (or its class, two characters) -> the one-line cause.
+_CAUSES = {
+    "53100": "disk full",
+    "25006": "database is read-only",
+    "55P03": "database is locked",
+    "40P01": "database is locked",
+    "40001": "database is locked",
+    "57014": "database is locked",  # statement or lock timeout
+    "XX001": "database file is corrupt",
+    "XX002": "database file is corrupt",
+    "42501": "permission denied",
+    "08": "database unreachable",
+    "57": "database unreachable",  # admin shutdown, cannot connect now
+    "53": "database out of resources",
+}
+
+
+def mask(url: str) -> str:
+    """The URL with its password replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class PostgresBackend:
+    """A PostgreSQL database behind the store."""
+
+    def __init__(self, url: str) -> None:
+        self.url = mask(url)
+        self._dsn = url
+        if psycopg is None:
+            raise StoreUnavailable(
+                "psycopg is not installed",
+                self.url,
+                "pip install 'poolsplit-memory[postgres]'",
+            )
+        self._counter = Counter()
+        self._conns: dict[str, Any] = {}
+        self._locks = {"read": threading.Lock(), "write": threading.Lock()}
+        self._closed = False
+        try:
+            with self._locks["write"]:
+                self._attempt("write", self._create_schema)
+        except BaseException:
+            self.close()  # no connection left for the garbage collector
+            raise
+
+    @property
+    def rows_read(self) -> int:
+        return self._counter.rows_read
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        state = getattr(exc, "sqlstate", None) or ""
+        cause = _CAUSES.get(state) or _CAUSES.get(state[:2])
+        if cause is None:
+            broken = isinstance(exc, psycopg.OperationalError) and not state
+            cause = "database unreachable" if broken else "database error"
+        detail = (
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        )
+        return StoreUnavailable(cause, self.url, detail)
+
+    def _connection(self, slot: str) -> Any:
+        if self._closed:
+            raise StoreUnavailable("store is closed", self.url)
+        conn = self._conns.get(slot)
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if conn is not None:
+            conn.close()
+        try:
+            conn = psycopg.connect(
+                self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
+            )
+        except psycopg.ProgrammingError as exc:  # the URL itself cannot be read
+            detail = str(exc).strip().splitlines()[0]
+            raise InvalidInput("url", f"cannot be read: {detail}") from None
+        except psycopg.Error as exc:
+            raise self._unavailable(exc) from None
+        self._conns[slot] = conn
+        return conn
+
+    def _attempt(
+        self, slot: str, work: Callable[[Any], T], *, commit: bool = True
+    ) -> T:
+        """Run ``work(conn)`` (which opens its transaction) and COMMIT; once
+        more on a new connection when the old one turns out broken before
+        COMMIT was sent. ``commit=False``: one autocommit statement."""
+        for attempt in (0, 1):
+            conn = self._connection(slot)
+            committing = False
+            try:
+                result = work(conn)
+                committing = True
+                if commit:
+                    conn.execute("COMMIT")
+                return result
+            except psycopg.Error as exc:
+                lost = conn.broken or conn.closed
+                if not lost:
+                    self._rollback(conn)
+                elif attempt == 0 and not committing:
+                    continue
+                raise self._unavailable(exc) from None
+            except BaseException:
+                if not (conn.broken or conn.closed):
+                    self._rollback(conn)
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _rollback(self, conn: Any) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except psycopg.Error:
+            conn.close()
+
+    def _schema_ready(self, conn: Any) -> bool:
+        """Whether the tables and triggers exist (then no DDL runs, so a user
+        with only read and write rights can open the store)."""
+        names = list(_TRIGGERS)
+        row = conn.execute(
+            "SELECT to_regclass('poolsplit_versions') IS NOT NULL AND "
+            "(SELECT count(*) FROM pg_trigger WHERE tgname = ANY(%s) "
+            "AND tgrelid = to_regclass('poolsplit_entries')) = %s",
+            (names, len(names)),
+        ).fetchone()
+        return bool(row[0])
+
+    def _create_schema(self, conn: Any) -> None:
+        conn.execute("BEGIN")
+        if self._schema_ready(conn):
+            return
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for statement in SCHEMA:
+            conn.execute(statement)
+        conn.execute(_BUMP_FUNCTION)
+        for name, when in _TRIGGERS.items():
+            exists = conn.execute(
+                "SELECT 1 FROM pg_trigger WHERE tgname = %s "
+                "AND tgrelid = 'poolsplit_entries'::regclass",
+                (name,),
+            ).fetchone()
+            if exists is None:  # CREATE TRIGGER has no IF NOT EXISTS before 14
+                conn.execute(
+                    f"CREATE TRIGGER {name} {when} FOR EACH STATEMENT "
+                    "EXECUTE FUNCTION poolsplit_bump_versions()"
+                )
+
+    def version(self, namespace: str) -> object:
+        with self._locks["read"]:
+
+            def work(conn: Any) -> object:
+                row = conn.execute(_VERSION, (namespace,)).fetchone()
+                return 0 if row is None else int(row[0])
+
+            return self._attempt("read", work, commit=False)  # one round trip
+
+    def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
+        with self._locks["read"]:
+
+            def run(conn: Any) -> T:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                return work(self._tx(conn, namespace))
+
+            return self._attempt("read", run)
+
+    def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
+        with self._locks["write"]:
+
+            def run(conn: Any) -> T:
+                conn.execute("BEGIN")
+                conn.execute(_BUMP, (namespace,))
+                return work(self._tx(conn, namespace))
+
+            return self._attempt("write", run)
+
+    def _tx(self, conn: Any, namespace: str) -> SqlTx:
+        def version() -> object:
+            row = conn.execute(_VERSION, (namespace,)).fetchone()
+            return 0 if row is None else int(row[0])
+
+        return SqlTx(conn.execute, "%s", namespace, self._counter, version)
+
+    def close(self) -> None:
+        with self._locks["write"], self._locks["read"]:
+            self._closed = True
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()

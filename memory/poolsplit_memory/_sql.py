@@ -1,0 +1,224 @@
+"""The SQL both backends run: one text per statement, only the placeholder differs.
+
+Entries are rows of ``poolsplit_entries``: the namespace, the id, the indexed
+columns the candidate query filters on (``type``, ``status``, ``scope``,
+``superseded_by``), the client ``key`` of an idempotent remember, a ``seq``
+that orders ``list`` pages, and the JSON ``body`` (text on both backends, so
+an entry round-trips byte for byte; PostgreSQL's jsonb would rewrite numbers
+and key order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from poolsplit_memory.store import Row, Stored
+
+TABLE = "poolsplit_entries"
+_CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
+_ROWS_PER_INSERT = 100
+_READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
+
+Execute = Callable[[str, Sequence[Any]], Any]
+
+
+class Counter:
+    """Entry rows fetched so far (the warm-recall tests read it)."""
+
+    rows_read = 0
+
+
+class SqlTx:
+    """The statements of one transaction in one namespace (read or write)."""
+
+    def __init__(
+        self,
+        execute: Execute,
+        mark: str,
+        namespace: str,
+        counter: Counter,
+        version: Callable[[], object],
+    ) -> None:
+        self._execute = execute
+        self._mark = mark
+        self._namespace = namespace
+        self._counter = counter
+        self._version = version
+        self.scrubbed = False  # a body was deleted or overwritten
+
+    def _run(self, sql: str, params: Sequence[Any]) -> Any:
+        if self._mark != "?":
+            sql = sql.replace("?", self._mark)
+        return self._execute(sql, params)
+
+    def _rows(self, sql: str, params: Sequence[Any]) -> list[Stored]:
+        rows = self._run(sql, params).fetchall()
+        self._counter.rows_read += len(rows)
+        return [Stored(int(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    def _marks(self, count: int) -> str:
+        return ", ".join("?" for _ in range(count))
+
+    # --- reads ---------------------------------------------------------------
+
+    def version(self) -> object:
+        return self._version()
+
+    def get(self, ident: str) -> Stored | None:
+        rows = self._rows(
+            f"{_READ} WHERE namespace = ? AND id = ?", (self._namespace, ident)
+        )
+        return rows[0] if rows else None
+
+    def by_key(self, key: str) -> Stored | None:
+        rows = self._rows(
+            f"{_READ} WHERE namespace = ? AND client_key = ?", (self._namespace, key)
+        )
+        return rows[0] if rows else None
+
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]:
+        """The active rows any pool may take: of the pools' types, plus every
+        active always-scope row (two index ranges; ``type IN (..) OR scope``
+        made SQLite scan every active row). None: every active row. Sorted
+        by ``seq`` here, not in SQL: an ORDER BY made SQLite walk the
+        namespace in ``seq`` order instead of using the type index."""
+        ns = self._namespace
+        active = f"{_READ} WHERE namespace = ? AND status = 'active'"
+        always = f"{active} AND scope = 'always'"
+        if types is None:
+            rows = self._rows(active, (ns,))
+        elif not types:
+            rows = self._rows(always, (ns,))
+        else:
+            marks = self._marks(len(types))
+            sql = (
+                f"{active} AND type IN ({marks}) UNION ALL "
+                f"{always} AND type NOT IN ({marks})"
+            )
+            rows = self._rows(sql, (ns, *types, ns, *types))
+        rows.sort(key=lambda row: row.seq)
+        return rows
+
+    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]:
+        if kind is None:
+            sql = f"{_READ} WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?"
+            return self._rows(sql, (self._namespace, after, limit))
+        sql = (
+            f"{_READ} WHERE namespace = ? AND type = ? AND seq > ? ORDER BY seq LIMIT ?"
+        )
+        return self._rows(sql, (self._namespace, kind, after, limit))
+
+    def every(self) -> list[Stored]:
+        return self._rows(
+            f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
+        )
+
+    def existing(self, idents: Sequence[str]) -> set[str]:
+        """Which of these ids this namespace holds (reads the id index only)."""
+        found: set[str] = set()
+        for start in range(0, len(idents), _CHUNK):
+            chunk = list(idents[start : start + _CHUNK])
+            sql = (
+                f"SELECT id FROM {TABLE} WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})"
+            )
+            found.update(
+                r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall()
+            )
+        return found
+
+    # --- writes --------------------------------------------------------------
+
+    def insert(self, row: Row, key: str | None) -> None:
+        sql = (
+            f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
+            "superseded_by, client_key, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        self._run(
+            sql,
+            (
+                self._namespace,
+                row.id,
+                row.type,
+                row.status,
+                row.scope,
+                row.superseded_by,
+                key,
+                row.body,
+            ),
+        )
+
+    def insert_many(self, rows: Sequence[Row]) -> None:
+        """Insert rows without keys, 100 to a statement (800 parameters: under
+        SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+            sql = (
+                f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
+                f"superseded_by, client_key, body) VALUES {values}"
+            )
+            params: list[Any] = []
+            for row in chunk:
+                params.extend(
+                    (
+                        self._namespace,
+                        row.id,
+                        row.type,
+                        row.status,
+                        row.scope,
+                        row.superseded_by,
+                        None,
+                        row.body,
+                    )
+                )
+            self._run(sql, params)
+
+    def replace(self, row: Row, *, clear_key: bool = False) -> None:
+        self.scrubbed = True
+        key = ", client_key = NULL" if clear_key else ""
+        sql = (
+            f"UPDATE {TABLE} SET type = ?, status = ?, scope = ?, superseded_by = ?, "
+            f"body = ?{key} WHERE namespace = ? AND id = ?"
+        )
+        self._run(
+            sql,
+            (
+                row.type,
+                row.status,
+                row.scope,
+                row.superseded_by,
+                row.body,
+                self._namespace,
+                row.id,
+            ),
+        )
+
+    def delete(self, idents: Sequence[str]) -> list[str]:
+        """Delete these ids of this namespace; return the ones that existed."""
+        found = self.existing(idents)
+        chunk_ids = sorted(found)
+        self.scrubbed = self.scrubbed or bool(chunk_ids)
+        for start in range(0, len(chunk_ids), _CHUNK):
+            chunk = chunk_ids[start : start + _CHUNK]
+            sql = (
+                f"DELETE FROM {TABLE} WHERE namespace = ? "
+                f"AND id IN ({self._marks(len(chunk))})"
+            )
+            self._run(sql, (self._namespace, *chunk))
+        return chunk_ids
+
+    def superseding(self, idents: Sequence[str]) -> list[str]:
+        """The ids of entries retired in favour of any of these."""
+        found: list[str] = []
+        for start in range(0, len(idents), _CHUNK):
+            chunk = list(idents[start : start + _CHUNK])
+            sql = (
+                f"SELECT id FROM {TABLE} WHERE namespace = ? "
+                f"AND superseded_by IN ({self._marks(len(chunk))})"
+            )
+            found.extend(
+                r[0] for r in self._run(sql, (self._namespace, *chunk)).fetchall()
+            )
+        return found

@@ -1,0 +1,282 @@
+"""SQLite backend (standard library only): WAL, one writer, one reader.
+
+A file store has two connections: the writer (``BEGIN IMMEDIATE`` per call,
+``secure_delete`` on, synchronous FULL, a busy timeout for other processes'
+writers) and a ``query_only`` reader, each behind its own lock, so a read
+never waits for a write lock (WAL lets it read the last commit). ``:memory:``
+is one connection for both (a second connection would see another database).
+The warm-recall version is the reader's ``PRAGMA data_version`` (changes when
+another connection, the writer included, commits) and its ``total_changes``
+(changes when it commits itself: the ``:memory:`` case).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+from urllib.parse import parse_qs
+
+from poolsplit_memory._sql import Counter, SqlTx
+from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+
+T = TypeVar("T")
+
+DEFAULT_BUSY_MS = 10_000
+_MEMORY = ":memory:"
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS poolsplit_entries (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        status TEXT NOT NULL,
+        scope TEXT,
+        superseded_by TEXT,
+        client_key TEXT,
+        body TEXT NOT NULL,
+        UNIQUE (namespace, id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_active "
+    "ON poolsplit_entries (namespace, status, type)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_always "
+    "ON poolsplit_entries (namespace, status, scope)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_list "
+    "ON poolsplit_entries (namespace, type, seq)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_order "
+    "ON poolsplit_entries (namespace, seq)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_entries_superseded "
+    "ON poolsplit_entries (namespace, superseded_by) WHERE superseded_by IS NOT NULL",
+    "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
+    "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
+)
+
+
+def sqlite_path(url: str) -> tuple[str, int]:
+    """The file path and busy timeout (ms) of a SQLite url.
+
+    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
+    rule), ``?busy_timeout=MS`` on such a URL; a plain path as it is.
+    """
+    if "://" in url and not url.startswith("sqlite:"):
+        scheme = url.split("://", 1)[0]
+        raise InvalidInput(
+            "url",
+            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
+            ":memory: or postgresql://...",
+        )
+    if not url.startswith("sqlite:"):
+        return url, DEFAULT_BUSY_MS
+    if not url.startswith("sqlite:///"):
+        raise InvalidInput(
+            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
+        )
+    path, _, query = url[len("sqlite:///") :].partition("?")
+    busy = DEFAULT_BUSY_MS
+    for name, values in parse_qs(query, keep_blank_values=True).items():
+        if name != "busy_timeout" or not values[-1].isdigit():
+            raise InvalidInput(
+                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
+            )
+        busy = int(values[-1])
+    if not path:
+        raise InvalidInput("url", f"names no file, got {url!r}")
+    return path, busy
+
+
+def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
+    """A SQLite error as one line naming its cause."""
+    text = str(exc)
+    name = getattr(exc, "sqlite_errorname", "")
+    lowered = text.lower()
+    if "locked" in lowered or name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        cause = "database is locked"
+    elif "full" in lowered or name == "SQLITE_FULL":
+        cause = "disk full"
+    elif (
+        "readonly" in lowered
+        or "read-only" in lowered
+        or name.startswith("SQLITE_READONLY")
+    ):
+        cause = "database is read-only"
+    elif (
+        "not a database" in lowered
+        or "malformed" in lowered
+        or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    ):
+        cause = "database file is corrupt"
+    elif "unable to open" in lowered or name.startswith("SQLITE_CANTOPEN"):
+        cause = "cannot open database file"
+    elif "closed" in lowered:
+        cause = "store is closed"
+    elif "i/o error" in lowered or name.startswith("SQLITE_IOERR"):
+        cause = "disk I/O error"
+    else:
+        cause = "database error"
+    return StoreUnavailable(cause, where, text)
+
+
+def _open_failure(exc: BaseException, path: str) -> StoreUnavailable:
+    """Why a file could not be opened: a file or folder we may not write is
+    "read-only" (SQLite says only "unable to open" when it cannot create the
+    WAL's files beside it)."""
+    error = exc if isinstance(exc, StoreUnavailable) else unavailable(exc, path)
+    folder = os.path.dirname(os.path.abspath(path))
+    exists = os.path.exists(path)
+    writable = os.access(path if exists else folder, os.W_OK) and os.access(
+        folder, os.W_OK
+    )
+    if error.cause in ("cannot open database file", "database error") and not writable:
+        return StoreUnavailable("database is read-only", path, str(exc))
+    return error
+
+
+class SQLiteBackend:
+    """A SQLite file (or ``:memory:``) behind the store."""
+
+    def __init__(self, path: str, *, busy_ms: int = DEFAULT_BUSY_MS, url: str) -> None:
+        self.url = url
+        self._where = path
+        self._counter = Counter()
+        self._busy_ms = busy_ms
+        memory = path == _MEMORY
+        if not memory:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise StoreUnavailable("folder does not exist", folder)
+            if os.path.isdir(path):
+                raise StoreUnavailable("cannot open database file", path, "a folder")
+        try:
+            self._writer = self._connect(path)
+            try:
+                self._setup(self._writer, memory)
+                self._reader = self._writer if memory else self._connect(path)
+                if not memory:
+                    self._reader.execute("PRAGMA query_only=ON")
+            except BaseException:
+                self._writer.close()
+                raise
+        except sqlite3.Error as exc:
+            raise _open_failure(exc, path) from None
+        except StoreUnavailable as exc:
+            raise _open_failure(exc, path) from None
+        self._write_lock = threading.Lock()
+        self._read_lock = self._write_lock if memory else threading.Lock()
+        self._closed = False
+
+    @property
+    def rows_read(self) -> int:
+        return self._counter.rows_read
+
+    def _connect(self, path: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            path,
+            timeout=self._busy_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
+        return conn
+
+    def _setup(self, conn: sqlite3.Connection, memory: bool) -> None:
+        """WAL, secure_delete, FULL sync, and the schema in one transaction
+        (concurrent first starts: the write lock lets one create it)."""
+        if not memory:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"cannot use WAL (journal_mode {mode})")
+        conn.execute("PRAGMA secure_delete=ON")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in SCHEMA:
+                conn.execute(statement)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreUnavailable("store is closed", self._where)
+
+    def _version_of(self, conn: sqlite3.Connection) -> Callable[[], object]:
+        def version() -> object:
+            return (
+                conn.execute("PRAGMA data_version").fetchone()[0],
+                conn.total_changes,
+            )
+
+        return version
+
+    def version(self, namespace: str) -> object:
+        with self._read_lock:
+            self._check_open()
+            try:
+                return self._version_of(self._reader)()
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self._where) from None
+
+    def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
+        with self._read_lock:
+            self._check_open()
+            conn = self._reader
+            tx = SqlTx(
+                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+            )
+            try:
+                conn.execute("BEGIN")
+                try:
+                    return work(tx)
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self._where) from None
+
+    def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            tx = SqlTx(
+                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+            )
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(tx)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                if tx.scrubbed and self._where != _MEMORY:
+                    self._checkpoint(conn)
+                return result
+            except sqlite3.Error as exc:
+                raise unavailable(exc, self._where) from None
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        """Copy the WAL into the file and truncate it, so that deleted
+        (secure_delete: zeroed) content leaves no old frame behind. A reader
+        of another process can hold it back; the next write tries again."""
+        for _ in range(3):
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            except sqlite3.Error:  # the write is committed: never report it failed
+                return
+            if not busy:
+                return
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._reader is not self._writer:
+                with self._read_lock:
+                    self._reader.close()
+            self._writer.close()

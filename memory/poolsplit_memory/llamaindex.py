@@ -1,0 +1,241 @@
+"""LlamaIndex: a memory block on a poolsplit store that never loses a correction.
+
+    pip install 'poolsplit-memory[llamaindex]'
+
+>>> from llama_index.core.memory import Memory                  # doctest: +SKIP
+>>> from poolsplit_memory import open_store
+>>> from poolsplit_memory.llamaindex import PoolsplitMemoryBlock
+>>> block = PoolsplitMemoryBlock(store=open_store("memory.db"), priority=1)
+>>> memory = Memory.from_defaults(memory_blocks=[block])        # doctest: +SKIP
+
+``PoolsplitMemoryBlock`` is a ``BaseMemoryBlock``: ``Memory`` asks it for
+its text before each model call (``_aget``: the pools filled for the latest
+user message, rendered), hands it the turns it flushes out of its short-term
+queue (``_aput``: each turn written into the store as an ``episode`` entry,
+so a new block, a new process, on the same store sees them) and asks it to
+shrink under pressure (``atruncate``).
+
+Priority and truncation. ``Memory`` never truncates a block at
+``priority=0``; others it truncates in priority order, and which end goes
+first has changed between versions (run-llama/llama_index#23090: 0.14.25
+truncates ``priority=1`` before ``2``, the opposite of the documented
+meaning). This block does not depend on that order: its ``atruncate`` drops
+context entries one at a time, the lowest-ranked entry of the pool holding
+the most first (so every pool stays represented as long as possible), and
+never an always-scope entry. ``Memory``'s last resort, removing whole blocks,
+runs only when the history plus the always-scope entries alone pass
+``token_limit``; ``atruncate`` warns when it cannot save what was asked, so
+that case is never silent. Give the block room (``Memory`` keeps the history
+under ``chat_history_token_ratio`` of ``token_limit``), or use ``priority=0``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Final, Optional
+
+try:
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+    from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+    from llama_index.core.memory import BaseMemoryBlock
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError(
+        f"poolsplit_memory.llamaindex needs llama-index-core ({exc.name} is "
+        "missing): pip install 'poolsplit-memory[llamaindex]' (Python 3.11+)"
+    ) from exc
+
+from poolsplit import (
+    Pool,
+    PoolsplitWarning,
+    default_token_counter,
+    render,
+    retrieve_pools,
+)
+
+from poolsplit_memory import InvalidInput, Store
+from poolsplit_memory._entries import loadable, notice
+
+__all__ = ["EPISODE_TYPE", "PoolsplitMemoryBlock"]
+
+EPISODE_TYPE: Final = "episode"
+"""The entry type of the turns ``Memory`` flushes into the block."""
+
+Results = dict[str, list[dict[str, Any]]]
+
+
+def _text(message: ChatMessage) -> str:
+    """A message's text (its text blocks joined; "" when it has none)."""
+    content = message.content
+    return content if isinstance(content, str) else ""
+
+
+class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
+    """Pooled recall from a ``poolsplit_memory`` store for the latest user message.
+
+    ``store`` is a store of :func:`poolsplit_memory.open_store`. ``pools``
+    None (the default) recalls with the store's own pools, through
+    ``store.recall`` (its cache, its report of unreadable rows): the pools
+    given to ``open_store(url, pools=...)``, else the package's neutral
+    ``DEFAULT_POOLS`` (one pool per common type and a spill-over pool for
+    the rest; never the demo's). ``pools`` given fills those instead, over
+    every entry of the store's namespace read page by page each turn
+    (``store.list``), budgets counted by poolsplit's default counter.
+    ``token_counter`` should count as the ``Memory``'s ``tokenizer_fn``
+    does, so that ``atruncate`` saves what ``Memory`` asked for. ``now``
+    fixes the clock of recall and of the episodes' ``created`` (tests);
+    None reads the wall clock.
+    """
+
+    name: str = "poolsplit"
+    store: Store = Field(description="The poolsplit_memory store (open_store).")
+    pools: Optional[list[Pool]] = Field(default=None)  # noqa: UP045
+    headers: Optional[dict[str, str]] = None  # noqa: UP045 - pydantic reads it at runtime
+    token_counter: Callable[[str], int] = Field(default=default_token_counter)
+    now: Optional[datetime] = None  # noqa: UP045
+    _rendered: dict[str, tuple[Results, str]] = PrivateAttr(default_factory=dict)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _a_store(cls, value: object) -> object:
+        if not isinstance(value, Store):
+            raise TypeError(
+                "store must be a poolsplit_memory store (open_store(...)), "
+                f"got {type(value).__name__}"
+            )
+        return value
+
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _pools(cls, value: object) -> object:
+        if value is None:
+            return None
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise TypeError(f"pools must be a list of Pool, got {type(value).__name__}")
+        for position, pool in enumerate(value):
+            if not isinstance(pool, Pool):
+                raise TypeError(
+                    f"pools[{position}] must be a Pool, got {type(pool).__name__}"
+                )
+        return list(value)
+
+    async def _aget(
+        self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
+    ) -> str:
+        """The rendered pools for the latest user message in ``messages``.
+
+        A stored row that fails validation is left out by the store and, when
+        it is always-scope, named in the text (``Recall.text``), so the model
+        knows a correction could not be loaded.
+        """
+        message = ""
+        for chat in messages or ():
+            if chat.role == MessageRole.USER:
+                message = _text(chat)
+        results, missing = await asyncio.to_thread(self._recall, message)
+        text = _with_notice(render(results, headers=self.headers), missing)
+        self._rendered = {text: (results, missing)}  # what atruncate cuts from
+        return text
+
+    def _recall(self, message: str) -> tuple[Results, str]:
+        """The pools for ``message`` and the line naming unloadable corrections."""
+        if self.pools is None:
+            recall = self.store.recall(message, now=self.now)
+            results = {name: list(chosen) for name, chosen in recall.pools.items()}
+            plain = render(results)
+            rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
+            return results, rest
+        entries, skipped = loadable(self._entries())
+        chosen = retrieve_pools(entries, self.pools, {"message": message}, now=self.now)
+        return chosen, notice(skipped)
+
+    def _entries(self) -> list[dict[str, Any]]:
+        """Every entry of the store's namespace, page by page."""
+        entries: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.store.list(limit=500, cursor=cursor)
+            entries.extend(page.entries)  # an unreadable row: {"id", "unreadable"}
+            cursor = page.next_cursor
+            if cursor is None:
+                return entries
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Write each flushed turn (a user message and its replies) as an episode.
+
+        The episode goes into the store, so it outlives the process and any
+        block over the same store (and namespace) recalls it. A turn too long
+        for one entry (the store's size cap) is written as consecutive parts,
+        never cut.
+        """
+        turns: list[list[ChatMessage]] = []
+        for chat in messages:
+            if chat.role == MessageRole.USER or not turns:
+                turns.append([])
+            turns[-1].append(chat)
+        for turn in turns:
+            content = "\n".join(f"{chat.role.value}: {_text(chat)}" for chat in turn)
+            await asyncio.to_thread(self._write_episode, content)
+
+    def _write_episode(self, content: str) -> None:
+        try:
+            self.store.remember(content, type=EPISODE_TYPE, now=self.now)
+        except InvalidInput as exc:
+            words = content.split(" ")
+            if exc.field != "content" or len(words) < 2:
+                raise
+            half = len(words) // 2
+            self._write_episode(" ".join(words[:half]))
+            self._write_episode(" ".join(words[half:]))
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Drop context entries, lowest-ranked first; keep every always-scope one.
+
+        Entries are removed one at a time from the pool that holds the most
+        context entries (its last, lowest-ranked one; ties: the later pool),
+        until the text is ``tokens_to_truncate`` shorter or only always-scope
+        entries remain. Returns None (nothing to show) only when no
+        always-scope entry was in ``content``. Text this block did not render
+        last is returned unchanged: nothing in it is known to be safe to cut.
+
+        Warns:
+            PoolsplitWarning: the always-scope entries alone are longer than
+                what ``Memory`` leaves, so ``Memory`` may remove whole blocks.
+        """
+        rendered = self._rendered.get(content)
+        if rendered is None:
+            return content
+        results, missing = rendered
+        kept = {name: list(chosen) for name, chosen in results.items()}
+        context = {
+            name: [e for e in chosen if not _is_always(e)]
+            for name, chosen in kept.items()
+        }
+        target = self.token_counter(content) - tokens_to_truncate
+        text = content
+        while self.token_counter(text) > target and any(context.values()):
+            name = max(reversed(list(context)), key=lambda n: len(context[n]))
+            kept[name].remove(context[name].pop())
+            text = _with_notice(render(kept, headers=self.headers), missing)
+        need = self.token_counter(text)
+        if need > target:
+            warnings.warn(
+                PoolsplitWarning(
+                    f"memory block {self.name!r}: the always-scope entries need "
+                    f"{need} tokens, {need - target} more than Memory leaves "
+                    "them, so Memory may remove whole blocks; raise token_limit "
+                    "or use priority=0"
+                ),
+                stacklevel=2,
+            )
+        return text or None
+
+
+def _with_notice(text: str, missing: str) -> str:
+    return text + missing if text else missing.lstrip("\n")
+
+
+def _is_always(entry: Mapping[str, Any]) -> bool:
+    return entry.get("scope") == "always"

@@ -1,0 +1,1300 @@
+"""The memory store: one meaning on SQLite and PostgreSQL, validated writes.
+
+``open_store(url, namespace=...)`` returns a :class:`Store`. Every rule lives
+here, once; a backend (``_sqlite.py``, ``_postgres.py``) only runs the SQL of
+``_sql.py`` inside the transactions this module asks for.
+
+Decisions where the issue is silent:
+
+- ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` follow
+  SQLAlchemy's rule; a plain path is used as it is; ``?busy_timeout=MS`` on a
+  ``sqlite:`` URL sets how long a write waits for another writer (default
+  10,000 ms). ``:memory:`` is one connection (reads wait for writes; it is
+  process-local anyway); a file has a reader connection beside the writer.
+- Ids are 16 hex characters of a uuid4; ``created`` is ISO-8601 UTC. A naive
+  ``now`` is taken as UTC.
+- ``key`` (remember): the same key with the same fields (content, type,
+  scope, tags, project, base_priority) returns the first call's ``Written``
+  and writes nothing; other fields are ``InvalidInput(field="key")``. A key
+  lives as long as its entry: after ``forget`` it may be used again; an
+  import with ``replace=True`` clears the key of an entry it overwrites;
+  export does not carry keys.
+- ``list`` returns every entry of the namespace (retired ones included, for
+  auditing) in insertion order; the cursor is the position after the page.
+- ``forget`` deletes the entry and every entry whose ``superseded_by`` chain
+  ends at it (they never load, and usually hold what the user wants gone).
+  SQLite overwrites the deleted bytes and truncates the WAL; PostgreSQL
+  deletes the row (its old tuple stays in the table file until VACUUM).
+- ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
+  ``update`` with no field is InvalidInput.
+- A bad stored row is recognised when it is read: invalid JSON, not an
+  object, a ``type`` that is not a str, or a ``poolsplit.validate`` error.
+  An always-scope row (by its column or its body) is also named in the text.
+  The warm cache notices a hand edit on both backends (SQLite's
+  ``data_version``; PostgreSQL's triggers bump the namespace's version).
+- ``get``/``list`` return a row whose body is not a JSON object as
+  ``{"id": ..., "unreadable": reason}`` so it can be found and forgotten;
+  ``export_jsonl`` refuses to write a partial backup past such a row.
+- ``import_jsonl`` assigns an id to an entry without one; with
+  ``replace=True`` a later line with the same id wins over an earlier one and
+  over the stored entry. It returns the number of distinct ids written.
+- The spill-over type warning is given when the type is close to a pool's
+  type (a likely typo such as ``"corection"``); the default type ``"note"``
+  does not warn on every write.
+- Types, scopes, projects and statuses must be strings (a store filters on
+  them); NUL characters, lone surrogates and non-finite numbers are refused
+  (PostgreSQL cannot store the first two; JSON cannot hold the last).
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import difflib
+import enum
+import json
+import math
+import numbers
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
+
+import poolsplit
+from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
+
+__all__ = [
+    "DEFAULT_MAX_ENTRY_TOKENS",
+    "DEFAULT_POOLS",
+    "SPILL_OVER",
+    "InvalidInput",
+    "Page",
+    "Recall",
+    "Skipped",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+    "Updated",
+    "Written",
+    "build_entry",
+    "check_entry",
+    "open_store",
+]
+
+# ===========================================================================
+# Constants
+# ===========================================================================
+
+DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
+    Pool("corrections", 400, 4, ("correction",)),
+    Pool("tasks", 600, 4, ("task",)),
+    Pool("facts", 400, 4, ("fact",)),
+    Pool("skills", 300, 2, ("skill",)),
+    Pool("growth", 200, 1, ("growth",)),
+    Pool("episodes", 300, 2, ("episode",)),
+)
+# The spill-over pool's name and caps; its types are the namespace's active
+# types that DEFAULT_POOLS do not name, computed per recall.
+SPILL_OVER: Final = ("other", 400, 3)
+DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+# Longest namespace, id, key and type (they are indexed columns).
+_MAX_NAME: Final = 200
+_MAX_PAGE: Final = 500
+_ALWAYS: Final = "always"
+
+
+# ===========================================================================
+# Errors and results
+# ===========================================================================
+
+
+class StoreError(Exception):
+    """Base of every error the store raises."""
+
+
+class InvalidInput(StoreError, ValueError):
+    """Something the caller must change; nothing was written.
+
+    ``field`` names the argument or entry key (None when it is the call as a
+    whole), ``line`` the 1-based JSONL line of an import, ``id`` the entry.
+    The message is ``field: what is wrong``.
+    """
+
+    def __init__(
+        self,
+        field: str | None,
+        message: str,
+        *,
+        line: int | None = None,
+        id: str | None = None,
+    ) -> None:
+        text = message if field is None else f"{field}: {message}"
+        if line is not None:
+            text = f"line {line}: {text}"
+        super().__init__(text)
+        self.field = field
+        self.message = message
+        self.line = line
+        self.id = id
+
+
+class StoreUnavailable(StoreError):
+    """An operational failure, in one line: ``cause: where (detail)``.
+
+    ``cause`` is one of ``database is locked``, ``disk full``, ``database
+    unreachable``, ``database is read-only``, ``database file is corrupt``,
+    ``cannot open database file``, ``folder does not exist``, ``store is
+    closed``, ``database error`` (and a few more named in the backends).
+    """
+
+    def __init__(self, cause: str, where: str, detail: str | None = None) -> None:
+        text = f"{cause}: {where}"
+        if detail:
+            text += f" ({' '.join(detail.split())})"
+        super().__init__(text)
+        self.cause = cause
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A stored row left out of a recall, and why."""
+
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``remember`` stored: the new id, its warnings and the entry."""
+
+    id: str
+    warnings: list[str]
+    entry: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What ``update`` stored: the whole entry after the change, and warnings."""
+
+    entry: dict[str, Any]
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of ``list``; ``next_cursor`` is None after the last page."""
+
+    entries: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A recall: the text to inject, the entries per pool, what was left out."""
+
+    text: str
+    pools: dict[str, list[dict[str, Any]]]
+    skipped: list[Skipped]
+    warnings: list[str]
+
+    def ids(self) -> dict[str, list[str]]:
+        """The ids per pool, in pool order."""
+        return {
+            name: [str(entry.get("id")) for entry in entries]
+            for name, entries in self.pools.items()
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"pools": {name: [ids]}, "skipped": [...], "warnings": [...]}``."""
+        return {
+            "pools": self.ids(),
+            "skipped": [{"id": s.id, "reason": s.reason} for s in self.skipped],
+            "warnings": list(self.warnings),
+        }
+
+
+# ===========================================================================
+# The one write-validation rule
+# ===========================================================================
+
+
+def _require_text(field: str, value: object) -> str:
+    """A non-blank str, or InvalidInput naming ``field``."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a str, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(field, f"must not be empty, got {value!r}")
+    return value
+
+
+def _require_name(field: str, value: object) -> str:
+    """A namespace, id, key or type: non-blank str, at most 200 characters."""
+    text = _require_text(field, value)
+    if len(text) > _MAX_NAME:
+        raise InvalidInput(
+            field, f"must be at most {_MAX_NAME} characters, got {len(text)}"
+        )
+    _check_json_value(field, text)
+    return text
+
+
+def _require_priority(value: object) -> float | int:
+    """A finite real number (not bool): the same on every backend."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInput(
+            "base_priority",
+            f"must be a real number or None, got {type(value).__name__} {value!r}",
+        )
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:
+        finite = False
+    if not finite:
+        raise InvalidInput("base_priority", f"must be finite, got {_short(value)}")
+    return value  # type: ignore[return-value]
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def _tag_list(tags: object) -> list[str]:
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+        raise InvalidInput(
+            "tags", f"must be a list of str, got {type(tags).__name__} {tags!r}"
+        )
+    result = list(tags)
+    for tag in result:
+        if not isinstance(tag, str):
+            raise InvalidInput(
+                "tags", f"must contain only str, got {type(tag).__name__} {tag!r}"
+            )
+    return result
+
+
+def _created(now: datetime | None) -> str:
+    if now is None:
+        now = datetime.now(timezone.utc)
+    elif not isinstance(now, datetime):
+        raise InvalidInput(
+            "now", f"must be a datetime or None, got {type(now).__name__}"
+        )
+    elif now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    return now.astimezone(timezone.utc).isoformat()
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def build_entry(
+    content: str,
+    *,
+    type: str = "note",
+    scope: str | None = None,
+    tags: Iterable[str] = (),
+    project: str | None = None,
+    base_priority: float | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """A new entry with a fresh ``id`` and ``created``; arguments checked.
+
+    Keys absent or empty (no scope, no tags, no project, no priority) are
+    left out. ``check_entry`` is the rest of the rule (it needs the pools).
+
+    Raises:
+        InvalidInput: empty content or type, a scope other than ``"always"``,
+            tags that are not a list of str, an empty project, a priority
+            that is not a finite real number, a ``now`` that is not a datetime.
+    """
+    entry: dict[str, Any] = {
+        "id": _new_id(),
+        "type": _require_name("type", type),
+        "content": _require_text("content", content),
+        "created": _created(now),
+    }
+    if scope is not None:
+        if scope != _ALWAYS:
+            raise InvalidInput("scope", f"must be 'always' or None, got {scope!r}")
+        entry["scope"] = scope
+    tag_list = _tag_list(tags)
+    if tag_list:
+        entry["tags"] = tag_list
+    if project is not None:
+        entry["project"] = _require_text("project", project)
+    if base_priority is not None:
+        entry["base_priority"] = _require_priority(base_priority)
+    return entry
+
+
+def _check_json_value(field: str, value: object) -> None:
+    """Refuse what one backend would store and another refuse: NUL, lone
+    surrogates, non-finite floats, and values JSON has no form for."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidInput(field, "must not contain NUL characters (\\x00)")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(
+                field, "must be valid Unicode, got a lone surrogate"
+            ) from None
+    elif isinstance(value, bool) or value is None or isinstance(value, int):
+        return
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(field, f"must be a finite number, got {value!r}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInput(
+                    field, f"keys must be str, got {type(key).__name__} {key!r}"
+                )
+            _check_json_value(field, key)
+            _check_json_value(field, item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json_value(field, item)
+    else:
+        raise InvalidInput(
+            field, f"must be a JSON value, got {type(value).__name__} {value!r}"
+        )
+
+
+def _content_text(entry: Mapping[str, Any]) -> str:
+    """The text poolsplit renders and counts: missing/None is "", else str()."""
+    content = entry.get("content")
+    return (
+        "" if content is None else content if isinstance(content, str) else str(content)
+    )
+
+
+def _admitting(kind: str, pools: Sequence[Pool] | None) -> list[Pool]:
+    chosen = DEFAULT_POOLS if pools is None else pools
+    return [p for p in chosen if p.types is None or kind in p.types]
+
+
+def _type_warning(kind: str, pools: Sequence[Pool] | None) -> str | None:
+    """A warning for a type only the spill-over pool (or no pool) admits."""
+    if _admitting(kind, pools):
+        return None
+    chosen = DEFAULT_POOLS if pools is None else pools
+    named = sorted({t for p in chosen for t in p.types or ()})
+    close = difflib.get_close_matches(kind, named, 1, 0.75)
+    if pools is None:
+        if not close:
+            return None
+        return (
+            f"type: {kind!r} has no pool of its own and competes in the "
+            f"spill-over pool {SPILL_OVER[0]!r}; did you mean {close[0]!r}?"
+        )
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"type: no pool admits {kind!r}, so this entry never loads{hint}"
+
+
+def _check_fields(entry: object) -> None:
+    """What a store needs beyond ``validate``: a mapping of JSON values with
+    str keys, str ``id``/``type``/``scope``/``project``/``status``, a finite
+    priority."""
+    if not isinstance(entry, Mapping):
+        raise InvalidInput(None, f"entry must be an object, got {type(entry).__name__}")
+    for key, value in entry.items():
+        if not isinstance(key, str):
+            raise InvalidInput(
+                None, f"keys must be str, got {type(key).__name__} {key!r}"
+            )
+        _check_json_value(key, key)
+        _check_json_value(key, value)
+    if "id" in entry:
+        _require_name("id", entry["id"])
+    _require_name("type", entry.get("type", "note"))
+    for field in ("scope", "project", "status"):
+        value = entry.get(field)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(
+                field, f"must be a str or null, got {type(value).__name__}"
+            )
+    if entry.get("base_priority") is not None:
+        _require_priority(entry["base_priority"])
+
+
+def check_entry(
+    entry: Mapping[str, Any],
+    *,
+    pools: Sequence[Pool] | None = None,
+    token_counter: TokenCounter = default_token_counter,
+    max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
+) -> list[str]:
+    """Check one entry before any backend stores it; return its warnings.
+
+    The one write rule of the store, the MCP server and the adapters:
+    ``poolsplit.validate`` (its errors refuse, its warnings return), then
+    what a store adds: JSON-only values without NUL characters or lone
+    surrogates, a finite ``base_priority``, str ``id``/``type``/``scope``/
+    ``project``/``status``, and content of at most ``max_entry_tokens``
+    tokens by ``token_counter``. A ``superseded_by`` is left to the store,
+    which checks that it names a stored entry. Warnings are ``field:
+    message`` strings: poolsplit's (a near-miss key such as ``"scop"``), and
+    a type that only the spill-over pool admits when it is close to a
+    pool's type (``pools=None`` means the default pools).
+
+    Raises:
+        InvalidInput: the first problem found, naming the field.
+    """
+    _check_fields(entry)
+    warnings: list[str] = []
+    for problem in poolsplit.validate([entry]):
+        if problem.severity == "error" and problem.field != "superseded_by":
+            raise InvalidInput(problem.field or None, problem.message)
+        if problem.severity == "warning":
+            warnings.append(f"{problem.field}: {problem.message}")
+    if type(max_entry_tokens) is not int or max_entry_tokens < 1:
+        raise InvalidInput(
+            "max_entry_tokens", f"must be a positive int, got {max_entry_tokens!r}"
+        )
+    tokens = token_counter(_content_text(entry))
+    if tokens > max_entry_tokens:
+        raise InvalidInput(
+            "content",
+            f"is {tokens} tokens, over the limit of {max_entry_tokens} "
+            "(max_entry_tokens); store a summary, or raise the limit",
+        )
+    kind_warning = _type_warning(str(entry.get("type", "note")), pools)
+    if kind_warning is not None:
+        warnings.append(kind_warning)
+    return warnings
+
+
+# ===========================================================================
+# Rows: how an entry becomes columns, and how a stored body is read back
+# ===========================================================================
+
+
+class Row(NamedTuple):
+    """The columns of one entry as a backend writes them."""
+
+    id: str
+    type: str
+    status: str  # "active" or "inactive": default_is_active, indexed
+    scope: str | None
+    superseded_by: str | None
+    body: str
+
+
+class Stored(NamedTuple):
+    """One stored row as a backend reads it."""
+
+    seq: int
+    id: str
+    scope: str | None
+    body: str
+
+
+def _dumps(entry: Mapping[str, Any]) -> str:
+    return json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _row(entry: Mapping[str, Any]) -> Row:
+    """The indexed columns beside the JSON body (the body is the entry)."""
+    retired = entry.get("superseded_by")
+    return Row(
+        id=str(entry["id"]),
+        type=str(entry.get("type") or "note"),
+        status="active" if default_is_active(entry) else "inactive",
+        scope=entry.get("scope") if isinstance(entry.get("scope"), str) else None,
+        superseded_by=retired if isinstance(retired, str) and retired else None,
+        body=_dumps(entry),
+    )
+
+
+def _parse(stored: Stored) -> dict[str, Any] | str:
+    """The stored entry, or the reason it cannot be read as one."""
+    try:
+        value = json.loads(stored.body)
+    except ValueError as exc:
+        return f"invalid JSON: {exc}"
+    if not isinstance(value, dict):
+        return f"must be a JSON object, got {_json_kind(value)}"
+    return value
+
+
+def _json_kind(value: object) -> str:
+    names = {list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")
+
+
+def _readable(stored: Stored) -> dict[str, Any]:
+    """What get/list show: the entry, or a marker naming why it is unreadable."""
+    value = _parse(stored)
+    return value if isinstance(value, dict) else {"id": stored.id, "unreadable": value}
+
+
+# ===========================================================================
+# What a backend provides
+# ===========================================================================
+
+T = TypeVar("T")
+
+
+class WriteTx(Protocol):
+    """The statements of one write transaction in one namespace."""
+
+    def get(self, ident: str) -> Stored | None: ...
+    def by_key(self, key: str) -> Stored | None: ...
+    def insert(self, row: Row, key: str | None) -> None: ...
+    def insert_many(self, rows: Sequence[Row]) -> None: ...
+    def replace(self, row: Row, *, clear_key: bool = False) -> None: ...
+    def delete(self, idents: Sequence[str]) -> list[str]: ...
+    def superseding(self, idents: Sequence[str]) -> list[str]: ...
+    def existing(self, idents: Sequence[str]) -> set[str]: ...
+
+
+class ReadTx(Protocol):
+    """The statements of one read transaction (a consistent snapshot)."""
+
+    def version(self) -> object: ...
+    def get(self, ident: str) -> Stored | None: ...
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
+    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
+    def every(self) -> list[Stored]: ...
+
+
+class Backend(Protocol):
+    """A database: one write transaction or read snapshot per call.
+
+    ``write`` and ``read`` run ``work`` in one transaction and roll it back
+    when ``work`` raises; a database failure comes out as StoreUnavailable.
+    ``version`` changes whenever the namespace may have changed, and reads
+    no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
+    """
+
+    url: str
+
+    @property
+    def rows_read(self) -> int: ...
+
+    def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
+    def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
+    def version(self, namespace: str) -> object: ...
+    def close(self) -> None: ...
+
+
+# ===========================================================================
+# The store
+# ===========================================================================
+
+
+class _Unset(enum.Enum):
+    UNSET = 0
+
+
+_UNSET: Final = _Unset.UNSET
+Source = Union[str, "os.PathLike[str]", IO[str]]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """The parsed candidates of one database version, reused until it changes."""
+
+    version: object
+    entries: list[dict[str, Any]]  # valid, active, admitted by some pool
+    types: frozenset[str]  # types of the valid active entries
+    skipped: list[Skipped]
+    always_skipped: list[Skipped]
+    warnings: list[str]
+
+
+def _context(message: object, tags: object, project: object) -> dict[str, Any]:
+    if not isinstance(message, str):
+        raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
+    if project is not None and not isinstance(project, str):
+        raise InvalidInput(
+            "project", f"must be a str or None, got {type(project).__name__}"
+        )
+    return {"message": message, "tags": _tag_list(tags), "project": project}
+
+
+def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    fields = ("content", "type", "scope", "tags", "project", "base_priority")
+    return all(stored.get(f) == new.get(f) for f in fields)
+
+
+class Store:
+    """A namespace of one database: remember, recall, get, list, update,
+    forget, explain, import_jsonl, export_jsonl. Safe to share between
+    threads. Build it with :func:`open_store`."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        namespace: str,
+        pools: Sequence[Pool] | None,
+        token_counter: TokenCounter,
+        max_entry_tokens: int,
+    ) -> None:
+        self._backend = backend
+        self.namespace = namespace
+        self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
+        self._token_counter = token_counter
+        self._max_entry_tokens = max_entry_tokens
+        self._cache: _Snapshot | None = None
+        self._cache_lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """The database URL, any password masked."""
+        return self._backend.url
+
+    def __repr__(self) -> str:
+        return f"<Store {self.url!r} namespace={self.namespace!r}>"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections; later calls raise StoreUnavailable."""
+        self._backend.close()
+
+    # --- writes ------------------------------------------------------------
+
+    def _check(self, entry: Mapping[str, Any]) -> list[str]:
+        return check_entry(
+            entry,
+            pools=self.pools,
+            token_counter=self._token_counter,
+            max_entry_tokens=self._max_entry_tokens,
+        )
+
+    def remember(
+        self,
+        content: str,
+        *,
+        type: str = "note",
+        scope: str | None = None,
+        tags: Iterable[str] = (),
+        project: str | None = None,
+        base_priority: float | None = None,
+        supersedes: str | None = None,
+        key: str | None = None,
+        now: datetime | None = None,
+    ) -> Written:
+        """Store a new entry (one transaction); return its id and warnings.
+
+        ``supersedes=ID`` retires the active entry ID of this namespace in
+        the same transaction (``superseded_by`` set to the new id). ``key``
+        makes a retried call idempotent (see the module docstring).
+
+        Raises:
+            InvalidInput: a bad argument (named), ``supersedes`` not an
+                active entry here, or ``key`` already used for other fields.
+            StoreUnavailable: the database failed (nothing was written).
+        """
+        entry = build_entry(
+            content,
+            type=type,
+            scope=scope,
+            tags=tags,
+            project=project,
+            base_priority=base_priority,
+            now=now,
+        )
+        warnings = self._check(entry)
+        if supersedes is not None:
+            _require_name("supersedes", supersedes)
+        if key is not None:
+            _require_name("key", key)
+
+        def work(tx: WriteTx) -> Written:
+            if key is not None:
+                first = tx.by_key(key)
+                if first is not None:
+                    return self._replay(first, entry, key)
+            if tx.get(entry["id"]) is not None:
+                raise InvalidInput("id", f"{entry['id']!r} is already stored")
+            if supersedes is not None:
+                tx.replace(_row(self._retire(tx, supersedes, entry["id"])))
+            tx.insert(_row(entry), key)
+            return Written(entry["id"], warnings, entry)
+
+        written = self._backend.write(self.namespace, work)
+        if written.entry.get("scope") == _ALWAYS and written.entry is entry:
+            written.warnings.extend(self._always_warnings())
+        return written
+
+    def _always_warnings(self) -> builtins.list[str]:
+        """The always-scope total warning, if this namespace passes it now."""
+        return [w for w in self._snapshot().warnings if w.startswith("scope: ")]
+
+    def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
+        stored = _parse(first)
+        if not isinstance(stored, dict) or not _same_request(stored, entry):
+            raise InvalidInput(
+                "key",
+                f"{key!r} was already used for entry {first.id!r} with other "
+                "fields; a retry must repeat the same call, a new write needs "
+                "a new key",
+            )
+        return Written(first.id, self._check(stored), stored)
+
+    def _retire(self, tx: WriteTx, ident: str, by: str) -> dict[str, Any]:
+        found = tx.get(ident)
+        old = None if found is None else _parse(found)
+        if not isinstance(old, dict) or not default_is_active(old):
+            state = "no entry" if found is None else "no active entry"
+            raise InvalidInput(
+                "supersedes",
+                f"{state} {ident!r} in namespace {self.namespace!r}",
+            )
+        old["superseded_by"] = by
+        return old
+
+    def update(
+        self,
+        id: str,
+        *,
+        content: str | _Unset = _UNSET,
+        type: str | _Unset = _UNSET,
+        scope: str | _Unset | None = _UNSET,
+        tags: Iterable[str] | _Unset | None = _UNSET,
+        project: str | _Unset | None = _UNSET,
+        base_priority: float | _Unset | None = _UNSET,
+    ) -> Updated:
+        """Change fields of one entry, validated, in one transaction.
+
+        Fields not given are unchanged; None for scope, tags, project or
+        base_priority removes the key. The whole entry after the change is
+        validated like a new one.
+
+        Raises:
+            InvalidInput: unknown or unreadable ``id``, no field given, or a
+                bad value (named).
+            StoreUnavailable: the database failed (nothing was changed).
+        """
+        _require_name("id", id)
+        changes = self._changes(content, type, scope, tags, project, base_priority)
+
+        def work(tx: WriteTx) -> Updated:
+            found = tx.get(id)
+            if found is None:
+                raise InvalidInput(
+                    "id", f"no entry {id!r} in namespace {self.namespace!r}"
+                )
+            old = _parse(found)
+            if not isinstance(old, dict):
+                raise InvalidInput(
+                    "id", f"entry {id!r} is unreadable ({old}); forget it instead"
+                )
+            entry = dict(old)
+            for field, value in changes.items():
+                if value is None:
+                    entry.pop(field, None)
+                else:
+                    entry[field] = value
+            warnings = self._check(entry)
+            tx.replace(_row(entry))
+            return Updated(entry, warnings)
+
+        updated = self._backend.write(self.namespace, work)
+        if updated.entry.get("scope") == _ALWAYS:
+            updated.warnings.extend(self._always_warnings())
+        return updated
+
+    @staticmethod
+    def _changes(
+        content: str | _Unset,
+        kind: str | _Unset,
+        scope: str | _Unset | None,
+        tags: Iterable[str] | _Unset | None,
+        project: str | _Unset | None,
+        base_priority: float | _Unset | None,
+    ) -> dict[str, Any]:
+        """The checked new values (None: remove the key)."""
+        changes: dict[str, Any] = {}
+        if content is not _UNSET:
+            changes["content"] = _require_text("content", content)
+        if kind is not _UNSET:
+            changes["type"] = _require_name("type", kind)
+        if scope is not _UNSET:
+            if scope is not None and scope != _ALWAYS:
+                raise InvalidInput("scope", f"must be 'always' or None, got {scope!r}")
+            changes["scope"] = scope
+        if tags is not _UNSET:
+            changes["tags"] = None if tags is None else _tag_list(tags) or None
+        if project is not _UNSET:
+            changes["project"] = (
+                None if project is None else _require_text("project", project)
+            )
+        if base_priority is not _UNSET:
+            changes["base_priority"] = (
+                None if base_priority is None else _require_priority(base_priority)
+            )
+        if not changes:
+            raise InvalidInput(
+                None,
+                "nothing to update: give content, type, scope, tags, project "
+                "or base_priority",
+            )
+        return changes
+
+    def forget(self, id: str) -> bool:
+        """Delete an entry; True when this namespace had it, else False.
+
+        Entries whose ``superseded_by`` chain ends at it are deleted too. On
+        SQLite the deleted bytes are overwritten (``secure_delete``) and the
+        WAL checkpointed and truncated, so the content is gone from the
+        files; on PostgreSQL the row is deleted (VACUUM reclaims its space).
+
+        Raises:
+            InvalidInput: ``id`` is not a non-empty str.
+            StoreUnavailable: the database failed (nothing was deleted).
+        """
+        _require_name("id", id)
+
+        def work(tx: WriteTx) -> bool:
+            if not tx.delete([id]):
+                return False
+            frontier = [id]
+            while frontier:
+                frontier = tx.superseding(frontier)
+                tx.delete(frontier)
+            return True
+
+        return self._backend.write(self.namespace, work)
+
+    # --- reads -------------------------------------------------------------
+
+    def get(self, id: str) -> dict[str, Any] | None:
+        """The entry with this id in this namespace, or None."""
+        _require_name("id", id)
+        found = self._backend.read(self.namespace, lambda tx: tx.get(id))
+        return None if found is None else _readable(found)
+
+    def list(
+        self, *, type: str | None = None, limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        """A page of this namespace's entries (retired ones too), oldest first.
+
+        Pass ``next_cursor`` back to get the next page; every entry stored
+        before the first page and not deleted since appears exactly once.
+
+        Raises:
+            InvalidInput: ``limit`` not in 1..500, a cursor this store did not
+                give, or a bad ``type``.
+        """
+        if type is not None:
+            _require_name("type", type)
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= _MAX_PAGE
+        ):
+            raise InvalidInput(
+                "limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}"
+            )
+        after = 0
+        if cursor is not None:
+            if (
+                not isinstance(cursor, str)
+                or not cursor.isdigit()
+                or not cursor.isascii()
+            ):
+                raise InvalidInput(
+                    "cursor", f"must be a next_cursor of list, got {cursor!r}"
+                )
+            after = int(cursor)
+        rows = self._backend.read(
+            self.namespace, lambda tx: tx.page(type, after, limit + 1)
+        )
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return Page(
+            [_readable(row) for row in rows],
+            str(rows[-1].seq) if more else None,
+        )
+
+    def recall(
+        self,
+        message: str,
+        *,
+        tags: Iterable[str] = (),
+        project: str | None = None,
+        now: datetime | None = None,
+    ) -> Recall:
+        """The entries to inject for this context, per pool, and the text.
+
+        The text is ``poolsplit.render`` of the pools; when an always-scope
+        row could not be loaded, a block after it names the row. Rows that
+        fail validation are left out and listed in ``skipped``; every other
+        entry still loads. A recall with no write since the last one reads
+        no entry rows.
+        """
+        context = _context(message, tags, project)
+        snap = self._snapshot()
+        got = poolsplit.retrieve_pools(
+            snap.entries,
+            self._pools_for(snap),
+            context,
+            token_counter=self._token_counter,
+            now=now,
+        )
+        chosen = {
+            name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()
+        }
+        text = poolsplit.render(got) + _not_loaded(snap.always_skipped)
+        return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
+
+    def explain(
+        self,
+        message: str,
+        *,
+        tags: Iterable[str] = (),
+        project: str | None = None,
+        now: datetime | None = None,
+    ) -> str:
+        """``poolsplit.explain``'s table for this context, plus skipped rows."""
+        context = _context(message, tags, project)
+        snap = self._snapshot()
+        report = poolsplit.explain(
+            snap.entries,
+            self._pools_for(snap),
+            context,
+            token_counter=self._token_counter,
+            now=now,
+        )
+        text = report.render()
+        if snap.skipped:
+            lines = [f"- {s.id}: {s.reason}" for s in snap.skipped]
+            text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
+        return text
+
+    def _pools_for(self, snap: _Snapshot) -> builtins.list[Pool]:
+        if self.pools is not None:
+            return list(self.pools)
+        named = {t for pool in DEFAULT_POOLS for t in pool.types or ()}
+        other = tuple(sorted(snap.types - named))
+        return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
+
+    def _snapshot(self) -> _Snapshot:
+        """The parsed candidates, re-read only when the version changed."""
+        with self._cache_lock:
+            cached = self._cache
+            if cached is not None and cached.version == self._backend.version(
+                self.namespace
+            ):
+                return cached
+            types = None
+            if self.pools is not None and all(p.types is not None for p in self.pools):
+                types = sorted({t for p in self.pools for t in p.types or ()})
+            version, rows = self._backend.read(
+                self.namespace, lambda tx: (tx.version(), tx.candidates(types))
+            )
+            self._cache = _load(version, rows, self.pools)
+            return self._cache
+
+    # --- import / export ---------------------------------------------------
+
+    def export_jsonl(self, dest: Source) -> int:
+        """Write every entry of this namespace, one JSON object a line, oldest
+        first; return the count.
+
+        Raises:
+            StoreUnavailable: the database failed, ``dest`` cannot be
+                written, or a stored row is not a JSON object (named: fix or
+                forget it; a backup that silently lacks a row is worse).
+        """
+        rows = self._backend.read(self.namespace, lambda tx: tx.every())
+        lines = []
+        for stored in rows:
+            value = _parse(stored)
+            if not isinstance(value, dict):
+                raise StoreUnavailable(
+                    "unreadable entry",
+                    f"{stored.id!r} in namespace {self.namespace!r}",
+                    f"{value}; fix or forget it, then export again",
+                )
+            lines.append(_dumps(value) + "\n")
+        text = "".join(lines)
+        if isinstance(dest, (str, os.PathLike)):
+            try:
+                with open(dest, "w", encoding="utf-8") as file:
+                    file.write(text)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    "cannot write export", str(dest), str(exc)
+                ) from None
+        else:
+            dest.write(text)
+        return len(lines)
+
+    def import_jsonl(self, source: Source, *, replace: bool = False) -> int:
+        """Store every entry of a JSONL file, all or nothing; return the count
+        of distinct ids written.
+
+        Each line is validated like ``remember``; blank lines are skipped; an
+        entry without an ``id`` gets one. A duplicate id inside the file or
+        against this namespace is an error naming both lines, unless
+        ``replace=True`` (the later line wins; a stored entry is
+        overwritten). A ``superseded_by`` must name an id of the file or of
+        this namespace. Warnings are not returned (the count is); every
+        recall still reports the always-scope total.
+
+        Raises:
+            InvalidInput: the first bad line (``line`` and ``field`` set);
+                nothing is written.
+            StoreUnavailable: the database failed; nothing is written.
+        """
+        entries, lines = self._read_jsonl(source, replace)
+
+        def work(tx: WriteTx) -> int:
+            ids = list(entries)
+            stored = tx.existing(ids)
+            if stored and not replace:
+                ident = next(i for i in ids if i in stored)
+                raise InvalidInput(
+                    "id",
+                    f"{ident!r} is already stored in namespace "
+                    f"{self.namespace!r}; pass replace=True to overwrite it",
+                    line=lines[ident],
+                    id=ident,
+                )
+            targets = {
+                e["superseded_by"]: i
+                for i, e in entries.items()
+                if isinstance(e.get("superseded_by"), str) and e["superseded_by"]
+            }
+            known = set(ids) | tx.existing([t for t in targets if t not in entries])
+            for target, ident in targets.items():
+                if target == ident or target not in known:
+                    raise InvalidInput(
+                        "superseded_by",
+                        f"{target!r} is not an entry of the file or of namespace "
+                        f"{self.namespace!r}",
+                        line=lines[ident],
+                        id=ident,
+                    )
+            fresh = []
+            for ident, entry in entries.items():
+                if ident in stored:
+                    tx.replace(_row(entry), clear_key=True)
+                else:
+                    fresh.append(_row(entry))
+            tx.insert_many(fresh)
+            return len(entries)
+
+        return self._backend.write(self.namespace, work)
+
+    def _read_jsonl(
+        self, source: Source, replace: bool
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+        """The file's entries by id (checked) and each id's line."""
+        if isinstance(source, (str, os.PathLike)):
+            try:
+                with open(source, encoding="utf-8", newline="") as file:
+                    text = file.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInput("source", f"cannot read {source}: {exc}") from None
+        else:
+            text = source.read()
+        entries: dict[str, dict[str, Any]] = {}
+        lines: dict[str, int] = {}
+        # JSONL lines end at "\n" only: str.splitlines would also split at
+        # U+0085 or U+2028 inside a string, which export writes unescaped.
+        for number, line in enumerate(text.split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise InvalidInput(
+                    None, f"not valid JSON: {exc}", line=number
+                ) from None
+            if not isinstance(value, dict):
+                raise InvalidInput(
+                    None, f"must be a JSON object, got {_json_kind(value)}", line=number
+                )
+            value.setdefault("id", _new_id())
+            try:
+                self._check(value)
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    exc.field, exc.message, line=number, id=str(value.get("id"))
+                ) from None
+            ident = value["id"]
+            if ident in entries and not replace:
+                raise InvalidInput(
+                    "id",
+                    f"duplicate id {ident!r} on lines {lines[ident]} and {number}",
+                    line=number,
+                    id=ident,
+                )
+            entries.pop(ident, None)  # the later line keeps its place and line
+            entries[ident] = value
+            lines[ident] = number
+        return entries, lines
+
+
+def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
+    """The block naming always-scope rows a recall could not load."""
+    if not always_skipped:
+        return ""
+    lines = [
+        f"- always-scope entry {s.id!r} could not be loaded ({s.reason}); "
+        "fix or forget it"
+        for s in always_skipped
+    ]
+    return "\n## Not loaded\n" + "\n".join(lines) + "\n"
+
+
+def _load(
+    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
+) -> _Snapshot:
+    """Parse and validate candidate rows: the valid active ones load, the
+    rest are listed with their reason (an always-scope one also in the text)."""
+    skipped: list[Skipped] = []
+    always_skipped: list[Skipped] = []
+
+    def skip(stored: Stored, value: object, reason: str) -> None:
+        item = Skipped(stored.id, reason)
+        skipped.append(item)
+        scope = value.get("scope") if isinstance(value, dict) else stored.scope
+        if _ALWAYS in (scope, stored.scope):
+            always_skipped.append(item)
+
+    parsed: list[tuple[Stored, dict[str, Any]]] = []
+    for stored in rows:
+        value = _parse(stored)
+        if not isinstance(value, dict):
+            skip(stored, None, value)
+        elif not isinstance(value.get("type", "note"), str):
+            skip(
+                stored,
+                value,
+                f"type: must be a str, got {type(value['type']).__name__}",
+            )
+        elif default_is_active(value):
+            parsed.append((stored, value))
+    reasons: dict[int, list[str]] = {}
+    warnings: list[str] = []
+    for problem in poolsplit.validate([value for _, value in parsed]):
+        if problem.severity == "error":
+            reasons.setdefault(problem.index, []).append(
+                f"{problem.field}: {problem.message}"
+            )
+        elif (
+            problem.field == "scope"
+            and parsed[problem.index][1].get("scope") == _ALWAYS
+        ):
+            warnings.append(f"scope: {problem.message}")
+    admitted: frozenset[str] | None = None
+    if pools is not None and all(p.types is not None for p in pools):
+        admitted = frozenset(t for p in pools for t in p.types or ())
+    entries = []
+    types = set()
+    for index, (stored, value) in enumerate(parsed):
+        if index in reasons:
+            skip(stored, value, "; ".join(reasons[index]))
+            continue
+        kind = value.get("type", "note")
+        types.add(kind)
+        if admitted is not None and kind not in admitted:
+            warnings.append(
+                f"always-scope entry {stored.id!r} has type {kind!r}, which no "
+                "pool admits; it is not loaded"
+            )
+            continue
+        entries.append(value)
+    return _Snapshot(
+        version, entries, frozenset(types), skipped, always_skipped, warnings
+    )
+
+
+# ===========================================================================
+# open_store
+# ===========================================================================
+
+
+def open_store(
+    url: str | os.PathLike[str],
+    *,
+    namespace: str = "default",
+    pools: Sequence[Pool] | None = None,
+    token_counter: TokenCounter = default_token_counter,
+    max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
+) -> Store:
+    """Open (and create if needed) a store; one namespace of one database.
+
+    ``url``: a file path (str or ``pathlib.Path``), ``sqlite:///relative`` or
+    ``sqlite:////absolute``
+    (optionally ``?busy_timeout=MS``), ``:memory:``, or ``postgresql://...``
+    / ``postgres://...`` (needs the ``postgres`` extra). ``pools=None`` means
+    :data:`DEFAULT_POOLS` plus the spill-over pool.
+
+    Raises:
+        InvalidInput: an empty or unsupported url, a bad namespace, pools,
+            or max_entry_tokens.
+        StoreUnavailable: the database cannot be opened (one line naming the
+            cause: missing folder, not a database, read-only, unreachable).
+    """
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
+    if not isinstance(url, str):
+        raise InvalidInput("url", f"must be a str, got {type(url).__name__}")
+    if not url.strip():
+        raise InvalidInput(
+            "url",
+            "must be a file path, sqlite:///path, :memory: or postgresql://..., "
+            f"got {url!r}",
+        )
+    _require_name("namespace", namespace)
+    checked_pools = _check_pools(pools)
+    if type(max_entry_tokens) is not int or max_entry_tokens < 1:
+        raise InvalidInput(
+            "max_entry_tokens", f"must be a positive int, got {max_entry_tokens!r}"
+        )
+    if not callable(token_counter):
+        raise InvalidInput("token_counter", "must be callable")
+    backend: Backend
+    if url.startswith(("postgresql://", "postgres://")):
+        from poolsplit_memory._postgres import PostgresBackend
+
+        backend = PostgresBackend(url)
+    else:
+        from poolsplit_memory._sqlite import SQLiteBackend, sqlite_path
+
+        path, busy_ms = sqlite_path(url)
+        backend = SQLiteBackend(path, busy_ms=busy_ms, url=url)
+    return Store(
+        backend,
+        namespace=namespace,
+        pools=checked_pools,
+        token_counter=token_counter,
+        max_entry_tokens=max_entry_tokens,
+    )
+
+
+def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:
+    """Given pools checked by poolsplit's own rule (retrieve on no entries)."""
+    if pools is None:
+        return None
+    if isinstance(pools, (str, bytes)) or not isinstance(pools, Iterable):
+        raise InvalidInput(
+            "pools", f"must be a list of Pool or None, got {type(pools).__name__}"
+        )
+    chosen = tuple(pools)
+    if not chosen:
+        raise InvalidInput("pools", "must not be empty (None means the default pools)")
+    try:
+        poolsplit.retrieve_pools([], chosen)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput("pools", str(exc)) from None
+    return chosen

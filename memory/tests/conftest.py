@@ -1,0 +1,158 @@
+"""Fixtures of the store's tests: one suite, every test on SQLite and PostgreSQL.
+
+``store_url`` is a fresh database per test: a new SQLite file, or a new
+PostgreSQL database created on the server of ``POOLSPLIT_PG_DSN`` (skipped
+when it is unset, a failure when ``POOLSPLIT_REQUIRE_PG=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.register_profile(
+    "heavy",
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pg_admin_dsn() -> str | None:
+    """The server's DSN, or None (skip) unless PostgreSQL is required."""
+    dsn = os.environ.get("POOLSPLIT_PG_DSN")
+    if not dsn and os.environ.get("POOLSPLIT_REQUIRE_PG") == "1":
+        pytest.fail("POOLSPLIT_REQUIRE_PG=1 but POOLSPLIT_PG_DSN is not set")
+    return dsn or None
+
+
+def with_database(dsn: str, name: str) -> str:
+    """``dsn`` with its database name replaced."""
+    base, _, _query = dsn.partition("?")
+    head, _, _ = base.rpartition("/")
+    return f"{head}/{name}"
+
+
+def create_pg_database() -> tuple[str, str]:
+    """A new empty database; returns (url, admin dsn)."""
+    import psycopg
+
+    admin = pg_admin_dsn()
+    if admin is None:
+        pytest.skip("POOLSPLIT_PG_DSN is not set (scripts/test-memory.sh sets it)")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return with_database(admin, name), admin
+
+
+def drop_pg_database(url: str, admin: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: Any, tmp_path: Any) -> Any:
+    """A fresh, empty database of each backend."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "memory.db")
+        return
+    url, admin = create_pg_database()
+    yield url
+    drop_pg_database(url, admin)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Any) -> str:
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def pg_url() -> Any:
+    url, admin = create_pg_database()
+    yield url
+    drop_pg_database(url, admin)
+
+
+@pytest.fixture
+def open_(store_url: str) -> Any:
+    """``open_(namespace="default", **options)``: a store on ``store_url``,
+    closed after the test."""
+    from poolsplit_memory import open_store
+
+    opened = []
+
+    def make(namespace: str = "default", **options: Any) -> Any:
+        store = open_store(store_url, namespace=namespace, **options)
+        opened.append(store)
+        return store
+
+    def close_all() -> None:
+        while opened:
+            opened.pop().close()
+
+    make.close_all = close_all  # type: ignore[attr-defined]
+    yield make
+    close_all()
+
+
+def plant(
+    url: str,
+    namespace: str,
+    ident: str,
+    body: str | Any,
+    *,
+    type: str = "note",
+    scope: str | None = None,
+    status: str = "active",
+    superseded_by: str | None = None,
+) -> None:
+    """Write a row directly, bypassing every check and the store (a hand
+    edit, another tool, an older version): nothing but the database itself
+    tells a running store that it changed."""
+    text = body if isinstance(body, str) else json.dumps(body)
+    row = (namespace, ident, type, status, scope, superseded_by, text)
+    insert = (
+        "INSERT INTO poolsplit_entries (namespace, id, type, status, scope, "
+        "superseded_by, body) VALUES ({0}, {0}, {0}, {0}, {0}, {0}, {0})"
+    )
+    if url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(insert.format("%s"), row)
+        return
+    conn = sqlite3.connect(url)
+    with conn:
+        conn.execute(insert.format("?"), row)
+    conn.close()
+
+
+def execute_raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one statement on the database directly (``?`` placeholders)."""
+    if url.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), params)
+        return
+    conn = sqlite3.connect(url)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()

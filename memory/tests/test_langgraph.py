@@ -1,0 +1,619 @@
+"""poolsplit_memory.langgraph against the real LangChain and LangGraph, offline.
+
+The model is a fake chat model of ``langchain_core`` that records every
+message list it receives, so each test reads exactly what the model saw. The
+frameworks come with the ``langgraph`` extra (Python 3.11+); without them the
+module is skipped, except in the full wheel run (``scripts/test-memory.sh``
+sets ``POOLSPLIT_REQUIRE_PG=1`` after installing every extra), where a missing
+framework fails.
+"""
+
+import asyncio
+import os
+import warnings
+
+import pytest
+
+if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
+    pytest.importorskip("langgraph", reason="pip install 'poolsplit-memory[langgraph]'")
+    pytest.importorskip("langchain", reason="pip install 'poolsplit-memory[langgraph]'")
+
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.store.memory import InMemoryStore
+from poolsplit import DEMO_NOW, demo_pools, demo_store, retrieve_pools
+from pydantic import Field
+
+from poolsplit_memory import InvalidInput
+from poolsplit_memory.langgraph import (
+    METADATA_KEY,
+    load_entries,
+    memory_middleware,
+    memory_node,
+    memory_prompt,
+    remember,
+    remember_tool,
+    user_namespace,
+    with_memory,
+)
+
+POOLS = demo_pools()
+ALWAYS = [e for e in demo_store() if e.get("scope") == "always"]
+PROMPT = "You are a careful coding agent."
+QUESTIONS = [
+    "How do I debug the billing work?",
+    "What about the search report?",
+    "Any skills for a slow checkout query?",
+    "Triage the alerts please",
+    "Which billing facts matter?",
+    "Summarise the invoices work",
+]
+FLOOD_TURN = 3  # 200 urgent tasks land in the store before this turn
+LONG_QUESTION = " ".join(f"word{n}" for n in range(2999)) + " billing?"
+
+
+class Recording(FakeMessagesListChatModel):
+    """Answers from ``responses`` in turn; keeps every message list it got."""
+
+    received: list = Field(default_factory=list)
+
+    def bind_tools(self, tools, **kwargs):
+        return self  # the responses already hold any tool calls
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.received.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def recording(*responses):
+    return Recording(responses=list(responses) or [AIMessage("Noted.")])
+
+
+def ada_store(space=("memories", "ada")):
+    store = InMemoryStore()
+    for entry in demo_store():
+        remember(store, space, entry)
+    return store
+
+
+def config(user="ada", thread="t1"):
+    return {"configurable": {"user_id": user, "thread_id": thread}}
+
+
+def system_of(messages):
+    """The one system message of a model call (asserts there is exactly one)."""
+    systems = [m for m in messages if isinstance(m, SystemMessage)]
+    assert len(systems) == 1 and messages[0] is systems[0]
+    return systems[0]
+
+
+def check_turns(received, questions):
+    """Every call: one system message, every correction, every pool filled,
+    the question last and whole."""
+    assert len(received) == len(questions)
+    for turn, messages in enumerate(received):
+        system = system_of(messages)
+        assert PROMPT in system.text
+        injected = system.additional_kwargs[METADATA_KEY]["pools"]
+        assert {e["id"] for e in ALWAYS} <= set(injected["core"])
+        for entry in ALWAYS:
+            assert entry["content"] in system.text
+        for pool in POOLS:
+            assert injected[pool.name], f"turn {turn}: pool {pool.name} is empty"
+        assert messages[-1].text == questions[turn]
+
+
+def flood(store, space=("memories", "ada")):
+    for entry in demo_store(flood=200)[-200:]:
+        remember(store, space, entry)
+
+
+# --- with_memory: the latest question is always sent, whole -----------------
+
+
+def test_with_memory_sends_a_3000_word_question_whole():
+    """Problem 1: the old with_memory dropped it and sent only the system message."""
+    history = [HumanMessage("earlier question"), AIMessage("earlier answer")]
+    messages = with_memory(
+        [*history, HumanMessage(LONG_QUESTION)], demo_store(), POOLS, now=DEMO_NOW
+    )
+    assert messages[-1].text == LONG_QUESTION
+    assert len(messages) == 2  # the earlier history had no room left
+    report = messages[0].additional_kwargs[METADATA_KEY]["history"]
+    assert report["dropped"] == 2 and report["sent"] == 1
+    assert report["current_tokens"] > report["max_history_tokens"] == 2000
+    # The pools were filled for that same message.
+    expected = retrieve_pools(
+        demo_store(), POOLS, {"message": LONG_QUESTION}, now=DEMO_NOW
+    )
+    injected = messages[0].additional_kwargs[METADATA_KEY]["pools"]
+    assert injected == {n: [e["id"] for e in es] for n, es in expected.items()}
+
+
+def test_with_memory_keeps_the_current_turn_and_trims_the_earlier_history():
+    history = [SystemMessage("Agent rules.")]
+    for number in range(40):
+        history += [HumanMessage(f"question {number} " * 20), AIMessage("answer " * 20)]
+    current = [
+        HumanMessage("debug the billing work"),
+        AIMessage("", tool_calls=[{"name": "search", "args": {}, "id": "c1"}]),
+        ToolMessage("found it", tool_call_id="c1"),
+    ]
+    messages = with_memory(
+        history + current,
+        demo_store(),
+        POOLS,
+        prompt=PROMPT,
+        max_history_tokens=300,
+        now=DEMO_NOW,
+    )
+    assert [type(m) for m in messages].count(SystemMessage) == 1
+    assert messages[0].text.startswith(PROMPT + "\n\nAgent rules.\n\n## core\n")
+    assert messages[-3:] == current
+    assert 4 < len(messages) < 12  # trimmed to the last ~300 tokens
+    assert isinstance(messages[1], HumanMessage)
+    report = messages[0].additional_kwargs[METADATA_KEY]["history"]
+    assert report["sent"] == len(messages) - 1
+    assert report["dropped"] == 80 - (len(messages) - 4)
+
+
+def test_with_memory_without_a_human_message_fills_pools_for_nothing():
+    messages = with_memory([AIMessage("hello")], demo_store(), POOLS, now=DEMO_NOW)
+    expected = retrieve_pools(demo_store(), POOLS, {"message": ""}, now=DEMO_NOW)
+    injected = messages[0].additional_kwargs[METADATA_KEY]["pools"]
+    assert injected == {n: [e["id"] for e in es] for n, es in expected.items()}
+
+
+@pytest.mark.parametrize(
+    ("budget", "error"), [(-1, ValueError), (True, TypeError), (2.5, TypeError)]
+)
+def test_with_memory_rejects_a_bad_budget(budget, error):
+    with pytest.raises(error, match="max_history_tokens must be"):
+        with_memory([], [], POOLS, max_history_tokens=budget)
+
+
+# --- the store: exact namespace, page by page, validated writes -------------
+
+
+def test_load_entries_reads_exactly_the_namespace():
+    """Problem 2: search matches a prefix; the old code injected ['c1', 'old']."""
+    store = InMemoryStore()
+    store.put(("memories", "ada"), "c1", {"id": "c1", "content": "mine"})
+    store.put(("memories", "ada", "archive"), "old", {"id": "old", "content": "x"})
+    store.put(("memories", "adam"), "a2", {"id": "a2", "content": "not mine"})
+    assert [e["id"] for e in load_entries(store, ("memories", "ada"))] == ["c1"]
+    assert [e["id"] for e in load_entries(store, ("memories", "ada", "archive"))] == [
+        "old"
+    ]
+
+
+def test_load_entries_reads_every_page():
+    store = InMemoryStore()
+    for number in range(1234):
+        store.put(("m", "u"), f"e{number}", {"id": f"e{number}", "content": "x"})
+        if number % 2:  # a longer namespace interleaved: filtered from every page
+            store.put(("m", "u", "sub"), f"s{number}", {"id": f"s{number}"})
+    ids = [e["id"] for e in load_entries(store, ("m", "u"))]
+    assert sorted(ids) == sorted(f"e{n}" for n in range(1234))
+
+
+@pytest.mark.parametrize("namespace", [(), "memories", ("memories", ""), ["m"]])
+def test_load_entries_rejects_a_bad_namespace(namespace):
+    with pytest.raises((TypeError, ValueError), match="namespace"):
+        load_entries(InMemoryStore(), namespace)
+
+
+def test_remember_validates_with_the_stores_rule_and_writes_nothing_on_error():
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    with pytest.raises(InvalidInput) as caught:
+        remember(store, space, {"id": "x", "content": "c", "base_priority": "high"})
+    assert caught.value.field == "base_priority"
+    with pytest.raises(InvalidInput) as caught:
+        remember(store, space, {"content": "no id"})
+    assert caught.value.field == "id"
+    with pytest.raises(InvalidInput):
+        remember(store, space, {"id": "big", "content": "w " * 50}, max_entry_tokens=10)
+    assert load_entries(store, space) == []
+
+
+def test_user_namespace_needs_a_user_id():
+    assert user_namespace(config("ada")) == ("memories", "ada")
+    with pytest.raises(ValueError, match="user_id"):
+        user_namespace({"configurable": {}})
+
+
+# --- create_agent with the middleware (the README's first path) -------------
+
+
+def test_create_agent_middleware_injects_one_system_message_every_turn():
+    """Six turns on one thread; 200 urgent tasks arrive before the fourth."""
+    store = ada_store()
+    model = recording()
+    agent = create_agent(
+        model,
+        [],
+        system_prompt=PROMPT,
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=store,
+        checkpointer=InMemorySaver(),
+    )
+    for turn, question in enumerate(QUESTIONS):
+        if turn == FLOOD_TURN:
+            flood(store)
+        agent.invoke({"messages": [HumanMessage(question)]}, config())
+    check_turns(model.received, QUESTIONS)
+    flooded = model.received[FLOOD_TURN][0].additional_kwargs[METADATA_KEY]
+    assert all(i.startswith("flood-") for i in flooded["pools"]["work"])
+    assert sum(isinstance(m, HumanMessage) for m in model.received[-1]) == 6
+
+
+def test_create_agent_middleware_sends_a_3000_word_question_whole():
+    model = recording()
+    agent = create_agent(
+        model,
+        [],
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=ada_store(),
+    )
+    agent.invoke({"messages": [HumanMessage(LONG_QUESTION)]}, config())
+    assert model.received[0][-1].text == LONG_QUESTION
+    assert "Never force-push" in system_of(model.received[0]).text
+
+
+def test_create_agent_middleware_runs_async():
+    model = recording()
+    agent = create_agent(
+        model,
+        [],
+        system_prompt=PROMPT,
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=ada_store(),
+    )
+    asyncio.run(agent.ainvoke({"messages": [HumanMessage(QUESTIONS[0])]}, config()))
+    check_turns(model.received, QUESTIONS[:1])
+
+
+def test_create_agent_middleware_merges_a_system_message_of_the_state():
+    model = recording()
+    agent = create_agent(
+        model,
+        [],
+        system_prompt=PROMPT,
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=ada_store(),
+    )
+    state = {"messages": [SystemMessage("Be brief."), HumanMessage("debug billing")]}
+    agent.invoke(state, config())
+    system = system_of(model.received[0])
+    assert system.text.startswith(PROMPT + "\n\nBe brief.\n\n## core\n")
+    assert [(type(m), m.text) for m in model.received[0][1:]] == [
+        (HumanMessage, "debug billing")
+    ]
+
+
+def test_create_agent_middleware_needs_a_store():
+    agent = create_agent(recording(), [], middleware=[memory_middleware(POOLS)])
+    with pytest.raises(ValueError, match="store="):
+        agent.invoke({"messages": [HumanMessage("hi")]}, config())
+
+
+def test_two_users_whose_namespaces_share_a_prefix_see_only_their_own():
+    """("memories", "ada") and ("memories", "ada", "archive") are two people."""
+    store = InMemoryStore()
+    remember(
+        store,
+        ("memories", "ada"),
+        {"id": "a", "type": "correction", "content": "ADA-ONLY", "scope": "always"},
+    )
+    remember(
+        store,
+        ("memories", "ada", "archive"),
+        {
+            "id": "b",
+            "type": "correction",
+            "content": "ARCHIVE-ONLY",
+            "scope": "always",
+        },
+    )
+
+    def space(cfg):
+        return ("memories", *cfg["configurable"]["user_id"].split("/"))
+
+    model = recording()
+    agent = create_agent(
+        model, [], middleware=[memory_middleware(POOLS, namespace=space)], store=store
+    )
+    agent.invoke({"messages": [HumanMessage("hello")]}, config("ada"))
+    agent.invoke({"messages": [HumanMessage("hello")]}, config("ada/archive"))
+    first, second = (system_of(m).text for m in model.received)
+    assert "ADA-ONLY" in first and "ARCHIVE-ONLY" not in first
+    assert "ARCHIVE-ONLY" in second and "ADA-ONLY" not in second
+
+
+def test_agent_writes_a_memory_through_the_tool_and_sees_it_next_turn():
+    store = ada_store()
+    rule = "Answer in French from now on."
+    call = {
+        "name": "remember",
+        "args": {"content": rule, "type": "correction", "scope": "always"},
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Noted."))
+    agent = create_agent(
+        model,
+        [remember_tool(POOLS)],
+        system_prompt=PROMPT,
+        middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
+        store=store,
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("Please answer in French.")]}, config())
+    assert rule not in system_of(model.received[0]).text
+    answer = model.received[1][-1]  # the tool's result, read by the model
+    assert isinstance(answer, ToolMessage) and answer.status == "success"
+    assert '"warnings": []' in answer.text
+    written = [
+        e for e in load_entries(store, ("memories", "ada")) if e["content"] == rule
+    ]
+    assert len(written) == 1 and written[0]["id"] in answer.text
+    agent.invoke({"messages": [HumanMessage("And the billing work?")]}, config())
+    system = system_of(model.received[2])
+    assert rule in system.text
+    assert written[0]["id"] in system.additional_kwargs[METADATA_KEY]["pools"]["core"]
+    # Another user's turn does not see it.
+    agent.invoke({"messages": [HumanMessage("hi")]}, config("bob", "t2"))
+    assert rule not in system_of(model.received[3]).text
+
+
+def test_remember_tool_refuses_an_invalid_memory_and_writes_nothing():
+    call = {
+        "name": "remember",
+        "args": {"content": "word " * 5000, "type": "correction", "scope": "always"},
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    store = InMemoryStore()
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Sorry."))
+    agent = create_agent(
+        model,
+        [remember_tool(POOLS)],
+        middleware=[memory_middleware(POOLS)],
+        store=store,
+    )
+    agent.invoke({"messages": [HumanMessage("remember this")]}, config())
+    answer = model.received[1][-1]
+    assert isinstance(answer, ToolMessage) and answer.status == "error"
+    assert "content" in answer.text
+    assert load_entries(store, ("memories", "ada")) == []
+
+
+def test_a_bad_stored_item_is_skipped_and_named_never_fatal():
+    store = ada_store()
+    space = ("memories", "ada")
+    store.put(space, "bad", {"id": "bad", "content": "B", "base_priority": "high"})
+    store.put(
+        space, "bad2", {"id": "bad2", "content": "C", "scope": "always", "tags": 3}
+    )
+    model = recording()
+    agent = create_agent(
+        model, [], middleware=[memory_middleware(POOLS, now=DEMO_NOW)], store=store
+    )
+    agent.invoke({"messages": [HumanMessage("debug the billing work")]}, config())
+    system = system_of(model.received[0])
+    skipped = system.additional_kwargs[METADATA_KEY]["skipped"]
+    assert sorted(s["id"] for s in skipped) == ["bad", "bad2"]
+    assert "always-scope entry 'bad2' could not be loaded (tags: " in system.text
+    for entry in ALWAYS:
+        assert entry["content"] in system.text
+
+
+# --- LangGraph's prebuilt agent with the prompt callable --------------------
+
+
+def react_agent(model, store, **kwargs):
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():  # deprecated in LangGraph 1.x, still used
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return create_react_agent(
+            model,
+            [remember_tool(POOLS)],
+            prompt=memory_prompt(POOLS, prompt=PROMPT, now=DEMO_NOW, **kwargs),
+            store=store,
+            checkpointer=InMemorySaver(),
+        )
+
+
+def test_create_react_agent_prompt_injects_one_system_message_every_turn():
+    store = ada_store()
+    store.put(("memories", "ada", "archive"), "old", {"id": "old", "content": "OLD"})
+    model = recording()
+    agent = react_agent(model, store)
+    for turn, question in enumerate(QUESTIONS):
+        if turn == FLOOD_TURN:
+            flood(store)
+        agent.invoke({"messages": [HumanMessage(question)]}, config())
+    check_turns(model.received, QUESTIONS)
+    assert not any("OLD" in system_of(m).text for m in model.received)
+    flooded = model.received[FLOOD_TURN][0].additional_kwargs[METADATA_KEY]
+    assert all(i.startswith("flood-") for i in flooded["pools"]["work"])
+
+
+def test_create_react_agent_prompt_sends_a_3000_word_question_whole():
+    model = recording()
+    agent = react_agent(model, ada_store())
+    agent.invoke({"messages": [HumanMessage("short one")]}, config())
+    agent.invoke({"messages": [HumanMessage(LONG_QUESTION)]}, config())
+    last = model.received[-1]
+    assert last[-1].text == LONG_QUESTION
+    assert system_of(last).additional_kwargs[METADATA_KEY]["history"]["dropped"] == 2
+
+
+def test_create_react_agent_prompt_needs_a_store():
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = create_react_agent(recording(), [], prompt=memory_prompt(POOLS))
+    with pytest.raises(ValueError, match="store="):
+        agent.invoke({"messages": [HumanMessage("hi")]}, config())
+
+
+def test_create_react_agent_writes_through_the_tool_and_reads_it_back():
+    call = {
+        "name": "remember",
+        "args": {"content": "Prefers tabs.", "type": "fact", "tags": ["style"]},
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Noted."))
+    store = InMemoryStore()
+    agent = react_agent(model, store)
+    agent.invoke({"messages": [HumanMessage("I prefer tabs")]}, config())
+    agent.invoke({"messages": [HumanMessage("tabs or spaces?")]}, config())
+    assert "Prefers tabs." in system_of(model.received[2]).text
+
+
+# --- a hand-built graph with the node ----------------------------------------
+
+
+def test_memory_node_injects_one_system_message_every_turn():
+    store = ada_store()
+    store.put(("memories", "ada", "archive"), "old", {"id": "old", "content": "OLD"})
+    model = recording()
+    node = memory_node(model, POOLS, prompt=PROMPT, now=DEMO_NOW)
+    graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
+    app = graph.compile(store=store, checkpointer=InMemorySaver())
+    for turn, question in enumerate(QUESTIONS):
+        if turn == FLOOD_TURN:
+            flood(store)
+        app.invoke({"messages": [HumanMessage(question)]}, config())
+    check_turns(model.received, QUESTIONS)
+    assert not any("OLD" in system_of(m).text for m in model.received)
+    assert sum(isinstance(m, HumanMessage) for m in model.received[-1]) == 6
+    app.invoke({"messages": [HumanMessage(LONG_QUESTION)]}, config())
+    assert model.received[-1][-1].text == LONG_QUESTION
+
+
+def test_memory_node_needs_a_store():
+    node = memory_node(recording(), POOLS)
+    graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
+    with pytest.raises(ValueError, match="store="):
+        graph.compile().invoke({"messages": [HumanMessage("hi")]}, config())
+
+
+# --- no pools given: the store's neutral defaults, never the demo's ---------
+
+
+def test_default_pools_are_the_stores_with_a_spill_over_for_other_types():
+    call = {
+        "name": "remember",
+        "args": {"content": "The deploy key rotates on Mondays."},  # type "note"
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Noted."))
+    store = InMemoryStore()
+    remember(
+        store,
+        ("memories", "ada"),
+        {
+            "id": "c",
+            "type": "correction",
+            "scope": "always",
+            "content": "No force-push",
+        },
+    )
+    agent = create_agent(
+        model,
+        [remember_tool()],
+        middleware=[memory_middleware()],
+        store=store,
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("remember the key rotation")]}, config())
+    assert '"warnings": []' in model.received[1][-1].text
+    agent.invoke({"messages": [HumanMessage("when does the key rotate?")]}, config())
+    system = system_of(model.received[2])
+    pools = system.additional_kwargs[METADATA_KEY]["pools"]
+    assert list(pools) == [
+        "corrections",
+        "tasks",
+        "facts",
+        "skills",
+        "growth",
+        "episodes",
+        "other",
+    ]
+    assert pools["corrections"] == ["c"] and len(pools["other"]) == 1
+    assert "The deploy key rotates on Mondays." in system.text
+
+
+# --- properties ---------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
+
+import poolsplit_memory.langgraph as adapter  # noqa: E402
+
+KINDS = {"human": HumanMessage, "ai": AIMessage, "system": SystemMessage}
+turns = st.lists(
+    st.tuples(st.sampled_from(sorted(KINDS)), st.integers(0, 400)), max_size=12
+)
+
+
+@given(turns, st.integers(0, 3000))
+def test_with_memory_invariants(spec, budget):
+    """One system message first; the current turn whole and last; the earlier
+    history a suffix within what is left of the budget; the report adds up."""
+    messages = [KINDS[k](" ".join(["w"] * n) or "x") for k, n in spec]
+    out = with_memory(messages, demo_store(), POOLS, max_history_tokens=budget)
+    history = [m for m in messages if not isinstance(m, SystemMessage)]
+    humans = [i for i, m in enumerate(history) if isinstance(m, HumanMessage)]
+    start = humans[-1] if humans else len(history)
+    current, earlier = history[start:], history[:start]
+    assert isinstance(out[0], SystemMessage)
+    assert not any(isinstance(m, SystemMessage) for m in out[1:])
+    kept = out[1 : len(out) - len(current)]
+    assert all(a is b for a, b in zip(out[len(out) - len(current) :], current))
+    assert all(a is b for a, b in zip(kept, earlier[len(earlier) - len(kept) :]))
+    room = budget - count_tokens_approximately(current)
+    assert count_tokens_approximately(kept) <= max(room, 0)
+    report = out[0].additional_kwargs[METADATA_KEY]["history"]
+    assert report["sent"] + report["dropped"] == len(history)
+    assert report["sent"] == len(out) - 1
+
+
+labels = st.sampled_from(["a", "b", "ab", "a b"])
+spaces = st.lists(labels, min_size=1, max_size=3).map(lambda ls: ("m", *ls))
+
+
+@given(
+    st.lists(st.tuples(spaces, st.integers(0, 20)), max_size=40),
+    spaces,
+    st.integers(1, 5),
+)
+def test_load_entries_returns_exactly_the_namespace(puts, target, page_size):
+    """Whatever the other namespaces (prefixes, extensions, lookalikes) and
+    the page size: every item of the namespace once, nothing else."""
+    store = InMemoryStore()
+    expected = {}
+    for space, key in puts:
+        store.put(space, f"k{key}", {"id": f"k{key}", "where": space})
+        if space == target:
+            expected[f"k{key}"] = {"id": f"k{key}", "where": space}
+    original = adapter.PAGE_SIZE
+    adapter.PAGE_SIZE = page_size  # small pages: many boundaries
+    try:
+        got = load_entries(store, target)
+    finally:
+        adapter.PAGE_SIZE = original
+    assert sorted(got, key=lambda e: e["id"]) == sorted(
+        expected.values(), key=lambda e: e["id"]
+    )

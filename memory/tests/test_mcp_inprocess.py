@@ -1,0 +1,153 @@
+"""poolsplit_memory.mcp_server in-process: what stdio cannot provoke on demand.
+
+The server is built on a real store, or on a store whose calls fail the way a
+broken dependency would, and driven by the real ``mcp`` client in-process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
+
+import anyio  # noqa: E402 (an mcp dependency)
+from mcp.client import Client  # noqa: E402
+
+from poolsplit_memory import InvalidInput, StoreUnavailable, open_store  # noqa: E402
+from poolsplit_memory.mcp_server import build_server, default_db_path  # noqa: E402
+
+
+class Failing:
+    """A store whose every call raises ``exc``."""
+
+    namespace = "default"
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise self.exc
+
+        return fail
+
+
+def call(store, tool, arguments):
+    out = []
+
+    async def body():
+        async with Client(build_server(store)) as client:
+            out.append(await client.call_tool(tool, arguments))
+
+    anyio.run(body)
+    return out[0]
+
+
+def error_line(result):
+    assert result.is_error
+    (block,) = result.content
+    assert "\n" not in block.text
+    return block.text
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (
+            StoreUnavailable("database unreachable", "postgresql://u@h/db", "refused"),
+            "database unreachable: postgresql://u@h/db (refused)",
+        ),
+        (InvalidInput("content", "must not be empty"), "content: must not be empty"),
+        (
+            RuntimeError("boom\nsecond line"),
+            "internal error: RuntimeError: boom second line",
+        ),
+        (KeyError("x"), "internal error: KeyError: 'x'"),
+    ],
+    ids=["unavailable", "invalid", "unexpected", "unexpected-keyerror"],
+)
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("remember", {"content": "x"}),
+        ("recall", {"message": "x"}),
+        ("get", {"id": "x"}),
+        ("list", {}),
+        ("update", {"id": "x", "content": "y"}),
+        ("forget", {"id": "x"}),
+        ("explain", {"message": "x"}),
+    ],
+)
+def test_every_failure_reaches_the_client_as_one_line_naming_it(
+    tool, arguments, exc, expected, capsys
+):
+    assert error_line(call(Failing(exc), tool, arguments)) == expected
+    stderr = capsys.readouterr().err
+    if expected.startswith("internal error"):
+        assert "Traceback" in stderr  # the server's log keeps the whole story
+    elif isinstance(exc, InvalidInput):
+        assert stderr == ""  # the caller's mistake, not the operator's
+    else:
+        assert stderr == f"poolsplit-mcp: {expected}\n"
+
+
+def test_update_tells_a_left_out_argument_from_a_null_one(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        entry = store.remember(
+            "keep", type="fact", scope="always", tags=("a",), project="p"
+        ).entry
+
+        async def body():
+            async with Client(build_server(store)) as client:
+                kept = await client.call_tool(
+                    "update", {"id": entry["id"], "content": "kept"}
+                )
+                assert kept.structured_content["entry"]["tags"] == ["a"]
+                assert kept.structured_content["entry"]["scope"] == "always"
+                cleared = await client.call_tool(
+                    "update",
+                    {"id": entry["id"], "tags": None, "project": None, "scope": None},
+                )
+                after = cleared.structured_content["entry"]
+                assert not {"tags", "project", "scope"} & set(after)
+                assert after["content"] == "kept"
+                nothing = await client.call_tool("update", {"id": entry["id"]})
+                assert error_line(nothing)  # no field given: the store says so
+
+        anyio.run(body)
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"XDG_DATA_HOME": "/data"}, Path("/data/poolsplit/memory.db")),
+        ({"XDG_DATA_HOME": ""}, Path.home() / ".local/share/poolsplit/memory.db"),
+        ({"XDG_DATA_HOME": "rel"}, Path.home() / ".local/share/poolsplit/memory.db"),
+        ({}, Path.home() / ".local/share/poolsplit/memory.db"),
+    ],
+    ids=["set", "empty", "relative", "unset"],
+)
+def test_the_default_store_follows_the_xdg_rules(environ, expected):
+    assert default_db_path(environ) == expected
+
+
+def test_a_list_sent_as_a_json_string_is_accepted_as_the_sdk_accepts_it(tmp_path):
+    """Some clients send ``tags`` as '["a"]'; the SDK parses it, so does the check."""
+    with open_store(str(tmp_path / "m.db")) as store:
+
+        async def body():
+            async with Client(build_server(store)) as client:
+                written = await client.call_tool(
+                    "remember", {"content": "x", "tags": '["billing"]'}
+                )
+                assert not written.is_error, written.content
+                got = store.get(written.structured_content["id"])
+                assert got["tags"] == ["billing"]
+                bad = await client.call_tool(
+                    "remember", {"content": "x", "tags": "billing"}
+                )
+                assert error_line(bad).startswith("tags:")
+
+        anyio.run(body)

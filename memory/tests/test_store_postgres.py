@@ -1,0 +1,131 @@
+"""What only the PostgreSQL backend has: reconnecting, its one-line causes.
+
+A full disk and corrupt pages are not made here (no small tablespace, no page
+editing); the SQLite tests make both. Locked, read-only, a killed backend
+connection and a missing driver are.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+
+import pytest
+
+from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
+
+psycopg = pytest.importorskip("psycopg")
+
+
+def terminate_other_connections(url):
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)
+
+
+def test_a_killed_connection_is_replaced_on_the_next_call(pg_url):
+    with open_store(pg_url, namespace="ada") as store:
+        first = store.remember("before", type="fact")
+        store.recall("before")
+        assert terminate_other_connections(pg_url) == 2  # the reader and the writer
+        second = store.remember("after", type="fact")  # retried on a new connection
+        assert set(store.recall("before after").ids()["facts"]) == {first.id, second.id}
+
+
+def test_a_held_lock_past_lock_timeout_is_database_is_locked(pg_url):
+    with open_store(pg_url, namespace="ada") as store:
+        store.remember("x")
+        store._backend._connection("write").execute("SET lock_timeout = '200ms'")
+        with psycopg.connect(pg_url) as other:
+            other.execute(
+                "UPDATE poolsplit_versions SET version = version + 1 "
+                "WHERE namespace = 'ada'"
+            )  # holds the namespace's version row until rollback
+            with pytest.raises(StoreUnavailable) as info:
+                store.remember("blocked")
+            assert str(info.value).startswith("database is locked: ")
+            assert store.recall("x").ids()  # reads do not wait for the lock
+            other.rollback()
+        assert store.remember("after").id
+
+
+def test_a_read_only_database_is_one_line(pg_url):
+    with open_store(pg_url, namespace="ada") as store:
+        kept = store.remember("x")
+        store._backend._connection("write").execute(
+            "SET default_transaction_read_only = on"
+        )
+        with pytest.raises(StoreUnavailable) as info:
+            store.remember("y")
+        assert str(info.value).startswith("database is read-only: ")
+        assert store.get(kept.id) is not None
+
+
+def test_a_database_read_only_from_the_start_refuses_to_open(pg_url):
+    name = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+    with pytest.raises(StoreUnavailable) as info:
+        open_store(pg_url)
+    assert str(info.value).startswith("database is read-only: ")
+
+
+def test_a_missing_database_is_unreachable_in_one_line(pg_url):
+    url = pg_url.rsplit("/", 1)[0] + "/no_such_database"
+    with pytest.raises(StoreUnavailable) as info:
+        open_store(url)
+    assert info.value.cause == "database unreachable"
+    assert "no_such_database" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_an_unreadable_postgres_url_is_invalid_input():
+    with pytest.raises(InvalidInput) as info:
+        open_store("postgresql://someone@127.0.0.1:1/db?foo=bar")
+    assert info.value.field == "url"
+    assert "foo" in str(info.value)
+
+
+def test_without_psycopg_the_error_says_what_to_install(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_psycopg(name, *args, **kwargs):
+        if name == "psycopg" or name.startswith("psycopg."):
+            raise ImportError("No module named 'psycopg'")
+        return real_import(name, *args, **kwargs)
+
+    for name in [n for n in sys.modules if n.startswith("poolsplit_memory._postgres")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    with pytest.raises(StoreUnavailable) as info:
+        open_store("postgresql://someone@127.0.0.1:1/db")
+    assert "pip install 'poolsplit-memory[postgres]'" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_a_role_with_only_read_and_write_rights_opens_an_existing_store(pg_url):
+    with open_store(pg_url, namespace="ada") as store:  # creates the schema
+        store.remember("made by the owner", type="fact")
+    role = f"app_{pg_url.rsplit('_', 1)[1]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
+        conn.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON poolsplit_entries, "
+            f"poolsplit_versions TO {role}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    head, _, rest = pg_url.partition("://")
+    as_role = f"{head}://{role}@{rest.split('@', 1)[1]}"
+    try:
+        with open_store(as_role, namespace="ada") as store:
+            written = store.remember("made by the app", type="fact")
+            assert len(store.recall("made").ids()["facts"]) == 2
+            assert store.forget(written.id) is True
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
