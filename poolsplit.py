@@ -97,7 +97,7 @@ __all__ = [
     "retrieve_pools",
     "validate",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # ===========================================================================
 # Constants: the defaults and the default scorer's numbers (README's table)
