@@ -27,6 +27,7 @@ from poolsplit_memory.store import (
     Written,
     build_entry,
     check_entry,
+    default_pools,
     open_store,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "Written",
     "build_entry",
     "check_entry",
+    "default_pools",
     "open_store",
 ]
 __version__ = "0.1.0"

@@ -7,7 +7,7 @@ from typing import Any
 
 from poolsplit import Pool, default_is_active, validate
 
-from poolsplit_memory import DEFAULT_POOLS, SPILL_OVER
+from poolsplit_memory import default_pools
 
 
 def pools_for(pools: Sequence[Pool] | None, entries: list[Any]) -> list[Pool]:
@@ -20,14 +20,15 @@ def pools_for(pools: Sequence[Pool] | None, entries: list[Any]) -> list[Pool]:
     """
     if pools is not None:
         return list(pools)
-    named = {kind for pool in DEFAULT_POOLS for kind in pool.types or ()}
-    kinds = {
-        entry.get("type", "note")
-        for entry in entries
-        if isinstance(entry, Mapping) and default_is_active(entry)
-    }
-    other = tuple(sorted(k for k in kinds if isinstance(k, str) and k not in named))
-    return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
+    return default_pools(
+        kind
+        for kind in (
+            entry.get("type", "note")
+            for entry in entries
+            if isinstance(entry, Mapping) and default_is_active(entry)
+        )
+        if isinstance(kind, str)
+    )
 
 
 def loadable(values: list[Any]) -> tuple[list[Any], list[dict[str, str]]]:

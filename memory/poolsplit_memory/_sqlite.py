@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import parse_qs
@@ -181,13 +182,34 @@ class SQLiteBackend:
         conn.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
         return conn
 
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode, waiting out another process's first start.
+
+        WAL is a property of the file, so a store opened before needs no lock
+        to see it. Switching a new file takes an exclusive lock, and SQLite
+        answers "database is locked" at once, without its busy handler, when
+        another connection is in the middle of its own first start; so the
+        switch is retried, with a short sleep, within the busy timeout.
+        """
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            return
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            try:
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+        if str(mode).lower() != "wal":
+            raise sqlite3.OperationalError(f"cannot use WAL (journal_mode {mode})")
+
     def _setup(self, conn: sqlite3.Connection, memory: bool) -> None:
         """WAL, secure_delete, FULL sync, and the schema in one transaction
         (concurrent first starts: the write lock lets one create it)."""
         if not memory:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise sqlite3.OperationalError(f"cannot use WAL (journal_mode {mode})")
+            self._use_wal(conn)
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")

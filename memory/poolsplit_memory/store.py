@@ -81,6 +81,7 @@ __all__ = [
     "Written",
     "build_entry",
     "check_entry",
+    "default_pools",
     "open_store",
 ]
 
@@ -100,6 +101,21 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+
+
+def default_pools(types: Iterable[str]) -> list[Pool]:
+    """The pools a store without ``pools=`` recalls with, for these types.
+
+    :data:`DEFAULT_POOLS` (one pool per common type), then the spill-over
+    pool ``SPILL_OVER`` admitting every other type given (the namespace's
+    active types), so every entry has room of its own kind or the spill-over
+    pool's. The store and the adapters both build the defaults here.
+    """
+    named = {kind for pool in DEFAULT_POOLS for kind in pool.types or ()}
+    other = tuple(sorted(set(types) - named))
+    return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
+
+
 # Longest namespace, id, key and type (they are indexed columns).
 _MAX_NAME: Final = 200
 _MAX_PAGE: Final = 500
@@ -980,9 +996,7 @@ class Store:
     def _pools_for(self, snap: _Snapshot) -> builtins.list[Pool]:
         if self.pools is not None:
             return list(self.pools)
-        named = {t for pool in DEFAULT_POOLS for t in pool.types or ()}
-        other = tuple(sorted(snap.types - named))
-        return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
+        return default_pools(snap.types)
 
     def _snapshot(self) -> _Snapshot:
         """The parsed candidates, re-read only when the version changed."""
