@@ -7,19 +7,14 @@ turns 5 and 6 write 80 urgent alerts, so turns 6 and 7 retrieve from a
 flooded store. The correction is injected on every turn after it was
 written: it is always-scope, and the flood can only fill the task pool.
 
-    python examples/agent_loop.py   # standard library only
+    pip install -e .                # in a checkout (or: pip install poolsplit)
+    python examples/agent_loop.py   # nothing else: standard library only
 """
 
 from __future__ import annotations
 
-import sys
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
-
-# Run as a script from a checkout: poolsplit.py is one folder up; an installed
-# poolsplit comes earlier on sys.path and wins.
-sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import Pool, retrieve_pools
 

@@ -9,7 +9,7 @@ The message is embedded once per call (per distinct message, cached) and each
 distinct content once (a bounded LRU keyed by content), so a turn over a
 warm store costs one embedding plus dictionary look-ups.
 
-    pip install wordllama
+    pip install -e . wordllama   # in a checkout (or: pip install poolsplit wordllama)
     python examples/embedding_scorer.py
 
 ``WordLlama.load(cache_dir=<package folder>, disable_download=True)`` reads the
@@ -18,16 +18,11 @@ weights and tokenizer shipped in the wheel: nothing is downloaded.
 
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-# Run as a script from a checkout: poolsplit.py is one folder up; an installed
-# poolsplit comes earlier on sys.path and wins.
-sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
     DEMO_NOW,

