@@ -52,11 +52,9 @@ from poolsplit import (
     PoolsplitWarning,
     default_token_counter,
     render,
-    retrieve_pools,
 )
 
 from poolsplit_memory import InvalidInput, Store
-from poolsplit_memory._entries import loadable, notice
 
 __all__ = ["EPISODE_TYPE", "PoolsplitMemoryBlock"]
 
@@ -80,9 +78,8 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
     ``store.recall`` (its cache, its report of unreadable rows): the pools
     given to ``open_store(url, pools=...)``, else the package's neutral
     ``DEFAULT_POOLS`` (one pool per common type and a spill-over pool for
-    the rest; never the demo's). ``pools`` given fills those instead, over
-    every entry of the store's namespace read page by page each turn
-    (``store.list``), budgets counted by poolsplit's default counter.
+    the rest; never the demo's). ``pools`` given fills those instead
+    (``store.recall(..., pools=...)``: the same cache and rule).
     ``token_counter`` should count as the ``Memory``'s ``tokenizer_fn``
     does, so that ``atruncate`` saves what ``Memory`` asked for. ``now``
     fixes the clock of recall and of the episodes' ``created`` (tests);
@@ -140,27 +137,16 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
         return text
 
     def _recall(self, message: str) -> tuple[Results, str]:
-        """The pools for ``message`` and the line naming unloadable corrections."""
-        if self.pools is None:
-            recall = self.store.recall(message, now=self.now)
-            results = {name: list(chosen) for name, chosen in recall.pools.items()}
-            plain = render(results)
-            rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
-            return results, rest
-        entries, skipped = loadable(self._entries())
-        chosen = retrieve_pools(entries, self.pools, {"message": message}, now=self.now)
-        return chosen, notice(skipped)
+        """The pools for ``message`` and the block naming unloadable corrections.
 
-    def _entries(self) -> list[dict[str, Any]]:
-        """Every entry of the store's namespace, page by page."""
-        entries: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = self.store.list(limit=500, cursor=cursor)
-            entries.extend(page.entries)  # an unreadable row: {"id", "unreadable"}
-            cursor = page.next_cursor
-            if cursor is None:
-                return entries
+        Always ``store.recall`` (with the block's pools when given), so the
+        store's warm cache applies and its one rule decides what loads.
+        """
+        recall = self.store.recall(message, now=self.now, pools=self.pools)
+        results = {name: list(chosen) for name, chosen in recall.pools.items()}
+        plain = render(results)
+        rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
+        return results, rest
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Write each flushed turn (a user message and its replies) as an episode.

@@ -120,6 +120,8 @@ def default_pools(types: Iterable[str]) -> list[Pool]:
 _MAX_NAME: Final = 200
 _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
+# Snapshots kept per store: one per list of pools recalled with.
+_MAX_CACHED: Final = 8
 
 
 # ===========================================================================
@@ -660,7 +662,7 @@ class Store:
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
         self._max_entry_tokens = max_entry_tokens
-        self._cache: _Snapshot | None = None
+        self._cache: dict[tuple[Pool, ...] | None, _Snapshot] = {}
         self._cache_lock = threading.Lock()
 
     @property
@@ -945,6 +947,7 @@ class Store:
         tags: Iterable[str] = (),
         project: str | None = None,
         now: datetime | None = None,
+        pools: Sequence[Pool] | None = None,
     ) -> Recall:
         """The entries to inject for this context, per pool, and the text.
 
@@ -952,13 +955,15 @@ class Store:
         row could not be loaded, a block after it names the row. Rows that
         fail validation are left out and listed in ``skipped``; every other
         entry still loads. A recall with no write since the last one reads
-        no entry rows.
+        no entry rows. ``pools`` (None: the store's) fills other pools for
+        this call, cached per list of pools.
         """
         context = _context(message, tags, project)
-        snap = self._snapshot()
+        chosen_pools = self.pools if pools is None else _check_pools(pools)
+        snap = self._snapshot(chosen_pools)
         got = poolsplit.retrieve_pools(
             snap.entries,
-            self._pools_for(snap),
+            self._pools_for(snap, chosen_pools),
             context,
             token_counter=self._token_counter,
             now=now,
@@ -993,27 +998,34 @@ class Store:
             text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
         return text
 
-    def _pools_for(self, snap: _Snapshot) -> builtins.list[Pool]:
-        if self.pools is not None:
-            return list(self.pools)
+    def _pools_for(
+        self, snap: _Snapshot, pools: Sequence[Pool] | None = None
+    ) -> builtins.list[Pool]:
+        pools = self.pools if pools is None else pools
+        if pools is not None:
+            return list(pools)
         return default_pools(snap.types)
 
-    def _snapshot(self) -> _Snapshot:
-        """The parsed candidates, re-read only when the version changed."""
+    def _snapshot(self, pools: Sequence[Pool] | None = None) -> _Snapshot:
+        """The parsed candidates for ``pools`` (None: the store's), re-read
+        only when the version changed; one cached snapshot per pools."""
+        pools = self.pools if pools is None else tuple(pools)
         with self._cache_lock:
-            cached = self._cache
+            cached = self._cache.get(pools)
             if cached is not None and cached.version == self._backend.version(
                 self.namespace
             ):
                 return cached
             types = None
-            if self.pools is not None and all(p.types is not None for p in self.pools):
-                types = sorted({t for p in self.pools for t in p.types or ()})
+            if pools is not None and all(p.types is not None for p in pools):
+                types = sorted({t for p in pools for t in p.types or ()})
             version, rows = self._backend.read(
                 self.namespace, lambda tx: (tx.version(), tx.candidates(types))
             )
-            self._cache = _load(version, rows, self.pools)
-            return self._cache
+            if len(self._cache) >= _MAX_CACHED and pools not in self._cache:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[pools] = _load(version, rows, pools)
+            return self._cache[pools]
 
     # --- import / export ---------------------------------------------------
 

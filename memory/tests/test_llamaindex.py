@@ -11,6 +11,7 @@ sets ``POOLSPLIT_REQUIRE_PG=1`` after installing every extra), where it fails.
 import ast
 import asyncio
 import inspect
+import io
 import json
 import os
 
@@ -182,6 +183,31 @@ def test_a_turn_too_long_for_one_entry_is_stored_in_parts(tmp_path):
     assert len(parts) > 1
     stored = " ".join(p["content"] for p in parts).split()
     assert stored[0] == "user:" and stored[1:] == text.split()
+
+
+def test_a_warm_turn_with_the_blocks_own_pools_reads_no_rows(tmp_path):
+    """The block's pools go through store.recall(pools=...), so the store's
+    warm cache applies: the old block read all 1,001 rows every turn."""
+    with open_store(str(tmp_path / "m.db"), namespace="a") as store:
+        store.remember("Never force-push", type="correction", scope="always")
+        store.import_jsonl(
+            io.StringIO(
+                "".join(
+                    json.dumps({"type": "fact", "content": f"fact {n}"}) + "\n"
+                    for n in range(1000)
+                )
+            )
+        )
+        block = PoolsplitMemoryBlock(
+            store=store, pools=[POOLS[0], POOLS[2]], priority=1
+        )
+        question = [ChatMessage(role="user", content="fact 7")]
+        cold = asyncio.run(block.aget(question))
+        before = store._backend.rows_read
+        warm = asyncio.run(block.aget(question))
+        assert store._backend.rows_read == before
+        assert warm == cold and "Never force-push" in warm
+        assert warm == store.recall("fact 7", pools=[POOLS[0], POOLS[2]]).text
 
 
 def test_without_pools_the_block_uses_the_stores_not_the_demos(tmp_path):
