@@ -71,6 +71,7 @@ __all__ = [
     "DEFAULT_POOLS",
     "SPILL_OVER",
     "InvalidInput",
+    "Loadable",
     "Page",
     "Recall",
     "Skipped",
@@ -82,6 +83,8 @@ __all__ = [
     "build_entry",
     "check_entry",
     "default_pools",
+    "loadable",
+    "not_loaded",
     "open_store",
 ]
 
@@ -971,7 +974,7 @@ class Store:
         chosen = {
             name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()
         }
-        text = poolsplit.render(got) + _not_loaded(snap.always_skipped)
+        text = poolsplit.render(got) + not_loaded(snap.always_skipped)
         return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
 
     def explain(
@@ -1169,8 +1172,12 @@ class Store:
         return entries, lines
 
 
-def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
-    """The block naming always-scope rows a recall could not load."""
+def not_loaded(always_skipped: Sequence[Skipped]) -> str:
+    """The block naming always-scope entries a recall could not load ("" for none).
+
+    Appended to the rendered pools (``Recall.text``, the adapters' prompt),
+    so the model reads that a correction is missing, not only the caller.
+    """
     if not always_skipped:
         return ""
     lines = [
@@ -1181,34 +1188,58 @@ def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
     return "\n## Not loaded\n" + "\n".join(lines) + "\n"
 
 
-def _load(
-    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
-) -> _Snapshot:
-    """Parse and validate candidate rows: the valid active ones load, the
-    rest are listed with their reason (an always-scope one also in the text)."""
+class Loadable(NamedTuple):
+    """What :func:`loadable` found in stored values."""
+
+    entries: list[dict[str, Any]]  # valid, active, admitted by some pool
+    types: frozenset[str]  # types of the valid active entries
+    skipped: list[Skipped]
+    always_skipped: list[Skipped]  # of ``skipped``: the always-scope ones
+    warnings: list[str]
+
+
+def loadable(
+    values: Sequence[object],
+    *,
+    pools: Sequence[Pool] | None = None,
+    ids: Sequence[str] | None = None,
+    scopes: Sequence[str | None] | None = None,
+) -> Loadable:
+    """The one rule for entries read back: which can load, which are skipped.
+
+    Used by ``Store.recall`` and the framework adapters. A value that is not
+    an object (or is the ``{"id", "unreadable"}`` marker of ``get``/``list``),
+    has a ``type`` that is not a str, or fails ``poolsplit.validate`` is
+    skipped with its reason, never fatal to the other entries; an
+    always-scope one (by its body or by ``scopes``, the storage's scope
+    column) is also in ``always_skipped``, for :func:`not_loaded`. Inactive
+    entries are left out silently. With ``pools`` that all name types, an
+    entry of a type none admits is left out, and an always-scope one warned
+    about. ``ids`` names each value in reports (default: its ``id``).
+    Cost: O(n).
+    """
     skipped: list[Skipped] = []
     always_skipped: list[Skipped] = []
 
-    def skip(stored: Stored, value: object, reason: str) -> None:
-        item = Skipped(stored.id, reason)
+    def skip(index: int, value: object, reason: str) -> None:
+        item = Skipped(ident(index, value), reason)
         skipped.append(item)
-        scope = value.get("scope") if isinstance(value, dict) else stored.scope
-        if _ALWAYS in (scope, stored.scope):
+        scope = value.get("scope") if isinstance(value, Mapping) else None
+        if _ALWAYS in (scope, None if scopes is None else scopes[index]):
             always_skipped.append(item)
 
-    parsed: list[tuple[Stored, dict[str, Any]]] = []
-    for stored in rows:
-        value = _parse(stored)
-        if not isinstance(value, dict):
-            skip(stored, None, value)
-        elif not isinstance(value.get("type", "note"), str):
-            skip(
-                stored,
-                value,
-                f"type: must be a str, got {type(value['type']).__name__}",
-            )
-        elif default_is_active(value):
-            parsed.append((stored, value))
+    def ident(index: int, value: object) -> str:
+        if ids is not None:
+            return ids[index]
+        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
+
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, value in enumerate(values):
+        reason = _unreadable(value)
+        if reason is not None:
+            skip(index, value if isinstance(value, Mapping) else None, reason)
+        elif isinstance(value, Mapping) and default_is_active(value):
+            parsed.append((index, value if isinstance(value, dict) else dict(value)))
     reasons: dict[int, list[str]] = {}
     warnings: list[str] = []
     for problem in poolsplit.validate([value for _, value in parsed]):
@@ -1226,22 +1257,51 @@ def _load(
         admitted = frozenset(t for p in pools for t in p.types or ())
     entries = []
     types = set()
-    for index, (stored, value) in enumerate(parsed):
-        if index in reasons:
-            skip(stored, value, "; ".join(reasons[index]))
+    for position, (index, value) in enumerate(parsed):
+        if position in reasons:
+            skip(index, value, "; ".join(reasons[position]))
             continue
         kind = value.get("type", "note")
         types.add(kind)
         if admitted is not None and kind not in admitted:
-            warnings.append(
-                f"always-scope entry {stored.id!r} has type {kind!r}, which no "
-                "pool admits; it is not loaded"
-            )
+            if value.get("scope") == _ALWAYS:
+                warnings.append(
+                    f"always-scope entry {ident(index, value)!r} has type "
+                    f"{kind!r}, which no pool admits; it is not loaded"
+                )
             continue
         entries.append(value)
-    return _Snapshot(
-        version, entries, frozenset(types), skipped, always_skipped, warnings
+    return Loadable(entries, frozenset(types), skipped, always_skipped, warnings)
+
+
+def _unreadable(value: object) -> str | None:
+    """Why a stored value cannot be an entry at all, or None."""
+    if not isinstance(value, Mapping):
+        return f"must be a JSON object, got {_kind_of(value)}"
+    if set(value) == {"id", "unreadable"}:  # the marker of get/list
+        return str(value["unreadable"])
+    if not isinstance(value.get("type", "note"), str):
+        return f"type: must be a str, got {type(value['type']).__name__}"
+    return None
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, (list, str, bool, int, float)) or value is None:
+        return _json_kind(value)
+    return type(value).__name__
+
+
+def _load(
+    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
+) -> _Snapshot:
+    """Parse and check candidate rows by :func:`loadable`, the one rule."""
+    found = loadable(
+        [_readable(stored) for stored in rows],
+        pools=pools,
+        ids=[stored.id for stored in rows],
+        scopes=[stored.scope for stored in rows],
     )
+    return _Snapshot(version, *found)
 
 
 # ===========================================================================

@@ -412,6 +412,69 @@ def test_a_bad_stored_item_is_skipped_and_named_never_fatal():
         assert entry["content"] in system.text
 
 
+def bad_type_store():
+    """A correction, and two always-scope items whose ``type`` is not a str:
+    the old adapters raised ``unhashable type: 'list'`` on every turn for
+    the first and silently left out the second."""
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    store.put(
+        space,
+        "c1",
+        {"id": "c1", "type": "correction", "scope": "always", "content": "No push"},
+    )
+    store.put(
+        space,
+        "c2",
+        {"id": "c2", "type": ["correction"], "scope": "always", "content": "Sign"},
+    )
+    store.put(space, "c3", {"id": "c3", "type": 5, "scope": "always", "content": "Q"})
+    return store
+
+
+def check_bad_types_named(messages):
+    system = system_of(messages)
+    assert "No push" in system.text
+    for ident, kind in (("c2", "list"), ("c3", "int")):
+        assert (
+            f"always-scope entry '{ident}' could not be loaded "
+            f"(type: must be a str, got {kind})" in system.text
+        )
+    skipped = system.additional_kwargs[METADATA_KEY]["skipped"]
+    assert sorted(s["id"] for s in skipped) == ["c2", "c3"]
+    assert messages[-1].text == "push the branch"
+
+
+def test_items_whose_type_is_not_a_str_are_named_on_every_path():
+    """One rule (the store's ``loadable``) for the middleware, the prompt
+    callable, the node and ``with_memory``: the turn runs, both are named."""
+    turn = {"messages": [HumanMessage("push the branch")]}
+    model = recording()
+    create_agent(
+        model, [], middleware=[memory_middleware()], store=bad_type_store()
+    ).invoke(turn, config())
+    asyncio.run(
+        create_agent(
+            model, [], middleware=[memory_middleware()], store=bad_type_store()
+        ).ainvoke(turn, config())
+    )
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        create_react_agent(
+            model, [], prompt=memory_prompt(), store=bad_type_store()
+        ).invoke(turn, config())
+    node = memory_node(model)
+    graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
+    graph.compile(store=bad_type_store()).invoke(turn, config())
+    assert len(model.received) == 4
+    for messages in model.received:
+        check_bad_types_named(messages)
+    values = load_entries(bad_type_store(), ("memories", "ada"))
+    check_bad_types_named(with_memory(turn["messages"], values))
+
+
 # --- LangGraph's prebuilt agent with the prompt callable --------------------
 
 
