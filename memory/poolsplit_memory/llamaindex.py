@@ -32,6 +32,8 @@ under ``chat_history_token_ratio`` of ``token_limit``), or use ``priority=0``.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -54,7 +56,7 @@ from poolsplit import (
     render,
 )
 
-from poolsplit_memory import InvalidInput, Store
+from poolsplit_memory import InvalidInput, Store, build_entry
 
 __all__ = ["EPISODE_TYPE", "PoolsplitMemoryBlock"]
 
@@ -151,30 +153,65 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Write each flushed turn (a user message and its replies) as an episode.
 
-        The episode goes into the store, so it outlives the process and any
-        block over the same store (and namespace) recalls it. A turn too long
-        for one entry (the store's size cap) is written as consecutive parts,
-        never cut.
+        The episodes go into the store, so they outlive the process and any
+        block over the same store (and namespace) recalls them. A turn too
+        long for one entry (the store's ``max_entry_tokens`` by its
+        ``token_counter``) is written as consecutive parts, never cut: split
+        at the last whitespace that fits, or at any character when a part
+        has none (CJK text, one long word). Every episode of the call is
+        written in one transaction (``import_jsonl``): all or none.
         """
         turns: list[list[ChatMessage]] = []
         for chat in messages:
             if chat.role == MessageRole.USER or not turns:
                 turns.append([])
             turns[-1].append(chat)
-        for turn in turns:
-            content = "\n".join(f"{chat.role.value}: {_text(chat)}" for chat in turn)
-            await asyncio.to_thread(self._write_episode, content)
+        entries = [
+            build_entry(part, type=EPISODE_TYPE, now=self.now)
+            for turn in turns
+            for part in self._parts(
+                "\n".join(f"{chat.role.value}: {_text(chat)}" for chat in turn)
+            )
+        ]
+        if entries:
+            lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+            await asyncio.to_thread(self.store.import_jsonl, io.StringIO(lines))
 
-    def _write_episode(self, content: str) -> None:
-        try:
-            self.store.remember(content, type=EPISODE_TYPE, now=self.now)
-        except InvalidInput as exc:
-            words = content.split(" ")
-            if exc.field != "content" or len(words) < 2:
-                raise
-            half = len(words) // 2
-            self._write_episode(" ".join(words[:half]))
-            self._write_episode(" ".join(words[half:]))
+    def _parts(self, content: str) -> list[str]:
+        """``content`` in consecutive parts of at most the store's entry size.
+
+        Each part is the longest prefix that fits (binary search on the
+        store's counter), cut back to its last whitespace when it has one;
+        blank parts are dropped (they carry nothing).
+
+        Raises:
+            InvalidInput: one character alone passes ``max_entry_tokens``.
+        """
+        count, limit = self.store.token_counter, self.store.max_entry_tokens
+        parts: list[str] = []
+        rest = content
+        while rest.strip():
+            if count(rest) <= limit:
+                parts.append(rest)
+                break
+            low, high = 0, len(rest)  # rest[:low] fits, rest[:high] does not
+            while high - low > 1:
+                middle = (low + high) // 2
+                if count(rest[:middle]) <= limit:
+                    low = middle
+                else:
+                    high = middle
+            if low == 0:
+                raise InvalidInput(
+                    "content",
+                    f"one character is over max_entry_tokens ({limit}) "
+                    "by the store's token_counter",
+                )
+            space = max(rest.rfind(" ", 0, low), rest.rfind("\n", 0, low))
+            cut = space + 1 if space > 0 else low
+            parts.append(rest[:cut])
+            rest = rest[cut:]
+        return [part for part in parts if part.strip()]
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop context entries, lowest-ranked first; keep every always-scope one.

@@ -669,6 +669,16 @@ class Store:
         self._cache_lock = threading.Lock()
 
     @property
+    def token_counter(self) -> TokenCounter:
+        """The counter of ``max_entry_tokens`` and of the pools' budgets."""
+        return self._token_counter
+
+    @property
+    def max_entry_tokens(self) -> int:
+        """The most tokens one entry's content may have."""
+        return self._max_entry_tokens
+
+    @property
     def url(self) -> str:
         """The database URL, any password masked."""
         return self._backend.url

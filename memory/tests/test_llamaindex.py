@@ -29,7 +29,7 @@ from poolsplit import DEMO_NOW, PoolsplitWarning, demo_pools, demo_store
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import poolsplit_memory.llamaindex as adapter
-from poolsplit_memory import open_store
+from poolsplit_memory import InvalidInput, open_store
 from poolsplit_memory.llamaindex import PoolsplitMemoryBlock
 
 POOLS = demo_pools()
@@ -183,6 +183,41 @@ def test_a_turn_too_long_for_one_entry_is_stored_in_parts(tmp_path):
     assert len(parts) > 1
     stored = " ".join(p["content"] for p in parts).split()
     assert stored[0] == "user:" and stored[1:] == text.split()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["记忆" * 5000, "see " + "x" * 12000 + " end"],
+    ids=["10000-CJK-characters", "one-12000-character-word"],
+)
+def test_a_long_turn_without_spaces_is_stored_whole_in_parts(tmp_path, text):
+    """Splitting at spaces only raised InvalidInput after part of the turn
+    was stored; now it cuts at any character when a part has no space."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        block = PoolsplitMemoryBlock(store=store, priority=1)
+        turn = [
+            ChatMessage(role="user", content=text),
+            ChatMessage(role="assistant", content="ok"),
+        ]
+        asyncio.run(block.aput(turn))
+        parts = [p["content"] for p in store.list(type="episode", limit=500).entries]
+    assert len(parts) > 1
+    assert all(store.token_counter(p) <= store.max_entry_tokens for p in parts)
+    assert "".join(parts) == f"user: {text}\nassistant: ok"
+
+
+def test_the_turns_of_one_flush_are_stored_all_or_none(tmp_path):
+    """A turn the store refuses (a NUL character) leaves no earlier part or
+    turn of the same flush behind."""
+    with open_store(str(tmp_path / "m.db"), max_entry_tokens=50) as store:
+        block = PoolsplitMemoryBlock(store=store, priority=1)
+        turns = [
+            ChatMessage(role="user", content="w " * 500),
+            ChatMessage(role="user", content="bad \x00 byte"),
+        ]
+        with pytest.raises(InvalidInput, match="NUL"):
+            asyncio.run(block.aput(turns))
+        assert store.list(limit=500).entries == []
 
 
 def test_a_warm_turn_with_the_blocks_own_pools_reads_no_rows(tmp_path):
