@@ -102,6 +102,9 @@ history report; the model reads only the text."""
 # Items read per BaseStore.search call while loading a namespace. search takes
 # one limit per call, so a namespace is read page by page, never cut at a limit.
 PAGE_SIZE: Final = 500
+# Whole reads of a namespace of several pages before giving up (see
+# load_entries): two agree unless it changes during the read.
+MAX_PASSES: Final = 4
 
 Namespace = Union[tuple[str, ...], Callable[[RunnableConfig], tuple[str, ...]]]
 """A namespace, or a function of the run's config that returns one."""
@@ -293,34 +296,72 @@ def load_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
     Only items whose namespace equals ``namespace`` are kept, because with
     user ids as namespaces a longer one is another user's data. Pages of
     ``PAGE_SIZE`` items are read until a short page, so no single ``limit``
-    cuts the namespace. Cost: one search per page of the prefix's items.
+    cuts the namespace.
+
+    ``search`` pages by offset, so an item deleted between two page reads
+    shifts the next page and one item (maybe a correction) would be missed.
+    One page is one read; when the prefix needs several, the whole read is
+    repeated until two passes in a row find the same keys (a delete between
+    pages removes an item the pass already had, so the next pass differs),
+    at most ``MAX_PASSES`` passes. Cost: one search per page of the prefix's
+    items, twice when there is more than one page.
+
+    Raises:
+        RuntimeError: the namespace changed during every one of
+            ``MAX_PASSES`` passes; retry the turn.
     """
     return [item.value for item in _load_items(store, namespace)]
 
 
 def _load_items(store: BaseStore, namespace: tuple[str, ...]) -> list[Item]:
     _check_namespace(namespace)
-    entries: dict[str, Item] = {}
-    offset = 0
-    while True:
-        page = store.search(namespace, limit=PAGE_SIZE, offset=offset)
-        _keep_exact(entries, page, namespace)
-        if len(page) < PAGE_SIZE:
-            return list(entries.values())
-        offset += PAGE_SIZE
+    passes: list[dict[str, Item]] = []
+    while len(passes) < MAX_PASSES:
+        found: dict[str, Item] = {}
+        pages = 0
+        while True:
+            page = store.search(namespace, limit=PAGE_SIZE, offset=pages * PAGE_SIZE)
+            pages += 1
+            _keep_exact(found, page, namespace)
+            if len(page) < PAGE_SIZE:
+                break
+        if _stable(passes, found, pages):
+            return list(found.values())
+        passes.append(found)
+    raise _unstable(namespace)
 
 
 async def _aload_items(store: BaseStore, namespace: tuple[str, ...]) -> list[Item]:
     """:func:`_load_items` through ``asearch`` (an async store's native path)."""
     _check_namespace(namespace)
-    entries: dict[str, Item] = {}
-    offset = 0
-    while True:
-        page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
-        _keep_exact(entries, page, namespace)
-        if len(page) < PAGE_SIZE:
-            return list(entries.values())
-        offset += PAGE_SIZE
+    passes: list[dict[str, Item]] = []
+    while len(passes) < MAX_PASSES:
+        found: dict[str, Item] = {}
+        pages = 0
+        while True:
+            page = await store.asearch(
+                namespace, limit=PAGE_SIZE, offset=pages * PAGE_SIZE
+            )
+            pages += 1
+            _keep_exact(found, page, namespace)
+            if len(page) < PAGE_SIZE:
+                break
+        if _stable(passes, found, pages):
+            return list(found.values())
+        passes.append(found)
+    raise _unstable(namespace)
+
+
+def _stable(passes: list[dict[str, Item]], found: dict[str, Item], pages: int) -> bool:
+    """One page is one consistent read; several must match the previous pass."""
+    return pages == 1 or (bool(passes) and passes[-1].keys() == found.keys())
+
+
+def _unstable(namespace: tuple[str, ...]) -> RuntimeError:
+    return RuntimeError(
+        f"namespace {namespace!r} changed during each of {MAX_PASSES} reads; "
+        "retry the turn"
+    )
 
 
 def _keep_exact(

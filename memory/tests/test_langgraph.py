@@ -475,6 +475,54 @@ def test_items_whose_type_is_not_a_str_are_named_on_every_path():
     check_bad_types_named(with_memory(turn["messages"], values))
 
 
+class DeletesBetweenPages(InMemoryStore):
+    """Another worker forgets the first item read, right after the first page."""
+
+    calls: int = 0
+
+    def search(self, *args, **kwargs):
+        page = super().search(*args, **kwargs)
+        self.calls += 1
+        if self.calls == 1:
+            self.delete(("memories", "ada"), page[0].key)
+        return page
+
+    async def asearch(self, *args, **kwargs):
+        return self.search(*args, **kwargs)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_delete_between_pages_skips_no_item(run):
+    """Offset paging shifted the second page: item 500 (maybe a correction)
+    was missed. Now the read repeats until two passes agree."""
+    store = DeletesBetweenPages()
+    space = ("memories", "ada")
+    for number in range(600):
+        key = f"n{number:03}"
+        store.put(space, key, {"id": key, "type": "note", "content": f"note {number}"})
+    if run == "sync":
+        got = {e["id"] for e in load_entries(store, space)}
+    else:
+        got = {i.key for i in asyncio.run(adapter._aload_items(store, space))}
+    alive = {i.key for i in InMemoryStore.search(store, space, limit=1000)}
+    assert len(alive) == 599 and got == alive
+
+
+def test_a_namespace_changing_during_every_read_is_an_error_not_a_gap():
+    class Churn(InMemoryStore):
+        def search(self, *args, **kwargs):
+            page = super().search(*args, **kwargs)
+            if page:
+                self.delete(page[0].namespace, page[0].key)
+            return page
+
+    store = Churn()
+    for number in range(2000):
+        store.put(("m", "u"), f"k{number}", {"id": f"k{number}", "content": "x"})
+    with pytest.raises(RuntimeError, match="changed during each of 4 reads"):
+        load_entries(store, ("m", "u"))
+
+
 # --- LangGraph's prebuilt agent with the prompt callable --------------------
 
 
