@@ -18,6 +18,7 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
     pytest.importorskip("langgraph", reason="pip install 'poolsplit-memory[langgraph]'")
     pytest.importorskip("langchain", reason="pip install 'poolsplit-memory[langgraph]'")
 
+from _readme import python_blocks
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -521,6 +522,34 @@ def test_a_namespace_changing_during_every_read_is_an_error_not_a_gap():
         store.put(("m", "u"), f"k{number}", {"id": f"k{number}", "content": "x"})
     with pytest.raises(RuntimeError, match="changed during each of 4 reads"):
         load_entries(store, ("m", "u"))
+
+
+def test_the_readme_snippets_run_as_written():
+    """Each Python block of the README's LangChain/LangGraph section runs with
+    a fake model (``model``, ``tools``, ``store`` and ``graph`` are the
+    reader's own objects), so a snippet cannot rot unnoticed."""
+    create, prebuilt = python_blocks("LangChain and LangGraph")
+    model = recording()
+    exec(
+        compile(create, "README.md: create_agent", "exec"),
+        {"model": model, "tools": []},
+    )
+    assert model.received[0][-1].text == "Fix the billing export"
+    system_of(model.received[0])
+
+    store, graph = ada_store(), StateGraph(MessagesState)
+    scope = {"model": model, "tools": [], "store": store, "graph": graph}
+    with warnings.catch_warnings():  # create_react_agent: deprecated, still used
+        warnings.simplefilter("ignore", DeprecationWarning)
+        exec(compile(prebuilt, "README.md: create_react_agent", "exec"), scope)
+    turn = {"messages": [HumanMessage("debug the billing work")]}
+    scope["agent"].invoke(turn, config())
+    graph.add_edge(START, "model").compile(store=store).invoke(turn, config())
+    assert len(model.received) == 3
+    for messages in model.received[1:]:
+        for entry in ALWAYS:
+            assert entry["content"] in system_of(messages).text
+        assert messages[-1].text == "debug the billing work"
 
 
 # --- LangGraph's prebuilt agent with the prompt callable --------------------

@@ -22,6 +22,7 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
         "llama_index.core", reason="pip install 'poolsplit-memory[llamaindex]'"
     )
 
+from _readme import python_blocks
 from conftest import plant
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock, Memory, StaticMemoryBlock
@@ -243,6 +244,30 @@ def test_a_warm_turn_with_the_blocks_own_pools_reads_no_rows(tmp_path):
         assert store._backend.rows_read == before
         assert warm == cold and "Never force-push" in warm
         assert warm == store.recall("fact 7", pools=[POOLS[0], POOLS[2]]).text
+
+
+def test_the_readme_snippet_runs_as_written(tmp_path, monkeypatch):
+    """The README's LlamaIndex block, as written (it lacked the import of
+    ``Memory``), then a turn through the ``Memory`` it builds."""
+    (snippet,) = python_blocks("LlamaIndex:")
+    monkeypatch.chdir(tmp_path)  # the snippet opens "memory.db" here
+    scope: dict = {}
+    exec(compile(snippet, "README.md: LlamaIndex", "exec"), scope)
+    memory, block = scope["memory"], scope["block"]
+    block.store.remember("Never force-push to main", type="correction", scope="always")
+    memory.tokenizer_fn = str.split  # the default fetches tiktoken's files
+
+    async def turn():
+        await memory.aput(ChatMessage(role="user", content="push the branch"))
+        try:
+            return await memory.aget()
+        finally:  # the engine Memory made for itself (its chat store's)
+            await memory.sql_store._async_engine.dispose()
+
+    try:
+        assert "Never force-push to main" in memory_text(asyncio.run(turn()))
+    finally:
+        block.store.close()
 
 
 def test_without_pools_the_block_uses_the_stores_not_the_demos(tmp_path):
