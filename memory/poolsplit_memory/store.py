@@ -1224,9 +1224,10 @@ def loadable(
     always-scope one (by its body or by ``scopes``, the storage's scope
     column) is also in ``always_skipped``, for :func:`not_loaded`. Inactive
     entries are left out silently. With ``pools`` that all name types, an
-    entry of a type none admits is left out, and an always-scope one warned
-    about. ``ids`` names each value in reports (default: its ``id``).
-    Cost: O(n).
+    entry of a type none admits is left out; an always-scope one is warned
+    about and, as it may be a correction, also in ``always_skipped`` (named
+    in the text, not in ``skipped``: the row itself is valid). ``ids``
+    names each value in reports (default: its ``id``). Cost: O(n).
     """
     skipped: list[Skipped] = []
     always_skipped: list[Skipped] = []
@@ -1278,6 +1279,9 @@ def loadable(
                 warnings.append(
                     f"always-scope entry {ident(index, value)!r} has type "
                     f"{kind!r}, which no pool admits; it is not loaded"
+                )
+                always_skipped.append(
+                    Skipped(ident(index, value), f"type: no pool admits {kind!r}")
                 )
             continue
         entries.append(value)

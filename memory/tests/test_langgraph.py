@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
-from poolsplit import DEMO_NOW, demo_pools, demo_store, retrieve_pools
+from poolsplit import DEMO_NOW, Pool, demo_pools, demo_store, retrieve_pools
 from pydantic import Field
 
 from poolsplit_memory import InvalidInput
@@ -474,6 +474,29 @@ def test_items_whose_type_is_not_a_str_are_named_on_every_path():
         check_bad_types_named(messages)
     values = load_entries(bad_type_store(), ("memories", "ada"))
     check_bad_types_named(with_memory(turn["messages"], values))
+
+
+def test_an_always_item_no_given_pool_admits_is_named_in_the_text():
+    """Type "Correction" (capital C) fits no given pool: it was only a
+    warning in the metadata; the model now reads that it is missing."""
+    store = bad_type_store()
+    store.put(
+        ("memories", "ada"),
+        "c4",
+        {"id": "c4", "type": "Correction", "scope": "always", "content": "Rebase"},
+    )
+    model = recording()
+    pools = [Pool("corrections", 400, 4, ("correction",))]
+    create_agent(model, [], middleware=[memory_middleware(pools)], store=store).invoke(
+        {"messages": [HumanMessage("push the branch")]}, config()
+    )
+    system = system_of(model.received[0])
+    assert (
+        "always-scope entry 'c4' could not be loaded "
+        "(type: no pool admits 'Correction')" in system.text
+    )
+    assert any("'c4'" in w for w in system.additional_kwargs[METADATA_KEY]["warnings"])
+    check_bad_types_named(model.received[0])
 
 
 class DeletesBetweenPages(InMemoryStore):

@@ -246,6 +246,17 @@ def test_a_warm_turn_with_the_blocks_own_pools_reads_no_rows(tmp_path):
         assert warm == store.recall("fact 7", pools=[POOLS[0], POOLS[2]]).text
 
 
+def test_an_always_entry_no_given_pool_admits_is_named_in_the_text(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        lost = store.remember("Rebase first", type="Correction", scope="always")
+        block = PoolsplitMemoryBlock(store=store, pools=POOLS, priority=1)
+        text = asyncio.run(block.aget([ChatMessage(role="user", content="push")]))
+    assert (
+        f"always-scope entry {lost.id!r} could not be loaded "
+        "(type: no pool admits 'Correction')" in text
+    )
+
+
 def test_the_readme_snippet_runs_as_written(tmp_path, monkeypatch):
     """The README's LlamaIndex block, as written (it lacked the import of
     ``Memory``), then a turn through the ``Memory`` it builds."""
