@@ -80,7 +80,7 @@ from poolsplit_memory import (
     build_entry,
     check_entry,
 )
-from poolsplit_memory._entries import loadable, notice, pools_for
+from poolsplit_memory._entries import Prepared, prepare
 
 __all__ = [
     "METADATA_KEY",
@@ -102,6 +102,9 @@ history report; the model reads only the text."""
 # Items read per BaseStore.search call while loading a namespace. search takes
 # one limit per call, so a namespace is read page by page, never cut at a limit.
 PAGE_SIZE: Final = 500
+# Whole reads of a namespace of several pages before giving up (see
+# load_entries): two agree unless it changes during the read.
+MAX_PASSES: Final = 4
 
 Namespace = Union[tuple[str, ...], Callable[[RunnableConfig], tuple[str, ...]]]
 """A namespace, or a function of the run's config that returns one."""
@@ -137,7 +140,11 @@ def with_memory(
     """The model's input: one merged system message, then the history.
 
     The pools (None: the store's defaults for ``entries``) are filled for
-    the latest ``HumanMessage`` (or "" when there is none). That message and
+    the latest ``HumanMessage`` (or "" when there is none). ``entries`` are
+    read by the store's one rule (:func:`poolsplit_memory.store.loadable`):
+    one that fails it is left out and listed in
+    ``additional_kwargs["poolsplit"]["skipped"]``, an always-scope one also
+    named in the text, never fatal to the turn. That message and
     everything after it (the current turn: tool calls and their results) are
     always sent, whole, even when they alone pass ``max_history_tokens``: a
     model must never answer a question it was not shown. The earlier history
@@ -152,17 +159,15 @@ def with_memory(
     Raises:
         TypeError: ``max_history_tokens`` is not an int.
         ValueError: ``max_history_tokens`` is negative.
-        The errors of ``poolsplit.retrieve_pools`` for bad entries or pools.
+        The errors of ``poolsplit.retrieve_pools`` for bad pools.
     """
     return _with_memory(
         messages,
-        entries,
-        pools,
+        prepare(list(entries), pools),
         prompt=prompt,
         max_history_tokens=max_history_tokens,
         headers=headers,
         now=now,
-        skipped=[],
     )
 
 
@@ -176,14 +181,12 @@ def _latest_human(history: Sequence[BaseMessage]) -> int | None:
 
 def _with_memory(
     messages: Sequence[BaseMessage],
-    entries: Iterable[Any],
-    pools: Sequence[Pool] | None,
+    read: Prepared,
     *,
     prompt: str,
     max_history_tokens: int,
     headers: Mapping[str, str] | None,
     now: datetime | None,
-    skipped: list[dict[str, str]],
 ) -> list[BaseMessage]:
     if isinstance(max_history_tokens, bool) or not isinstance(max_history_tokens, int):
         raise TypeError(
@@ -198,9 +201,7 @@ def _with_memory(
     current = [] if start is None else history[start:]
     earlier = history if start is None else history[:start]
     message = "" if start is None else history[start].text
-    store = list(entries)
-    chosen = pools_for(pools, store)
-    results = retrieve_pools(store, chosen, {"message": message}, now=now)
+    results = retrieve_pools(read.entries, read.pools, {"message": message}, now=now)
     current_tokens = count_tokens_approximately(current)
     room = max_history_tokens - current_tokens
     kept: list[BaseMessage] = []
@@ -219,7 +220,7 @@ def _with_memory(
         "max_history_tokens": max_history_tokens,
     }
     system = _system_message(
-        _joined(prompt, *own), results, headers, skipped, history=report
+        _joined(prompt, *own), results, headers, read, history=report
     )
     return [system, *kept, *current]
 
@@ -232,7 +233,7 @@ def _system_message(
     prompt: str,
     results: Mapping[str, Sequence[Mapping[str, Any]]],
     headers: Mapping[str, str] | None,
-    skipped: list[dict[str, str]],
+    read: Prepared,
     **report: Any,
 ) -> SystemMessage:
     """The agent's prompt, then the rendered pools, as ONE ``SystemMessage``.
@@ -241,9 +242,14 @@ def _system_message(
     itself, so the model (and whoever reads the transcript) knows a
     correction is missing; every skipped entry is in the metadata.
     """
-    text = _joined(prompt, render(results, headers=headers) + notice(skipped))
+    text = _joined(prompt, render(results, headers=headers) + read.notice)
     pools = {name: [e.get("id") for e in chosen] for name, chosen in results.items()}
-    meta = {"pools": pools, "skipped": skipped, **report}
+    meta = {
+        "pools": pools,
+        "skipped": read.skipped,
+        "warnings": read.warnings,
+        **report,
+    }
     return SystemMessage(content=text, additional_kwargs={METADATA_KEY: meta})
 
 
@@ -290,40 +296,87 @@ def load_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
     Only items whose namespace equals ``namespace`` are kept, because with
     user ids as namespaces a longer one is another user's data. Pages of
     ``PAGE_SIZE`` items are read until a short page, so no single ``limit``
-    cuts the namespace. Cost: one search per page of the prefix's items.
+    cuts the namespace.
+
+    ``search`` pages by offset, so an item deleted between two page reads
+    shifts the next page and one item (maybe a correction) would be missed.
+    One page is one read; when the prefix needs several, the whole read is
+    repeated until two passes in a row find the same keys (a delete between
+    pages removes an item the pass already had, so the next pass differs),
+    at most ``MAX_PASSES`` passes. Cost: one search per page of the prefix's
+    items, twice when there is more than one page.
+
+    Raises:
+        RuntimeError: the namespace changed during every one of
+            ``MAX_PASSES`` passes; retry the turn.
     """
+    return [item.value for item in _load_items(store, namespace)]
+
+
+def _load_items(store: BaseStore, namespace: tuple[str, ...]) -> list[Item]:
     _check_namespace(namespace)
-    entries: dict[str, Any] = {}
-    offset = 0
-    while True:
-        page = store.search(namespace, limit=PAGE_SIZE, offset=offset)
-        _keep_exact(entries, page, namespace)
-        if len(page) < PAGE_SIZE:
-            return list(entries.values())
-        offset += PAGE_SIZE
+    passes: list[dict[str, Item]] = []
+    while len(passes) < MAX_PASSES:
+        found: dict[str, Item] = {}
+        pages = 0
+        while True:
+            page = store.search(namespace, limit=PAGE_SIZE, offset=pages * PAGE_SIZE)
+            pages += 1
+            _keep_exact(found, page, namespace)
+            if len(page) < PAGE_SIZE:
+                break
+        if _stable(passes, found, pages):
+            return list(found.values())
+        passes.append(found)
+    raise _unstable(namespace)
+
+
+async def _aload_items(store: BaseStore, namespace: tuple[str, ...]) -> list[Item]:
+    """:func:`_load_items` through ``asearch`` (an async store's native path)."""
+    _check_namespace(namespace)
+    passes: list[dict[str, Item]] = []
+    while len(passes) < MAX_PASSES:
+        found: dict[str, Item] = {}
+        pages = 0
+        while True:
+            page = await store.asearch(
+                namespace, limit=PAGE_SIZE, offset=pages * PAGE_SIZE
+            )
+            pages += 1
+            _keep_exact(found, page, namespace)
+            if len(page) < PAGE_SIZE:
+                break
+        if _stable(passes, found, pages):
+            return list(found.values())
+        passes.append(found)
+    raise _unstable(namespace)
+
+
+def _stable(passes: list[dict[str, Item]], found: dict[str, Item], pages: int) -> bool:
+    """One page is one consistent read; several must match the previous pass."""
+    return pages == 1 or (bool(passes) and passes[-1].keys() == found.keys())
+
+
+def _unstable(namespace: tuple[str, ...]) -> RuntimeError:
+    return RuntimeError(
+        f"namespace {namespace!r} changed during each of {MAX_PASSES} reads; "
+        "retry the turn"
+    )
 
 
 def _keep_exact(
-    entries: dict[str, Any], page: Sequence[Item], namespace: tuple[str, ...]
+    entries: dict[str, Item], page: Sequence[Item], namespace: tuple[str, ...]
 ) -> None:
     """Add the page's items of exactly ``namespace``, once per key (a write
     between two pages can shift an item into the next one)."""
     for item in page:
         if item.namespace == namespace:
-            entries.setdefault(item.key, item.value)
+            entries.setdefault(item.key, item)
 
 
-async def _aload_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
-    """:func:`load_entries` through ``asearch`` (an async store's native path)."""
-    _check_namespace(namespace)
-    entries: dict[str, Any] = {}
-    offset = 0
-    while True:
-        page = await store.asearch(namespace, limit=PAGE_SIZE, offset=offset)
-        _keep_exact(entries, page, namespace)
-        if len(page) < PAGE_SIZE:
-            return list(entries.values())
-        offset += PAGE_SIZE
+def _prepare(items: list[Item], pools: Sequence[Pool] | None) -> Prepared:
+    """The items' values by the store's rule, each named by its key."""
+    return prepare([i.value for i in items], pools, ids=[i.key for i in items])
 
 
 def remember(
@@ -398,19 +451,20 @@ class _MemoryMiddleware(AgentMiddleware):
             )
         return store, _namespace(self.namespace, get_config())
 
-    def _request(self, request: ModelRequest, values: list[Any]) -> ModelRequest:
-        entries, skipped = loadable(values)
+    def _request(self, request: ModelRequest, items: list[Item]) -> ModelRequest:
+        read = _prepare(items, self.pools)
         history: list[AnyMessage] = [
             m for m in request.messages if not isinstance(m, SystemMessage)
         ]
         start = _latest_human(history)
         message = "" if start is None else history[start].text
-        pools = pools_for(self.pools, entries)
-        results = retrieve_pools(entries, pools, {"message": message}, now=self.now)
+        results = retrieve_pools(
+            read.entries, read.pools, {"message": message}, now=self.now
+        )
         own = [request.system_message.text] if request.system_message else []
         own += [m.text for m in request.messages if isinstance(m, SystemMessage)]
         system = _system_message(
-            _joined(self.prompt, *own), results, self.headers, skipped
+            _joined(self.prompt, *own), results, self.headers, read
         )
         return request.override(system_message=system, messages=history)
 
@@ -420,7 +474,7 @@ class _MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse:
         store, space = self._store(request)
-        return handler(self._request(request, load_entries(store, space)))
+        return handler(self._request(request, _load_items(store, space)))
 
     async def awrap_model_call(
         self,
@@ -428,8 +482,8 @@ class _MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         store, space = self._store(request)
-        values = await _aload_entries(store, space)
-        return await handler(self._request(request, values))
+        items = await _aload_items(store, space)
+        return await handler(self._request(request, items))
 
 
 def memory_middleware(
@@ -481,16 +535,13 @@ def memory_prompt(
                 "reads the entries from the agent's store"
             )
         space = _namespace(namespace, get_config())
-        entries, skipped = loadable(load_entries(store, space))
         return _with_memory(
             state["messages"],
-            entries,
-            pools,
+            _prepare(_load_items(store, space), pools),
             prompt=prompt,
             max_history_tokens=max_history_tokens,
             headers=headers,
             now=now,
-            skipped=skipped,
         )
 
     return memory_prompt
@@ -522,16 +573,14 @@ def memory_node(
     ) -> dict[str, list[AnyMessage]]:
         if store is None:
             raise ValueError("compile the graph with store=...: entries live there")
-        entries, skipped = loadable(load_entries(store, _namespace(namespace, config)))
+        items = _load_items(store, _namespace(namespace, config))
         messages = _with_memory(
             state["messages"],
-            entries,
-            pools,
+            _prepare(items, pools),
             prompt=prompt,
             max_history_tokens=max_history_tokens,
             headers=headers,
             now=now,
-            skipped=skipped,
         )
         return {"messages": [model.invoke(messages, config)]}
 

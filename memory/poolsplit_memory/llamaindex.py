@@ -32,6 +32,8 @@ under ``chat_history_token_ratio`` of ``token_limit``), or use ``priority=0``.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -52,11 +54,9 @@ from poolsplit import (
     PoolsplitWarning,
     default_token_counter,
     render,
-    retrieve_pools,
 )
 
-from poolsplit_memory import InvalidInput, Store
-from poolsplit_memory._entries import loadable, notice
+from poolsplit_memory import InvalidInput, Store, build_entry
 
 __all__ = ["EPISODE_TYPE", "PoolsplitMemoryBlock"]
 
@@ -80,9 +80,8 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
     ``store.recall`` (its cache, its report of unreadable rows): the pools
     given to ``open_store(url, pools=...)``, else the package's neutral
     ``DEFAULT_POOLS`` (one pool per common type and a spill-over pool for
-    the rest; never the demo's). ``pools`` given fills those instead, over
-    every entry of the store's namespace read page by page each turn
-    (``store.list``), budgets counted by poolsplit's default counter.
+    the rest; never the demo's). ``pools`` given fills those instead
+    (``store.recall(..., pools=...)``: the same cache and rule).
     ``token_counter`` should count as the ``Memory``'s ``tokenizer_fn``
     does, so that ``atruncate`` saves what ``Memory`` asked for. ``now``
     fixes the clock of recall and of the episodes' ``created`` (tests);
@@ -140,55 +139,79 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
         return text
 
     def _recall(self, message: str) -> tuple[Results, str]:
-        """The pools for ``message`` and the line naming unloadable corrections."""
-        if self.pools is None:
-            recall = self.store.recall(message, now=self.now)
-            results = {name: list(chosen) for name, chosen in recall.pools.items()}
-            plain = render(results)
-            rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
-            return results, rest
-        entries, skipped = loadable(self._entries())
-        chosen = retrieve_pools(entries, self.pools, {"message": message}, now=self.now)
-        return chosen, notice(skipped)
+        """The pools for ``message`` and the block naming unloadable corrections.
 
-    def _entries(self) -> list[dict[str, Any]]:
-        """Every entry of the store's namespace, page by page."""
-        entries: list[dict[str, Any]] = []
-        cursor = None
-        while True:
-            page = self.store.list(limit=500, cursor=cursor)
-            entries.extend(page.entries)  # an unreadable row: {"id", "unreadable"}
-            cursor = page.next_cursor
-            if cursor is None:
-                return entries
+        Always ``store.recall`` (with the block's pools when given), so the
+        store's warm cache applies and its one rule decides what loads.
+        """
+        recall = self.store.recall(message, now=self.now, pools=self.pools)
+        results = {name: list(chosen) for name, chosen in recall.pools.items()}
+        plain = render(results)
+        rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
+        return results, rest
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Write each flushed turn (a user message and its replies) as an episode.
 
-        The episode goes into the store, so it outlives the process and any
-        block over the same store (and namespace) recalls it. A turn too long
-        for one entry (the store's size cap) is written as consecutive parts,
-        never cut.
+        The episodes go into the store, so they outlive the process and any
+        block over the same store (and namespace) recalls them. A turn too
+        long for one entry (the store's ``max_entry_tokens`` by its
+        ``token_counter``) is written as consecutive parts, never cut: split
+        at the last whitespace that fits, or at any character when a part
+        has none (CJK text, one long word). Every episode of the call is
+        written in one transaction (``import_jsonl``): all or none.
         """
         turns: list[list[ChatMessage]] = []
         for chat in messages:
             if chat.role == MessageRole.USER or not turns:
                 turns.append([])
             turns[-1].append(chat)
-        for turn in turns:
-            content = "\n".join(f"{chat.role.value}: {_text(chat)}" for chat in turn)
-            await asyncio.to_thread(self._write_episode, content)
+        entries = [
+            build_entry(part, type=EPISODE_TYPE, now=self.now)
+            for turn in turns
+            for part in self._parts(
+                "\n".join(f"{chat.role.value}: {_text(chat)}" for chat in turn)
+            )
+        ]
+        if entries:
+            lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+            await asyncio.to_thread(self.store.import_jsonl, io.StringIO(lines))
 
-    def _write_episode(self, content: str) -> None:
-        try:
-            self.store.remember(content, type=EPISODE_TYPE, now=self.now)
-        except InvalidInput as exc:
-            words = content.split(" ")
-            if exc.field != "content" or len(words) < 2:
-                raise
-            half = len(words) // 2
-            self._write_episode(" ".join(words[:half]))
-            self._write_episode(" ".join(words[half:]))
+    def _parts(self, content: str) -> list[str]:
+        """``content`` in consecutive parts of at most the store's entry size.
+
+        Each part is the longest prefix that fits (binary search on the
+        store's counter), cut back to its last whitespace when it has one;
+        blank parts are dropped (they carry nothing).
+
+        Raises:
+            InvalidInput: one character alone passes ``max_entry_tokens``.
+        """
+        count, limit = self.store.token_counter, self.store.max_entry_tokens
+        parts: list[str] = []
+        rest = content
+        while rest.strip():
+            if count(rest) <= limit:
+                parts.append(rest)
+                break
+            low, high = 0, len(rest)  # rest[:low] fits, rest[:high] does not
+            while high - low > 1:
+                middle = (low + high) // 2
+                if count(rest[:middle]) <= limit:
+                    low = middle
+                else:
+                    high = middle
+            if low == 0:
+                raise InvalidInput(
+                    "content",
+                    f"one character is over max_entry_tokens ({limit}) "
+                    "by the store's token_counter",
+                )
+            space = max(rest.rfind(" ", 0, low), rest.rfind("\n", 0, low))
+            cut = space + 1 if space > 0 else low
+            parts.append(rest[:cut])
+            rest = rest[cut:]
+        return [part for part in parts if part.strip()]
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop context entries, lowest-ranked first; keep every always-scope one.

@@ -71,6 +71,7 @@ __all__ = [
     "DEFAULT_POOLS",
     "SPILL_OVER",
     "InvalidInput",
+    "Loadable",
     "Page",
     "Recall",
     "Skipped",
@@ -82,6 +83,8 @@ __all__ = [
     "build_entry",
     "check_entry",
     "default_pools",
+    "loadable",
+    "not_loaded",
     "open_store",
 ]
 
@@ -120,6 +123,8 @@ def default_pools(types: Iterable[str]) -> list[Pool]:
 _MAX_NAME: Final = 200
 _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
+# Snapshots kept per store: one per list of pools recalled with.
+_MAX_CACHED: Final = 8
 
 
 # ===========================================================================
@@ -660,8 +665,18 @@ class Store:
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
         self._max_entry_tokens = max_entry_tokens
-        self._cache: _Snapshot | None = None
+        self._cache: dict[tuple[Pool, ...] | None, _Snapshot] = {}
         self._cache_lock = threading.Lock()
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """The counter of ``max_entry_tokens`` and of the pools' budgets."""
+        return self._token_counter
+
+    @property
+    def max_entry_tokens(self) -> int:
+        """The most tokens one entry's content may have."""
+        return self._max_entry_tokens
 
     @property
     def url(self) -> str:
@@ -945,6 +960,7 @@ class Store:
         tags: Iterable[str] = (),
         project: str | None = None,
         now: datetime | None = None,
+        pools: Sequence[Pool] | None = None,
     ) -> Recall:
         """The entries to inject for this context, per pool, and the text.
 
@@ -952,13 +968,15 @@ class Store:
         row could not be loaded, a block after it names the row. Rows that
         fail validation are left out and listed in ``skipped``; every other
         entry still loads. A recall with no write since the last one reads
-        no entry rows.
+        no entry rows. ``pools`` (None: the store's) fills other pools for
+        this call, cached per list of pools.
         """
         context = _context(message, tags, project)
-        snap = self._snapshot()
+        chosen_pools = self.pools if pools is None else _check_pools(pools)
+        snap = self._snapshot(chosen_pools)
         got = poolsplit.retrieve_pools(
             snap.entries,
-            self._pools_for(snap),
+            self._pools_for(snap, chosen_pools),
             context,
             token_counter=self._token_counter,
             now=now,
@@ -966,7 +984,7 @@ class Store:
         chosen = {
             name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()
         }
-        text = poolsplit.render(got) + _not_loaded(snap.always_skipped)
+        text = poolsplit.render(got) + not_loaded(snap.always_skipped)
         return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
 
     def explain(
@@ -993,27 +1011,34 @@ class Store:
             text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
         return text
 
-    def _pools_for(self, snap: _Snapshot) -> builtins.list[Pool]:
-        if self.pools is not None:
-            return list(self.pools)
+    def _pools_for(
+        self, snap: _Snapshot, pools: Sequence[Pool] | None = None
+    ) -> builtins.list[Pool]:
+        pools = self.pools if pools is None else pools
+        if pools is not None:
+            return list(pools)
         return default_pools(snap.types)
 
-    def _snapshot(self) -> _Snapshot:
-        """The parsed candidates, re-read only when the version changed."""
+    def _snapshot(self, pools: Sequence[Pool] | None = None) -> _Snapshot:
+        """The parsed candidates for ``pools`` (None: the store's), re-read
+        only when the version changed; one cached snapshot per pools."""
+        pools = self.pools if pools is None else tuple(pools)
         with self._cache_lock:
-            cached = self._cache
+            cached = self._cache.get(pools)
             if cached is not None and cached.version == self._backend.version(
                 self.namespace
             ):
                 return cached
             types = None
-            if self.pools is not None and all(p.types is not None for p in self.pools):
-                types = sorted({t for p in self.pools for t in p.types or ()})
+            if pools is not None and all(p.types is not None for p in pools):
+                types = sorted({t for p in pools for t in p.types or ()})
             version, rows = self._backend.read(
                 self.namespace, lambda tx: (tx.version(), tx.candidates(types))
             )
-            self._cache = _load(version, rows, self.pools)
-            return self._cache
+            if len(self._cache) >= _MAX_CACHED and pools not in self._cache:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[pools] = _load(version, rows, pools)
+            return self._cache[pools]
 
     # --- import / export ---------------------------------------------------
 
@@ -1157,8 +1182,12 @@ class Store:
         return entries, lines
 
 
-def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
-    """The block naming always-scope rows a recall could not load."""
+def not_loaded(always_skipped: Sequence[Skipped]) -> str:
+    """The block naming always-scope entries a recall could not load ("" for none).
+
+    Appended to the rendered pools (``Recall.text``, the adapters' prompt),
+    so the model reads that a correction is missing, not only the caller.
+    """
     if not always_skipped:
         return ""
     lines = [
@@ -1169,34 +1198,59 @@ def _not_loaded(always_skipped: Sequence[Skipped]) -> str:
     return "\n## Not loaded\n" + "\n".join(lines) + "\n"
 
 
-def _load(
-    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
-) -> _Snapshot:
-    """Parse and validate candidate rows: the valid active ones load, the
-    rest are listed with their reason (an always-scope one also in the text)."""
+class Loadable(NamedTuple):
+    """What :func:`loadable` found in stored values."""
+
+    entries: list[dict[str, Any]]  # valid, active, admitted by some pool
+    types: frozenset[str]  # types of the valid active entries
+    skipped: list[Skipped]
+    always_skipped: list[Skipped]  # of ``skipped``: the always-scope ones
+    warnings: list[str]
+
+
+def loadable(
+    values: Sequence[object],
+    *,
+    pools: Sequence[Pool] | None = None,
+    ids: Sequence[str] | None = None,
+    scopes: Sequence[str | None] | None = None,
+) -> Loadable:
+    """The one rule for entries read back: which can load, which are skipped.
+
+    Used by ``Store.recall`` and the framework adapters. A value that is not
+    an object (or is the ``{"id", "unreadable"}`` marker of ``get``/``list``),
+    has a ``type`` that is not a str, or fails ``poolsplit.validate`` is
+    skipped with its reason, never fatal to the other entries; an
+    always-scope one (by its body or by ``scopes``, the storage's scope
+    column) is also in ``always_skipped``, for :func:`not_loaded`. Inactive
+    entries are left out silently. With ``pools`` that all name types, an
+    entry of a type none admits is left out; an always-scope one is warned
+    about and, as it may be a correction, also in ``always_skipped`` (named
+    in the text, not in ``skipped``: the row itself is valid). ``ids``
+    names each value in reports (default: its ``id``). Cost: O(n).
+    """
     skipped: list[Skipped] = []
     always_skipped: list[Skipped] = []
 
-    def skip(stored: Stored, value: object, reason: str) -> None:
-        item = Skipped(stored.id, reason)
+    def skip(index: int, value: object, reason: str) -> None:
+        item = Skipped(ident(index, value), reason)
         skipped.append(item)
-        scope = value.get("scope") if isinstance(value, dict) else stored.scope
-        if _ALWAYS in (scope, stored.scope):
+        scope = value.get("scope") if isinstance(value, Mapping) else None
+        if _ALWAYS in (scope, None if scopes is None else scopes[index]):
             always_skipped.append(item)
 
-    parsed: list[tuple[Stored, dict[str, Any]]] = []
-    for stored in rows:
-        value = _parse(stored)
-        if not isinstance(value, dict):
-            skip(stored, None, value)
-        elif not isinstance(value.get("type", "note"), str):
-            skip(
-                stored,
-                value,
-                f"type: must be a str, got {type(value['type']).__name__}",
-            )
-        elif default_is_active(value):
-            parsed.append((stored, value))
+    def ident(index: int, value: object) -> str:
+        if ids is not None:
+            return ids[index]
+        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
+
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, value in enumerate(values):
+        reason = _unreadable(value)
+        if reason is not None:
+            skip(index, value if isinstance(value, Mapping) else None, reason)
+        elif isinstance(value, Mapping) and default_is_active(value):
+            parsed.append((index, value if isinstance(value, dict) else dict(value)))
     reasons: dict[int, list[str]] = {}
     warnings: list[str] = []
     for problem in poolsplit.validate([value for _, value in parsed]):
@@ -1214,22 +1268,54 @@ def _load(
         admitted = frozenset(t for p in pools for t in p.types or ())
     entries = []
     types = set()
-    for index, (stored, value) in enumerate(parsed):
-        if index in reasons:
-            skip(stored, value, "; ".join(reasons[index]))
+    for position, (index, value) in enumerate(parsed):
+        if position in reasons:
+            skip(index, value, "; ".join(reasons[position]))
             continue
         kind = value.get("type", "note")
         types.add(kind)
         if admitted is not None and kind not in admitted:
-            warnings.append(
-                f"always-scope entry {stored.id!r} has type {kind!r}, which no "
-                "pool admits; it is not loaded"
-            )
+            if value.get("scope") == _ALWAYS:
+                warnings.append(
+                    f"always-scope entry {ident(index, value)!r} has type "
+                    f"{kind!r}, which no pool admits; it is not loaded"
+                )
+                always_skipped.append(
+                    Skipped(ident(index, value), f"type: no pool admits {kind!r}")
+                )
             continue
         entries.append(value)
-    return _Snapshot(
-        version, entries, frozenset(types), skipped, always_skipped, warnings
+    return Loadable(entries, frozenset(types), skipped, always_skipped, warnings)
+
+
+def _unreadable(value: object) -> str | None:
+    """Why a stored value cannot be an entry at all, or None."""
+    if not isinstance(value, Mapping):
+        return f"must be a JSON object, got {_kind_of(value)}"
+    if set(value) == {"id", "unreadable"}:  # the marker of get/list
+        return str(value["unreadable"])
+    if not isinstance(value.get("type", "note"), str):
+        return f"type: must be a str, got {type(value['type']).__name__}"
+    return None
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, (list, str, bool, int, float)) or value is None:
+        return _json_kind(value)
+    return type(value).__name__
+
+
+def _load(
+    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
+) -> _Snapshot:
+    """Parse and check candidate rows by :func:`loadable`, the one rule."""
+    found = loadable(
+        [_readable(stored) for stored in rows],
+        pools=pools,
+        ids=[stored.id for stored in rows],
+        scopes=[stored.scope for stored in rows],
     )
+    return _Snapshot(version, *found)
 
 
 # ===========================================================================

@@ -18,13 +18,14 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
     pytest.importorskip("langgraph", reason="pip install 'poolsplit-memory[langgraph]'")
     pytest.importorskip("langchain", reason="pip install 'poolsplit-memory[langgraph]'")
 
+from _readme import python_blocks
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.store.memory import InMemoryStore
-from poolsplit import DEMO_NOW, demo_pools, demo_store, retrieve_pools
+from poolsplit import DEMO_NOW, Pool, demo_pools, demo_store, retrieve_pools
 from pydantic import Field
 
 from poolsplit_memory import InvalidInput
@@ -410,6 +411,168 @@ def test_a_bad_stored_item_is_skipped_and_named_never_fatal():
     assert "always-scope entry 'bad2' could not be loaded (tags: " in system.text
     for entry in ALWAYS:
         assert entry["content"] in system.text
+
+
+def bad_type_store():
+    """A correction, and two always-scope items whose ``type`` is not a str:
+    the old adapters raised ``unhashable type: 'list'`` on every turn for
+    the first and silently left out the second."""
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    store.put(
+        space,
+        "c1",
+        {"id": "c1", "type": "correction", "scope": "always", "content": "No push"},
+    )
+    store.put(
+        space,
+        "c2",
+        {"id": "c2", "type": ["correction"], "scope": "always", "content": "Sign"},
+    )
+    store.put(space, "c3", {"id": "c3", "type": 5, "scope": "always", "content": "Q"})
+    return store
+
+
+def check_bad_types_named(messages):
+    system = system_of(messages)
+    assert "No push" in system.text
+    for ident, kind in (("c2", "list"), ("c3", "int")):
+        assert (
+            f"always-scope entry '{ident}' could not be loaded "
+            f"(type: must be a str, got {kind})" in system.text
+        )
+    skipped = system.additional_kwargs[METADATA_KEY]["skipped"]
+    assert sorted(s["id"] for s in skipped) == ["c2", "c3"]
+    assert messages[-1].text == "push the branch"
+
+
+def test_items_whose_type_is_not_a_str_are_named_on_every_path():
+    """One rule (the store's ``loadable``) for the middleware, the prompt
+    callable, the node and ``with_memory``: the turn runs, both are named."""
+    turn = {"messages": [HumanMessage("push the branch")]}
+    model = recording()
+    create_agent(
+        model, [], middleware=[memory_middleware()], store=bad_type_store()
+    ).invoke(turn, config())
+    asyncio.run(
+        create_agent(
+            model, [], middleware=[memory_middleware()], store=bad_type_store()
+        ).ainvoke(turn, config())
+    )
+    from langgraph.prebuilt import create_react_agent
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        create_react_agent(
+            model, [], prompt=memory_prompt(), store=bad_type_store()
+        ).invoke(turn, config())
+    node = memory_node(model)
+    graph = StateGraph(MessagesState).add_node("model", node).add_edge(START, "model")
+    graph.compile(store=bad_type_store()).invoke(turn, config())
+    assert len(model.received) == 4
+    for messages in model.received:
+        check_bad_types_named(messages)
+    values = load_entries(bad_type_store(), ("memories", "ada"))
+    check_bad_types_named(with_memory(turn["messages"], values))
+
+
+def test_an_always_item_no_given_pool_admits_is_named_in_the_text():
+    """Type "Correction" (capital C) fits no given pool: it was only a
+    warning in the metadata; the model now reads that it is missing."""
+    store = bad_type_store()
+    store.put(
+        ("memories", "ada"),
+        "c4",
+        {"id": "c4", "type": "Correction", "scope": "always", "content": "Rebase"},
+    )
+    model = recording()
+    pools = [Pool("corrections", 400, 4, ("correction",))]
+    create_agent(model, [], middleware=[memory_middleware(pools)], store=store).invoke(
+        {"messages": [HumanMessage("push the branch")]}, config()
+    )
+    system = system_of(model.received[0])
+    assert (
+        "always-scope entry 'c4' could not be loaded "
+        "(type: no pool admits 'Correction')" in system.text
+    )
+    assert any("'c4'" in w for w in system.additional_kwargs[METADATA_KEY]["warnings"])
+    check_bad_types_named(model.received[0])
+
+
+class DeletesBetweenPages(InMemoryStore):
+    """Another worker forgets the first item read, right after the first page."""
+
+    calls: int = 0
+
+    def search(self, *args, **kwargs):
+        page = super().search(*args, **kwargs)
+        self.calls += 1
+        if self.calls == 1:
+            self.delete(("memories", "ada"), page[0].key)
+        return page
+
+    async def asearch(self, *args, **kwargs):
+        return self.search(*args, **kwargs)
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_delete_between_pages_skips_no_item(run):
+    """Offset paging shifted the second page: item 500 (maybe a correction)
+    was missed. Now the read repeats until two passes agree."""
+    store = DeletesBetweenPages()
+    space = ("memories", "ada")
+    for number in range(600):
+        key = f"n{number:03}"
+        store.put(space, key, {"id": key, "type": "note", "content": f"note {number}"})
+    if run == "sync":
+        got = {e["id"] for e in load_entries(store, space)}
+    else:
+        got = {i.key for i in asyncio.run(adapter._aload_items(store, space))}
+    alive = {i.key for i in InMemoryStore.search(store, space, limit=1000)}
+    assert len(alive) == 599 and got == alive
+
+
+def test_a_namespace_changing_during_every_read_is_an_error_not_a_gap():
+    class Churn(InMemoryStore):
+        def search(self, *args, **kwargs):
+            page = super().search(*args, **kwargs)
+            if page:
+                self.delete(page[0].namespace, page[0].key)
+            return page
+
+    store = Churn()
+    for number in range(2000):
+        store.put(("m", "u"), f"k{number}", {"id": f"k{number}", "content": "x"})
+    with pytest.raises(RuntimeError, match="changed during each of 4 reads"):
+        load_entries(store, ("m", "u"))
+
+
+def test_the_readme_snippets_run_as_written():
+    """Each Python block of the README's LangChain/LangGraph section runs with
+    a fake model (``model``, ``tools``, ``store`` and ``graph`` are the
+    reader's own objects), so a snippet cannot rot unnoticed."""
+    create, prebuilt = python_blocks("LangChain and LangGraph")
+    model = recording()
+    exec(
+        compile(create, "README.md: create_agent", "exec"),
+        {"model": model, "tools": []},
+    )
+    assert model.received[0][-1].text == "Fix the billing export"
+    system_of(model.received[0])
+
+    store, graph = ada_store(), StateGraph(MessagesState)
+    scope = {"model": model, "tools": [], "store": store, "graph": graph}
+    with warnings.catch_warnings():  # create_react_agent: deprecated, still used
+        warnings.simplefilter("ignore", DeprecationWarning)
+        exec(compile(prebuilt, "README.md: create_react_agent", "exec"), scope)
+    turn = {"messages": [HumanMessage("debug the billing work")]}
+    scope["agent"].invoke(turn, config())
+    graph.add_edge(START, "model").compile(store=store).invoke(turn, config())
+    assert len(model.received) == 3
+    for messages in model.received[1:]:
+        for entry in ALWAYS:
+            assert entry["content"] in system_of(messages).text
+        assert messages[-1].text == "debug the billing work"
 
 
 # --- LangGraph's prebuilt agent with the prompt callable --------------------

@@ -11,6 +11,7 @@ sets ``POOLSPLIT_REQUIRE_PG=1`` after installing every extra), where it fails.
 import ast
 import asyncio
 import inspect
+import io
 import json
 import os
 
@@ -21,6 +22,7 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
         "llama_index.core", reason="pip install 'poolsplit-memory[llamaindex]'"
     )
 
+from _readme import python_blocks
 from conftest import plant
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock, Memory, StaticMemoryBlock
@@ -28,7 +30,7 @@ from poolsplit import DEMO_NOW, PoolsplitWarning, demo_pools, demo_store
 from sqlalchemy.ext.asyncio import create_async_engine
 
 import poolsplit_memory.llamaindex as adapter
-from poolsplit_memory import open_store
+from poolsplit_memory import InvalidInput, open_store
 from poolsplit_memory.llamaindex import PoolsplitMemoryBlock
 
 POOLS = demo_pools()
@@ -182,6 +184,101 @@ def test_a_turn_too_long_for_one_entry_is_stored_in_parts(tmp_path):
     assert len(parts) > 1
     stored = " ".join(p["content"] for p in parts).split()
     assert stored[0] == "user:" and stored[1:] == text.split()
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["记忆" * 5000, "see " + "x" * 12000 + " end"],
+    ids=["10000-CJK-characters", "one-12000-character-word"],
+)
+def test_a_long_turn_without_spaces_is_stored_whole_in_parts(tmp_path, text):
+    """Splitting at spaces only raised InvalidInput after part of the turn
+    was stored; now it cuts at any character when a part has no space."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        block = PoolsplitMemoryBlock(store=store, priority=1)
+        turn = [
+            ChatMessage(role="user", content=text),
+            ChatMessage(role="assistant", content="ok"),
+        ]
+        asyncio.run(block.aput(turn))
+        parts = [p["content"] for p in store.list(type="episode", limit=500).entries]
+    assert len(parts) > 1
+    assert all(store.token_counter(p) <= store.max_entry_tokens for p in parts)
+    assert "".join(parts) == f"user: {text}\nassistant: ok"
+
+
+def test_the_turns_of_one_flush_are_stored_all_or_none(tmp_path):
+    """A turn the store refuses (a NUL character) leaves no earlier part or
+    turn of the same flush behind."""
+    with open_store(str(tmp_path / "m.db"), max_entry_tokens=50) as store:
+        block = PoolsplitMemoryBlock(store=store, priority=1)
+        turns = [
+            ChatMessage(role="user", content="w " * 500),
+            ChatMessage(role="user", content="bad \x00 byte"),
+        ]
+        with pytest.raises(InvalidInput, match="NUL"):
+            asyncio.run(block.aput(turns))
+        assert store.list(limit=500).entries == []
+
+
+def test_a_warm_turn_with_the_blocks_own_pools_reads_no_rows(tmp_path):
+    """The block's pools go through store.recall(pools=...), so the store's
+    warm cache applies: the old block read all 1,001 rows every turn."""
+    with open_store(str(tmp_path / "m.db"), namespace="a") as store:
+        store.remember("Never force-push", type="correction", scope="always")
+        store.import_jsonl(
+            io.StringIO(
+                "".join(
+                    json.dumps({"type": "fact", "content": f"fact {n}"}) + "\n"
+                    for n in range(1000)
+                )
+            )
+        )
+        block = PoolsplitMemoryBlock(
+            store=store, pools=[POOLS[0], POOLS[2]], priority=1
+        )
+        question = [ChatMessage(role="user", content="fact 7")]
+        cold = asyncio.run(block.aget(question))
+        before = store._backend.rows_read
+        warm = asyncio.run(block.aget(question))
+        assert store._backend.rows_read == before
+        assert warm == cold and "Never force-push" in warm
+        assert warm == store.recall("fact 7", pools=[POOLS[0], POOLS[2]]).text
+
+
+def test_an_always_entry_no_given_pool_admits_is_named_in_the_text(tmp_path):
+    with open_store(str(tmp_path / "m.db")) as store:
+        lost = store.remember("Rebase first", type="Correction", scope="always")
+        block = PoolsplitMemoryBlock(store=store, pools=POOLS, priority=1)
+        text = asyncio.run(block.aget([ChatMessage(role="user", content="push")]))
+    assert (
+        f"always-scope entry {lost.id!r} could not be loaded "
+        "(type: no pool admits 'Correction')" in text
+    )
+
+
+def test_the_readme_snippet_runs_as_written(tmp_path, monkeypatch):
+    """The README's LlamaIndex block, as written (it lacked the import of
+    ``Memory``), then a turn through the ``Memory`` it builds."""
+    (snippet,) = python_blocks("LlamaIndex:")
+    monkeypatch.chdir(tmp_path)  # the snippet opens "memory.db" here
+    scope: dict = {}
+    exec(compile(snippet, "README.md: LlamaIndex", "exec"), scope)
+    memory, block = scope["memory"], scope["block"]
+    block.store.remember("Never force-push to main", type="correction", scope="always")
+    memory.tokenizer_fn = str.split  # the default fetches tiktoken's files
+
+    async def turn():
+        await memory.aput(ChatMessage(role="user", content="push the branch"))
+        try:
+            return await memory.aget()
+        finally:  # the engine Memory made for itself (its chat store's)
+            await memory.sql_store._async_engine.dispose()
+
+    try:
+        assert "Never force-push to main" in memory_text(asyncio.run(turn()))
+    finally:
+        block.store.close()
 
 
 def test_without_pools_the_block_uses_the_stores_not_the_demos(tmp_path):
