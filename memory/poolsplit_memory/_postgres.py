@@ -160,6 +160,10 @@ class PostgresBackend:
     def rows_read(self) -> int:
         return self._counter.rows_read
 
+    @property
+    def scrub_pending(self) -> bool:
+        return False  # a deleted row's old tuple is VACUUM's (see forget)
+
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         state = getattr(exc, "sqlstate", None) or ""
         cause = _CAUSES.get(state) or _CAUSES.get(state[:2])

@@ -25,7 +25,7 @@ whose text is what the model reads:
   base_priority=None)`` -> ``{"entry", "warnings"}``: an argument left out is
   unchanged; ``scope``, ``tags``, ``project`` or ``base_priority`` sent as
   ``null`` removes that key
-- ``forget(id)`` -> ``{"forgotten": true or false}``
+- ``forget(id)`` -> ``{"forgotten": true or false, "warnings": [...]}``
 - ``explain(message, tags=[], project=None)`` -> the explain table;
   ``{"table": ...}``
 
@@ -226,6 +226,7 @@ class UpdateResult(TypedDict):
 
 class ForgetResult(TypedDict):
     forgotten: bool
+    warnings: list[str]
 
 
 class ExplainResult(TypedDict):
@@ -450,7 +451,15 @@ def build_server(store: Store) -> MCPServer[Any]:
         id: Annotated[str, Field(description="an entry's id")],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Delete an entry (and those it superseded); false if there is none."""
-        return _result({"forgotten": store.forget(id)})
+        forgotten = store.forget(id)
+        warnings = []
+        if store.scrub_pending:
+            warnings.append(
+                "forget: deleted, but the content stays in the SQLite -wal file "
+                "while another connection holds a read open; the server "
+                "removes it on its next call after that read ends, or at exit"
+            )
+        return _result({"forgotten": forgotten, "warnings": warnings})
 
     def explain(
         message: Annotated[str, Field(description="the user's message")],

@@ -23,8 +23,14 @@ Decisions where the issue is silent:
   auditing) in insertion order; the cursor is the position after the page.
 - ``forget`` deletes the entry and every entry whose ``superseded_by`` chain
   ends at it (they never load, and usually hold what the user wants gone).
-  SQLite overwrites the deleted bytes and truncates the WAL; PostgreSQL
-  deletes the row (its old tuple stays in the table file until VACUUM).
+  SQLite overwrites the deleted bytes (``secure_delete``) and truncates the
+  WAL; the content is gone from the files when that truncation succeeds: at
+  once, unless another connection holds a read transaction open for longer
+  than a second; then ``Store.scrub_pending`` is True and the store retries
+  on each later call and at ``close`` (never stalling a call on it).
+  ``update`` and ``supersedes`` (which overwrite a body) take the same path.
+  PostgreSQL deletes the row (its old tuple stays in the table file until
+  VACUUM).
 - ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
   ``update`` with no field is InvalidInput.
 - A bad stored row is recognised when it is read: invalid JSON, not an
@@ -588,12 +594,15 @@ class Backend(Protocol):
     when ``work`` raises; a database failure comes out as StoreUnavailable.
     ``version`` changes whenever the namespace may have changed, and reads
     no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
+    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL).
     """
 
     url: str
 
     @property
     def rows_read(self) -> int: ...
+    @property
+    def scrub_pending(self) -> bool: ...
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
@@ -667,6 +676,20 @@ class Store:
     def url(self) -> str:
         """The database URL, any password masked."""
         return self._backend.url
+
+    @property
+    def scrub_pending(self) -> bool:
+        """True while content that ``forget`` deleted, or ``update`` or
+        ``supersedes`` overwrote, may still be in SQLite's ``-wal`` file.
+
+        After such a write the store truncates the WAL at once, waiting at
+        most a second (the busy timeout if shorter) for other connections'
+        reads. A read transaction another connection keeps open holds the
+        WAL back; then this is True and every later call of this store, and
+        ``close``, tries again without waiting, until one succeeds. Always
+        False on PostgreSQL (see ``forget``).
+        """
+        return self._backend.scrub_pending
 
     def __repr__(self) -> str:
         return f"<Store {self.url!r} namespace={self.namespace!r}>"
@@ -868,7 +891,10 @@ class Store:
         Entries whose ``superseded_by`` chain ends at it are deleted too. On
         SQLite the deleted bytes are overwritten (``secure_delete``) and the
         WAL checkpointed and truncated, so the content is gone from the
-        files; on PostgreSQL the row is deleted (VACUUM reclaims its space).
+        files, unless another connection's open read holds the WAL back:
+        then :attr:`scrub_pending` is True until a later call or ``close``
+        truncates it. On PostgreSQL the row is deleted (VACUUM reclaims its
+        space).
 
         Raises:
             InvalidInput: ``id`` is not a non-empty str.

@@ -257,10 +257,12 @@ def test_every_tool_with_its_output_schema(tmp_path):
             assert fact["id"] in text(table)
 
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
-                "forgotten": True
+                "forgotten": True,
+                "warnings": [],
             }
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
-                "forgotten": False
+                "forgotten": False,
+                "warnings": [],
             }
             assert ok(await client.call_tool("get", {"id": note["id"]})) == {
                 "entry": None
@@ -362,7 +364,8 @@ def test_two_namespaces_on_one_file_never_see_each_other(tmp_path):
                 )
                 assert message.startswith("id:")
                 assert ok(await client.call_tool("forget", {"id": other["id"]})) == {
-                    "forgotten": False
+                    "forgotten": False,
+                    "warnings": [],
                 }
             assert ok(await archive.call_tool("get", {"id": theirs["id"]}))["entry"][
                 "content"
