@@ -17,6 +17,11 @@ by the next recall of a running store, as SQLite's ``data_version`` sees it.
 The schema is created under a transaction-level advisory lock, so concurrent
 first starts on an empty database wait for one another instead of failing.
 Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
+Each connection sets ``lock_timeout`` to the store's busy timeout
+(``?busy_timeout=MS``, 10 s by default, as on SQLite) and
+``statement_timeout`` to the same but at least 10 s: a write blocked by
+another transaction's row lock fails with ``database is locked`` instead of
+waiting forever.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import Counter, SqlTx
-from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory.store import (
+    DEFAULT_BUSY_MS,
+    InvalidInput,
+    ReadTx,
+    StoreUnavailable,
+    WriteTx,
+)
 
 try:
     import psycopg
@@ -125,7 +136,11 @@ _CAUSES = {
 
 def mask(url: str) -> str:
     """The URL with its password replaced by ``***``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError:  # unreadable: keep only the scheme, never a password
+        return url.split("://", 1)[0] + "://..."
     if parts.password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[-1]
@@ -136,9 +151,16 @@ def mask(url: str) -> str:
 class PostgresBackend:
     """A PostgreSQL database behind the store."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_ms: int = DEFAULT_BUSY_MS) -> None:
         self.url = mask(url)
         self._dsn = url
+        # PostgreSQL reads 0 as "no limit"; SQLite's 0 is "do not wait". A
+        # statement's own bound is never below the default (a short busy
+        # timeout is about lock waits, not about slow statements).
+        self._timeouts = (
+            f"{max(busy_ms, 1)}ms",
+            f"{max(busy_ms, DEFAULT_BUSY_MS)}ms",
+        )
         if psycopg is None:
             raise StoreUnavailable(
                 "psycopg is not installed",
@@ -191,6 +213,15 @@ class PostgresBackend:
             detail = str(exc).strip().splitlines()[0]
             raise InvalidInput("url", f"cannot be read: {detail}") from None
         except psycopg.Error as exc:
+            raise self._unavailable(exc) from None
+        try:  # a lock wait or a statement ends as "database is locked"
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, false), "
+                "set_config('statement_timeout', %s, false)",
+                self._timeouts,
+            )
+        except psycopg.Error as exc:
+            conn.close()
             raise self._unavailable(exc) from None
         self._conns[slot] = conn
         return conn

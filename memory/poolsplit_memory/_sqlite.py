@@ -18,14 +18,17 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.parse import parse_qs
 
 from poolsplit_memory._sql import Counter, SqlTx
-from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory.store import (
+    DEFAULT_BUSY_MS,
+    ReadTx,
+    StoreUnavailable,
+    WriteTx,
+)
 
 T = TypeVar("T")
 
-DEFAULT_BUSY_MS = 10_000
 # How long the checkpoint after a delete waits for other connections' reads
 # (at most the busy timeout): long enough for a short read to end, short
 # enough that a long-held read does not stall the forget.
@@ -58,38 +61,6 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
     "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
 )
-
-
-def sqlite_path(url: str) -> tuple[str, int]:
-    """The file path and busy timeout (ms) of a SQLite url.
-
-    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
-    rule), ``?busy_timeout=MS`` on such a URL; a plain path as it is.
-    """
-    if "://" in url and not url.startswith("sqlite:"):
-        scheme = url.split("://", 1)[0]
-        raise InvalidInput(
-            "url",
-            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
-            ":memory: or postgresql://...",
-        )
-    if not url.startswith("sqlite:"):
-        return url, DEFAULT_BUSY_MS
-    if not url.startswith("sqlite:///"):
-        raise InvalidInput(
-            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
-        )
-    path, _, query = url[len("sqlite:///") :].partition("?")
-    busy = DEFAULT_BUSY_MS
-    for name, values in parse_qs(query, keep_blank_values=True).items():
-        if name != "busy_timeout" or not values[-1].isdigit():
-            raise InvalidInput(
-                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
-            )
-        busy = int(values[-1])
-    if not path:
-        raise InvalidInput("url", f"names no file, got {url!r}")
-    return path, busy
 
 
 def unavailable(exc: BaseException, where: str) -> StoreUnavailable:

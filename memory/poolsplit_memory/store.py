@@ -8,8 +8,10 @@ Decisions where the issue is silent:
 
 - ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` follow
   SQLAlchemy's rule; a plain path is used as it is; ``?busy_timeout=MS`` on a
-  ``sqlite:`` URL sets how long a write waits for another writer (default
-  10,000 ms). ``:memory:`` is one connection (reads wait for writes; it is
+  ``sqlite:`` or ``postgresql:`` URL sets how long a write waits for a lock
+  another connection holds (default 10,000 ms) before ``database is locked``
+  (PostgreSQL: ``lock_timeout``, and ``statement_timeout`` at least 10 s).
+  ``:memory:`` is one connection (reads wait for writes; it is
   process-local anyway); a file has a reader connection beside the writer.
 - Ids are 16 hex characters of a uuid4; ``created`` is ISO-8601 UTC. A naive
   ``now`` is taken as UTC.
@@ -68,6 +70,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
 from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
@@ -107,6 +110,8 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+# How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
+DEFAULT_BUSY_MS: Final = 10_000
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -1274,9 +1279,9 @@ def open_store(
     """Open (and create if needed) a store; one namespace of one database.
 
     ``url``: a file path (str or ``pathlib.Path``), ``sqlite:///relative`` or
-    ``sqlite:////absolute``
-    (optionally ``?busy_timeout=MS``), ``:memory:``, or ``postgresql://...``
-    / ``postgres://...`` (needs the ``postgres`` extra). ``pools=None`` means
+    ``sqlite:////absolute``, ``:memory:``, or ``postgresql://...`` /
+    ``postgres://...`` (needs the ``postgres`` extra); either URL takes
+    ``?busy_timeout=MS`` (see :func:`parse_url`). ``pools=None`` means
     :data:`DEFAULT_POOLS` plus the spill-over pool.
 
     Raises:
@@ -1303,16 +1308,16 @@ def open_store(
         )
     if not callable(token_counter):
         raise InvalidInput("token_counter", "must be callable")
+    target = parse_url(url)
     backend: Backend
-    if url.startswith(("postgresql://", "postgres://")):
+    if target.kind == "postgresql":
         from poolsplit_memory._postgres import PostgresBackend
 
-        backend = PostgresBackend(url)
+        backend = PostgresBackend(target.where, busy_ms=target.busy_ms)
     else:
-        from poolsplit_memory._sqlite import SQLiteBackend, sqlite_path
+        from poolsplit_memory._sqlite import SQLiteBackend
 
-        path, busy_ms = sqlite_path(url)
-        backend = SQLiteBackend(path, busy_ms=busy_ms, url=url)
+        backend = SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
     return Store(
         backend,
         namespace=namespace,
@@ -1320,6 +1325,96 @@ def open_store(
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
     )
+
+
+class Target(NamedTuple):
+    """Where a url points: ``kind`` ``"sqlite"`` or ``"postgresql"``,
+    ``where`` the file path (``":memory:"``) or the connection URL without
+    ``busy_timeout``, and the busy timeout in milliseconds."""
+
+    kind: str
+    where: str
+    busy_ms: int
+
+
+_POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
+_MEMORY: Final = ":memory:"
+
+
+def parse_url(url: str) -> Target:
+    """The one reading of a store url (open_store and the MCP server's
+    ephemeral check both call it).
+
+    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
+    rule), ``:memory:`` or a plain path as it is, ``postgresql://`` or
+    ``postgres://`` URLs. ``?busy_timeout=MS`` (the only parameter of a
+    ``sqlite:`` URL; taken out of a PostgreSQL URL before it is passed on)
+    is how long a call waits for a lock another connection holds before it
+    fails with ``database is locked``, 10,000 ms by default.
+
+    Raises:
+        InvalidInput: an unsupported scheme, a URL that cannot be read, a
+            bad ``busy_timeout``.
+    """
+    if url.startswith(_POSTGRES_SCHEMES):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (reading it checks it)
+        except ValueError as exc:
+            raise InvalidInput("url", f"cannot be read: {exc}") from None
+        kept = []
+        busy = DEFAULT_BUSY_MS
+        for item in parts.query.split("&") if parts.query else []:
+            name, _, value = item.partition("=")
+            if name == "busy_timeout":
+                busy = _busy_ms(value, url)
+            else:
+                kept.append(item)
+        where = urlunsplit(parts._replace(query="&".join(kept)))
+        return Target("postgresql", where, busy)
+    if "://" in url and not url.startswith("sqlite:"):
+        scheme = url.split("://", 1)[0]
+        raise InvalidInput(
+            "url",
+            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
+            ":memory: or postgresql://...",
+        )
+    if not url.startswith("sqlite:"):
+        return Target("sqlite", url, DEFAULT_BUSY_MS)
+    if not url.startswith("sqlite:///"):
+        raise InvalidInput(
+            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
+        )
+    path, _, query = url[len("sqlite:///") :].partition("?")
+    busy = DEFAULT_BUSY_MS
+    for name, values in parse_qs(query, keep_blank_values=True).items():
+        if name != "busy_timeout":
+            raise InvalidInput(
+                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
+            )
+        busy = _busy_ms(values[-1], url)
+    if not path:
+        raise InvalidInput("url", f"names no file, got {url!r}")
+    return Target("sqlite", path, busy)
+
+
+def _busy_ms(value: str, url: str) -> int:
+    if not (value.isdigit() and value.isascii()):
+        raise InvalidInput(
+            "url", f"busy_timeout must be a whole number of milliseconds, got {value!r}"
+        )
+    return int(value)
+
+
+def is_ephemeral(url: str) -> bool:
+    """Whether a store at this url lives in this process only (``:memory:``
+    in any spelling ``parse_url`` reads).
+
+    Raises:
+        InvalidInput: the url cannot be read (see ``parse_url``).
+    """
+    target = parse_url(url)
+    return target.kind == "sqlite" and target.where == _MEMORY
 
 
 def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:
