@@ -52,6 +52,7 @@ from typing import Annotated, Any, Callable
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, open_store
+from poolsplit_memory.store import is_ephemeral
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -69,7 +70,6 @@ except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says 
 __all__ = ["build_server", "default_db_path", "main"]
 
 _PROG = "poolsplit-mcp"
-_EPHEMERAL = ("", ":memory:")
 _INSTRUCTIONS = (
     "Call recall with the user's message before answering and follow what it "
     "returns; remember corrections with type='correction' and scope='always'."
@@ -99,13 +99,13 @@ def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _is_ephemeral(url: str) -> bool:
-    """True for a SQLite store that would not outlive the process."""
-    path = url.strip()
-    for prefix in ("sqlite:///", "sqlite://"):
-        if path.startswith(prefix):
-            path = path[len(prefix) :]
-            break
-    return path in _EPHEMERAL
+    """True for a store that would not outlive the process: an empty value
+    (an unset variable), or what the store reads as ``:memory:``.
+
+    Raises:
+        InvalidInput: the store cannot read the url at all.
+    """
+    return not url.strip() or is_ephemeral(url)
 
 
 def _choose_db(db: str | None, ephemeral: bool) -> str:

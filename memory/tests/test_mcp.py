@@ -599,13 +599,36 @@ def test_a_type_no_pool_admits_is_a_warning_on_the_write(tmp_path):
         ("", "--ephemeral"),
         (":memory:", "--ephemeral"),
         ("sqlite:///:memory:", "--ephemeral"),
+        ("sqlite:///:memory:?busy_timeout=5", "--ephemeral"),
         ("postgresql://nobody@127.0.0.1:1/nothing", "unreachable"),
+        ("postgresql://[bad/x", "url: cannot be read"),
+        ("postgresql://nobody:hunter2@[bad/x", "url: cannot be read"),
     ],
-    ids=["missing-folder", "empty", "memory", "sqlite-memory", "postgres-down"],
+    ids=[
+        "missing-folder",
+        "empty",
+        "memory",
+        "sqlite-memory",
+        "sqlite-memory-with-a-query",
+        "postgres-down",
+        "postgres-unreadable",
+        "postgres-unreadable-with-a-password",
+    ],
 )
 def test_a_db_that_cannot_be_opened_refuses_to_start(tmp_path, db, needle):
     line = one_line_exit_2(*start_and_fail(tmp_path, "--db", db))
     assert needle in line
+    assert "hunter2" not in line
+
+
+@pytest.mark.parametrize(
+    "db",
+    [":memory:", "sqlite:///:memory:", "sqlite:///:memory:?busy_timeout=5", ""],
+)
+def test_ephemeral_takes_every_spelling_of_memory(tmp_path, db):
+    status, stderr = start_and_fail(tmp_path, "--ephemeral", "--db", db)
+    assert status == 0, stderr  # stdin at EOF: serves, then ends
+    assert "in this process only" in stderr
 
 
 def test_a_file_that_is_not_a_database_or_an_empty_namespace_refuses_to_start(
