@@ -49,6 +49,11 @@ Decisions where the issue is silent:
 - The spill-over type warning is given when the type is close to a pool's
   type (a likely typo such as ``"corection"``); the default type ``"note"``
   does not warn on every write.
+- A ``token_count`` (import_jsonl; poolsplit charges it instead of
+  counting) below what the store's ``token_counter`` counts in the content
+  is refused, so it never hides content from ``max_entry_tokens`` or from
+  the always-scope total; ``update`` of the content drops the old
+  ``token_count``.
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
   (PostgreSQL cannot store the first two; JSON cannot hold the last).
@@ -465,7 +470,9 @@ def check_entry(
     what a store adds: JSON-only values without NUL characters or lone
     surrogates, a finite ``base_priority``, str ``id``/``type``/``scope``/
     ``project``/``status``, and content of at most ``max_entry_tokens``
-    tokens by ``token_counter``. A ``superseded_by`` is left to the store,
+    tokens by ``token_counter``; a positive ``token_count`` (the cost
+    poolsplit charges instead of counting) must be at least that count and
+    at most ``max_entry_tokens``. A ``superseded_by`` is left to the store,
     which checks that it names a stored entry. Warnings are ``field:
     message`` strings: poolsplit's (a near-miss key such as ``"scop"``), and
     a type that only the spill-over pool admits when it is close to a
@@ -492,6 +499,23 @@ def check_entry(
             f"is {tokens} tokens, over the limit of {max_entry_tokens} "
             "(max_entry_tokens); store a summary, or raise the limit",
         )
+    given = entry.get("token_count")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        # poolsplit charges a positive token_count instead of counting: one
+        # below the content's count would let content past every cap (and
+        # always-scope content past the always total) unseen.
+        if given < tokens:
+            raise InvalidInput(
+                "token_count",
+                f"must be at least the {tokens} tokens token_counter counts in "
+                f"content, got {given}; leave it out to have content counted",
+            )
+        if given > max_entry_tokens:
+            raise InvalidInput(
+                "token_count",
+                f"is {given}, over the limit of {max_entry_tokens} "
+                "(max_entry_tokens); store a summary, or raise the limit",
+            )
     kind_warning = _type_warning(str(entry.get("type", "note")), pools)
     if kind_warning is not None:
         warnings.append(kind_warning)
@@ -839,6 +863,8 @@ class Store:
                     "id", f"entry {id!r} is unreadable ({old}); forget it instead"
                 )
             entry = dict(old)
+            if "content" in changes:  # a precomputed cost of the old content
+                entry.pop("token_count", None)
             for field, value in changes.items():
                 if value is None:
                     entry.pop(field, None)

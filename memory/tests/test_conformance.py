@@ -855,6 +855,45 @@ def test_the_cap_and_the_counter_are_options(open_):
     assert info.value.line == 1
 
 
+def test_a_token_count_below_the_counted_content_is_refused(open_):
+    """The review's bypass: ten always-scope corrections of 1,500 words each,
+    imported with token_count 1, passed every cap and the always total."""
+    store = open_("ada")
+    words = " ".join(["word"] * 1500)
+    lines = [
+        {"content": words, "type": "correction", "scope": "always", "token_count": 1}
+        for _ in range(10)
+    ]
+    with pytest.raises(InvalidInput) as info:
+        store.import_jsonl(jsonl(*lines))
+    assert info.value.field == "token_count"
+    assert info.value.line == 1
+    assert "got 1" in str(info.value)
+    assert store.list().entries == []
+    counted = poolsplit.default_token_counter(words)
+    exact = [{**line, "token_count": counted} for line in lines[:3]]
+    assert store.import_jsonl(jsonl(*exact)) == 3  # an honest count is kept
+    assert any("4000" in w for w in store.recall("x", now=NOW).warnings)
+
+
+def test_a_token_count_is_held_to_the_per_entry_limit_and_dropped_by_new_content(
+    open_,
+):
+    store = open_(
+        "ada", max_entry_tokens=3, token_counter=lambda text: len(text.split())
+    )
+    with pytest.raises(InvalidInput) as info:
+        store.import_jsonl(jsonl({"content": "a b", "token_count": 4}))
+    assert info.value.field == "token_count"
+    assert store.import_jsonl(jsonl({"id": "k", "content": "a", "token_count": 3}))
+    updated = store.update("k", content="a b")  # the old count is stale: dropped
+    assert "token_count" not in updated.entry
+    assert "token_count" not in store.get("k")
+    with pytest.raises(InvalidInput) as info:
+        store.update("k", content="a b c d")
+    assert info.value.field == "content"
+
+
 def test_always_entries_past_4000_tokens_warn_on_the_write_and_every_recall(open_):
     store = open_("ada")
     block = "y" * 7200  # 1800 tokens each
