@@ -974,17 +974,7 @@ class Store:
             raise InvalidInput(
                 "limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}"
             )
-        after = 0
-        if cursor is not None:
-            if (
-                not isinstance(cursor, str)
-                or not cursor.isdigit()
-                or not cursor.isascii()
-            ):
-                raise InvalidInput(
-                    "cursor", f"must be a next_cursor of list, got {cursor!r}"
-                )
-            after = int(cursor)
+        after = 0 if cursor is None else _cursor_position(cursor)
         rows = self._backend.read(
             self.namespace, lambda tx: tx.page(type, after, limit + 1)
         )
@@ -1212,6 +1202,26 @@ class Store:
             entries[ident] = value
             lines[ident] = number
         return entries, lines
+
+
+_MAX_SEQ: Final = 2**63 - 1  # both backends' 64-bit row counter
+
+
+def _cursor_position(cursor: object) -> int:
+    """The ``seq`` a ``next_cursor`` stands for: a decimal of 1 to 2**63-1
+    without leading zeros, as ``list`` writes it; anything else was not
+    issued by a store (SQLite overflowed on a larger number, PostgreSQL
+    returned an empty page)."""
+    if (
+        isinstance(cursor, str)
+        and cursor.isascii()
+        and cursor.isdigit()
+        and not cursor.startswith("0")
+        and len(cursor) <= len(str(_MAX_SEQ))
+        and int(cursor) <= _MAX_SEQ
+    ):
+        return int(cursor)
+    raise InvalidInput("cursor", f"must be a next_cursor of list, got {cursor!r}")
 
 
 def _not_loaded(always_skipped: Sequence[Skipped]) -> str:

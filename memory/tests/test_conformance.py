@@ -575,13 +575,29 @@ def test_list_pages_in_insertion_order_and_filters_by_type(open_):
         ({"limit": True}, "limit"),
         ({"cursor": "abc"}, "cursor"),
         ({"cursor": "-1"}, "cursor"),
+        ({"cursor": "9" * 19}, "cursor"),  # past a 64-bit seq
+        ({"cursor": "9" * 400}, "cursor"),
+        ({"cursor": str(2**63)}, "cursor"),
+        ({"cursor": "0"}, "cursor"),
+        ({"cursor": "007"}, "cursor"),
+        ({"cursor": "\u0663"}, "cursor"),  # a digit, not an ASCII one
+        ({"cursor": 5}, "cursor"),
         ({"type": ""}, "type"),
     ],
 )
 def test_bad_list_arguments_are_refused(open_, kwargs, field):
+    store = open_("ada")
+    store.remember("one", now=NOW)
     with pytest.raises(InvalidInput) as info:
-        open_("ada").list(**kwargs)
+        store.list(**kwargs)
     assert info.value.field == field
+
+
+def test_the_largest_cursor_a_store_could_issue_is_an_empty_last_page(open_):
+    store = open_("ada")
+    store.remember("one", now=NOW)
+    page = store.list(cursor=str(2**63 - 1))
+    assert page.entries == [] and page.next_cursor is None
 
 
 @given(
