@@ -40,6 +40,11 @@ Decisions where the issue is silent:
   An always-scope row (by its column or its body) is also named in the text.
   The warm cache notices a hand edit on both backends (SQLite's
   ``data_version``; PostgreSQL's triggers bump the namespace's version).
+- The row's id is the entry's id: a body whose ``id`` is missing or differs
+  is read with the row's; get, update and forget take any str id a row
+  holds (a hand-written ``''`` or 300-character one too), so every row a
+  recall names can be forgotten; ``update`` refuses to store such an id
+  (it says to forget the row and remember it again).
 - ``get``/``list`` return a row whose body is not a JSON object as
   ``{"id": ..., "unreadable": reason}`` so it can be found and forgotten;
   ``export_jsonl`` refuses to write a partial backup past such a row.
@@ -272,6 +277,16 @@ def _require_name(field: str, value: object) -> str:
         )
     _check_json_value(field, text)
     return text
+
+
+def _require_id(value: object) -> str:
+    """An id to look up (get, update, forget): any str a row may hold, the
+    empty and the over-long ids of rows written by hand included, so that
+    every row a recall names can be fixed or forgotten."""
+    if not isinstance(value, str):
+        raise InvalidInput("id", f"must be a str, got {type(value).__name__}")
+    _check_json_value("id", value)
+    return value
 
 
 def _require_priority(value: object) -> float | int:
@@ -565,13 +580,19 @@ def _row(entry: Mapping[str, Any]) -> Row:
 
 
 def _parse(stored: Stored) -> dict[str, Any] | str:
-    """The stored entry, or the reason it cannot be read as one."""
+    """The stored entry, or the reason it cannot be read as one.
+
+    The row's id is the entry's id: a body (written by hand) whose ``id`` is
+    missing or differs is read with the row's, the one get, update and
+    forget take and recall reports."""
     try:
         value = json.loads(stored.body)
     except ValueError as exc:
         return f"invalid JSON: {exc}"
     if not isinstance(value, dict):
         return f"must be a JSON object, got {_json_kind(value)}"
+    if value.get("id") != stored.id:
+        value["id"] = stored.id
     return value
 
 
@@ -848,7 +869,7 @@ class Store:
                 bad value (named).
             StoreUnavailable: the database failed (nothing was changed).
         """
-        _require_name("id", id)
+        _require_id(id)
         changes = self._changes(content, type, scope, tags, project, base_priority)
 
         def work(tx: WriteTx) -> Updated:
@@ -862,6 +883,14 @@ class Store:
                 raise InvalidInput(
                     "id", f"entry {id!r} is unreadable ({old}); forget it instead"
                 )
+            try:
+                _require_name("id", id)
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    "id",
+                    f"entry {id!r} has an id no write accepts ({exc.message}); "
+                    "forget it and remember its content again",
+                ) from None
             entry = dict(old)
             if "content" in changes:  # a precomputed cost of the old content
                 entry.pop("token_count", None)
@@ -931,7 +960,7 @@ class Store:
             InvalidInput: ``id`` is not a non-empty str.
             StoreUnavailable: the database failed (nothing was deleted).
         """
-        _require_name("id", id)
+        _require_id(id)
 
         def work(tx: WriteTx) -> bool:
             if not tx.delete([id]):
@@ -948,7 +977,7 @@ class Store:
 
     def get(self, id: str) -> dict[str, Any] | None:
         """The entry with this id in this namespace, or None."""
-        _require_name("id", id)
+        _require_id(id)
         found = self._backend.read(self.namespace, lambda tx: tx.get(id))
         return None if found is None else _readable(found)
 

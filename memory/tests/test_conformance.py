@@ -1364,3 +1364,48 @@ def test_property_no_planted_row_disables_recall(open_, store_url, bodies):
         store.explain("force push", now=NOW)
     finally:
         open_.close_all()
+
+
+@pytest.mark.parametrize("ident", ["", "x" * 300, " "])
+def test_a_planted_row_with_an_id_no_write_accepts_can_be_fixed_or_forgotten(
+    open_, store_url, ident
+):
+    store = open_("ada")
+    body = {"id": ident, "type": "correction", "scope": "always", "content": "rule"}
+    bad = {**body, "base_priority": "high"}
+    plant(store_url, "ada", ident, bad, type="correction", scope="always")
+    recall = store.recall("x", now=NOW)
+    assert [s.id for s in recall.skipped] == [ident]
+    assert f"{ident!r} could not be loaded" in recall.text  # "fix or forget it"
+    with pytest.raises(InvalidInput) as info:  # no write stores such an id
+        store.update(ident, base_priority=None)
+    assert info.value.field == "id"
+    assert "forget it and remember its content again" in str(info.value)
+    assert store.get(ident)["content"] == "rule"
+    assert store.forget(ident) is True
+    assert store.recall("x", now=NOW).skipped == []
+    assert store.get(ident) is None
+    assert store.forget(ident) is False
+
+
+@pytest.mark.parametrize("body_id", [None, "other"])
+def test_a_body_whose_id_is_missing_or_differs_is_read_under_the_rows_id(
+    open_, store_url, body_id
+):
+    store = open_("ada")
+    kept = store.remember("kept", type="fact", now=NOW)
+    body = {"type": "fact", "content": "planted fact"}
+    if body_id is not None:
+        body["id"] = body_id
+    plant(store_url, "ada", "row", body, type="fact")
+    assert store.get("row")["id"] == "row"
+    assert set(store.recall("fact", now=NOW).ids()["facts"]) == {"row", kept.id}
+    updated = store.update("row", content="changed fact")
+    assert updated.entry["id"] == "row"
+    assert store.get(kept.id)["content"] == "kept"  # no other row was touched
+    assert store.get("row")["content"] == "changed fact"
+    store.remember("new", type="fact", supersedes="row", now=NOW)
+    assert store.get("row")["superseded_by"]
+    assert store.forget("row") is True
+    assert store.get("row") is None
+    assert len(store.list().entries) == 2  # kept and new
