@@ -625,6 +625,7 @@ class WriteTx(Protocol):
     def delete(self, idents: Sequence[str]) -> list[str]: ...
     def superseding(self, idents: Sequence[str]) -> list[str]: ...
     def existing(self, idents: Sequence[str]) -> set[str]: ...
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
 
 
 class ReadTx(Protocol):
@@ -813,16 +814,18 @@ class Store:
             if supersedes is not None:
                 tx.replace(_row(self._retire(tx, supersedes, entry["id"])))
             tx.insert(_row(entry), key)
+            if entry.get("scope") == _ALWAYS:
+                warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)
 
-        written = self._backend.write(self.namespace, work)
-        if written.entry.get("scope") == _ALWAYS and written.entry is entry:
-            written.warnings.extend(self._always_warnings())
-        return written
+        return self._backend.write(self.namespace, work)
 
-    def _always_warnings(self) -> builtins.list[str]:
-        """The always-scope total warning, if this namespace passes it now."""
-        return [w for w in self._snapshot().warnings if w.startswith("scope: ")]
+    def _always_warnings(self, tx: WriteTx) -> builtins.list[str]:
+        """The always-scope total warning, if this namespace passes it with
+        this write: read in the write's own transaction, so no read after
+        the commit can fail a call whose write landed."""
+        snap = _load(None, tx.candidates([]), self.pools)
+        return [w for w in snap.warnings if w.startswith("scope: ")]
 
     def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
         stored = _parse(first)
@@ -901,12 +904,11 @@ class Store:
                     entry[field] = value
             warnings = self._check(entry)
             tx.replace(_row(entry))
+            if entry.get("scope") == _ALWAYS:
+                warnings.extend(self._always_warnings(tx))
             return Updated(entry, warnings)
 
-        updated = self._backend.write(self.namespace, work)
-        if updated.entry.get("scope") == _ALWAYS:
-            updated.warnings.extend(self._always_warnings())
-        return updated
+        return self._backend.write(self.namespace, work)
 
     @staticmethod
     def _changes(

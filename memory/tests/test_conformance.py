@@ -910,6 +910,26 @@ def test_a_token_count_is_held_to_the_per_entry_limit_and_dropped_by_new_content
     assert info.value.field == "content"
 
 
+def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypatch):
+    store = open_("ada")
+    store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    old = store.remember("old", type="correction", now=NOW)
+
+    def down(*args, **kwargs):
+        raise StoreUnavailable("database unreachable", store.url)
+
+    monkeypatch.setattr(store._backend, "read", down)
+    monkeypatch.setattr(store._backend, "version", down)
+    third = store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    assert any("4000" in w for w in third.warnings)  # read inside the write
+    updated = store.update(old.id, scope="always")
+    assert any("4000" in w for w in updated.warnings)
+    monkeypatch.undo()
+    assert store.get(third.id) is not None
+    assert store.get(old.id)["scope"] == "always"
+
+
 def test_always_entries_past_4000_tokens_warn_on_the_write_and_every_recall(open_):
     store = open_("ada")
     block = "y" * 7200  # 1800 tokens each
