@@ -13,7 +13,8 @@ Every write transaction first bumps ``poolsplit_versions`` for its namespace
 writers, and the version is what a warm recall compares (no entry row read).
 Statement-level triggers bump it too for every statement that changes
 ``poolsplit_entries``, so a row written by hand or by another tool is seen
-by the next recall of a running store, as SQLite's ``data_version`` sees it.
+by the next recall of a running store, as SQLite's ``data_version`` sees it
+(a TRUNCATE bumps every namespace's version).
 The schema is created under a transaction-level advisory lock, so concurrent
 first starts on an empty database wait for one another instead of failing.
 Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
@@ -95,6 +96,8 @@ BEGIN
         INSERT INTO poolsplit_versions (namespace, version)
         SELECT DISTINCT namespace, 1 FROM old_rows
         ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        UPDATE poolsplit_versions SET version = version + 1;
     ELSE
         INSERT INTO poolsplit_versions (namespace, version)
         SELECT namespace, 1 FROM new_rows UNION SELECT namespace, 1 FROM old_rows
@@ -110,6 +113,8 @@ _TRIGGERS = {
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
     "poolsplit_entries_deleted": "AFTER DELETE ON poolsplit_entries "
     "REFERENCING OLD TABLE AS old_rows",
+    # TRUNCATE has no transition table: every namespace's version moves.
+    "poolsplit_entries_truncated": "AFTER TRUNCATE ON poolsplit_entries",
 }
 _BUMP = (
     "INSERT INTO poolsplit_versions (namespace, version) VALUES (%s, 1) "

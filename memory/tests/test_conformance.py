@@ -1051,6 +1051,22 @@ def test_a_hand_edit_is_seen_by_the_next_recall_of_a_running_store(open_, store_
     assert store.recall("words", now=NOW).ids()["facts"] == []
 
 
+def test_emptying_the_table_by_hand_is_seen_by_every_running_store(open_, store_url):
+    ada, bob = open_("ada"), open_("bob")
+    ada.remember("ada's words", type="fact", now=NOW)
+    bob.remember("bob's words", type="fact", now=NOW)
+    assert ada.recall("words", now=NOW).ids()["facts"]
+    assert bob.recall("words", now=NOW).ids()["facts"]
+    emptying = (  # SQLite has no TRUNCATE; DELETE without WHERE is its form
+        "TRUNCATE poolsplit_entries"
+        if store_url.startswith("postgres")
+        else "DELETE FROM poolsplit_entries"
+    )
+    execute_raw(store_url, emptying)
+    assert ada.recall("words", now=NOW).ids()["facts"] == []
+    assert bob.recall("words", now=NOW).ids()["facts"] == []
+
+
 def test_a_write_to_another_namespace_is_not_seen(open_):
     a, b = open_("ada"), open_("bob")
     b.remember("bob's", type="fact", now=NOW)
