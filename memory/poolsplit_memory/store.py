@@ -74,6 +74,7 @@ import json
 import math
 import numbers
 import os
+import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -1099,6 +1100,10 @@ class Store:
         """Write every entry of this namespace, one JSON object a line, oldest
         first; return the count.
 
+        A path is written whole or not at all: to a temporary file in the
+        same folder, flushed to disk, then renamed over ``dest`` (a full disk
+        never destroys the previous backup; its permissions are kept).
+
         Raises:
             StoreUnavailable: the database failed, ``dest`` cannot be
                 written, or a stored row is not a JSON object (named: fix or
@@ -1117,13 +1122,7 @@ class Store:
             lines.append(_dumps(value) + "\n")
         text = "".join(lines)
         if isinstance(dest, (str, os.PathLike)):
-            try:
-                with open(dest, "w", encoding="utf-8") as file:
-                    file.write(text)
-            except OSError as exc:
-                raise StoreUnavailable(
-                    "cannot write export", str(dest), str(exc)
-                ) from None
+            _replace_file(os.fspath(dest), text)
         else:
             dest.write(text)
         return len(lines)
@@ -1253,6 +1252,27 @@ def _cursor_position(cursor: object) -> int:
     ):
         return int(cursor)
     raise InvalidInput("cursor", f"must be a next_cursor of list, got {cursor!r}")
+
+
+def _replace_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file beside it, fsync,
+    rename); StoreUnavailable ``cannot write export`` on any OSError."""
+    temporary = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        try:
+            with open(temporary, "x", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            if os.path.exists(path):
+                shutil.copymode(path, temporary)
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise
+    except OSError as exc:
+        raise StoreUnavailable("cannot write export", path, str(exc)) from None
 
 
 def _not_loaded(always_skipped: Sequence[Skipped]) -> str:

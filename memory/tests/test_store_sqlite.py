@@ -424,3 +424,45 @@ def test_a_scrub_waits_at_most_the_busy_timeout_for_a_reader(tmp_path):
         checkpoints = [s for s in statements if "wal_checkpoint" in s]
         assert checkpoints == ["PRAGMA wal_checkpoint(TRUNCATE)"]  # one attempt
         assert "PRAGMA busy_timeout=0" in statements
+
+
+def test_an_export_that_fails_midway_keeps_the_previous_backup(tmp_path, monkeypatch):
+    backup = tmp_path / "backup.jsonl"
+    with open_store(str(tmp_path / "memory.db")) as store:
+        store.remember("first", now=NOW)
+        assert store.export_jsonl(backup) == 1
+        backup.chmod(0o640)
+        before = backup.read_bytes()
+        store.remember("second", now=NOW)
+
+        def disk_full(fd):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(os, "fsync", disk_full)
+        with pytest.raises(StoreUnavailable) as info:
+            store.export_jsonl(backup)
+        assert str(info.value).startswith("cannot write export: ")
+        assert "No space left" in str(info.value)
+        assert backup.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == [
+            "backup.jsonl"
+        ]
+        monkeypatch.undo()
+        assert store.export_jsonl(str(backup)) == 2
+        assert len(backup.read_text(encoding="utf-8").splitlines()) == 2
+        assert backup.stat().st_mode & 0o777 == 0o640  # its permissions are kept
+
+
+def test_an_export_onto_a_full_disk_keeps_the_previous_backup(small_disk, tmp_path):
+    backup = small_disk / "backup.jsonl"
+    with open_store(str(tmp_path / "memory.db")) as store:
+        store.remember("small", now=NOW)
+        assert store.export_jsonl(backup) == 1
+        before = backup.read_bytes()
+        for _ in range(60):  # 60 * 7 KB: more than the 256 KiB disk holds
+            store.remember("y" * 7000, now=NOW)
+        with pytest.raises(StoreUnavailable) as info:
+            store.export_jsonl(backup)
+        assert str(info.value).startswith("cannot write export: ")
+        assert backup.read_bytes() == before
+        assert [p.name for p in small_disk.iterdir()] == ["backup.jsonl"]
