@@ -52,7 +52,7 @@ from typing import Annotated, Any, Callable
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, open_store
-from poolsplit_memory.store import is_ephemeral
+from poolsplit_memory.store import is_ephemeral, parse_url
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -539,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         pools = poolsplit.load_pools(args.pools) if args.pools is not None else None
+        if pools == []:  # the core reads [] as no pools; a store needs one
+            raise ValueError(
+                f"{args.pools}: pools must not be empty; leave out --pools "
+                "for the default pools"
+            )
         url = _choose_db(args.db, args.ephemeral)
     except ValueError as exc:
         return _fail(str(exc))
@@ -547,11 +552,13 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(str(exc))
     with store:
-        where = (
-            "in this process only (--ephemeral)"
-            if args.ephemeral
-            else f"in {store.url}"
-        )
+        target = parse_url(url)
+        if args.ephemeral:
+            where = "in this process only (--ephemeral)"
+        elif target.kind == "sqlite":  # the file itself, wherever it was named
+            where = f"in {os.path.abspath(target.where)}"
+        else:
+            where = f"in {store.url}"
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )

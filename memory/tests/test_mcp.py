@@ -542,6 +542,25 @@ def test_a_bad_pools_file_refuses_to_start_with_the_core_clis_line(tmp_path, poo
     assert not db.exists()  # refused before opening anything
 
 
+def test_an_empty_pools_file_names_the_file(tmp_path):
+    path = tmp_path / "pools.json"
+    path.write_text("[]", encoding="utf-8")
+    db = tmp_path / "memory.db"
+    line = one_line_exit_2(*start_and_fail(tmp_path, "--db", db, "--pools", path))
+    assert f"{path}: pools must not be empty" in line
+    assert not db.exists()
+
+
+def test_a_relative_db_is_said_as_the_absolute_path(tmp_path):
+    status, stderr = start_and_fail(tmp_path, "--db", "rel/memory.db")
+    assert status == 2  # the folder rel/ does not exist
+    (tmp_path / "rel").mkdir()
+    for db in ("rel/memory.db", "sqlite:///rel/memory.db"):
+        status, stderr = start_and_fail(tmp_path, "--db", db)
+        assert status == 0, stderr  # stdin at EOF: serves, then ends
+        assert f"memory in {tmp_path / 'rel' / 'memory.db'}, namespace" in stderr
+
+
 def test_a_good_pools_file_is_used(tmp_path):
     path = tmp_path / "pools.json"
     path.write_text(
