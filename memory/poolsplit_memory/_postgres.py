@@ -20,7 +20,7 @@ first starts on an empty database wait for one another instead of failing.
 Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
 Each connection sets ``lock_timeout`` to the store's busy timeout
 (``?busy_timeout=MS``, 10 s by default, as on SQLite) and
-``statement_timeout`` to the same but at least 10 s: a write blocked by
+``statement_timeout`` to twice that, at least 10 s: a write blocked by
 another transaction's row lock fails with ``database is locked`` instead of
 waiting forever.
 """
@@ -160,11 +160,12 @@ class PostgresBackend:
         self.url = mask(url)
         self._dsn = url
         # PostgreSQL reads 0 as "no limit"; SQLite's 0 is "do not wait". A
-        # statement's own bound is never below the default (a short busy
-        # timeout is about lock waits, not about slow statements).
+        # statement's own bound is twice that, and never below the default:
+        # a lock wait ends by lock_timeout first (its message says so), and
+        # a short busy timeout is about lock waits, not slow statements.
         self._timeouts = (
             f"{max(busy_ms, 1)}ms",
-            f"{max(busy_ms, DEFAULT_BUSY_MS)}ms",
+            f"{max(2 * busy_ms, DEFAULT_BUSY_MS)}ms",
         )
         if psycopg is None:
             raise StoreUnavailable(

@@ -10,7 +10,7 @@ Decisions where the issue is silent:
   SQLAlchemy's rule; a plain path is used as it is; ``?busy_timeout=MS`` on a
   ``sqlite:`` or ``postgresql:`` URL sets how long a write waits for a lock
   another connection holds (default 10,000 ms) before ``database is locked``
-  (PostgreSQL: ``lock_timeout``, and ``statement_timeout`` at least 10 s).
+  (PostgreSQL: ``lock_timeout``; ``statement_timeout`` twice it, >= 10 s).
   ``:memory:`` is one connection (reads wait for writes; it is
   process-local anyway); a file has a reader connection beside the writer.
 - Ids are 16 hex characters of a uuid4; ``created`` is ISO-8601 UTC. A naive
