@@ -17,6 +17,7 @@ from poolsplit_memory.store import (
     DEFAULT_POOLS,
     SPILL_OVER,
     InvalidInput,
+    Loadable,
     Page,
     Recall,
     Skipped,
@@ -28,6 +29,8 @@ from poolsplit_memory.store import (
     build_entry,
     check_entry,
     default_pools,
+    loadable,
+    not_loaded,
     open_store,
 )
 
@@ -36,6 +39,7 @@ __all__ = [
     "DEFAULT_POOLS",
     "SPILL_OVER",
     "InvalidInput",
+    "Loadable",
     "Page",
     "Recall",
     "Skipped",
@@ -47,6 +51,8 @@ __all__ = [
     "build_entry",
     "check_entry",
     "default_pools",
+    "loadable",
+    "not_loaded",
     "open_store",
 ]
 __version__ = "0.1.0"

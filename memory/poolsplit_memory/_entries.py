@@ -7,8 +7,7 @@ from typing import Any, NamedTuple
 
 from poolsplit import Pool
 
-from poolsplit_memory import default_pools
-from poolsplit_memory.store import loadable, not_loaded
+from poolsplit_memory import default_pools, loadable, not_loaded
 
 
 class Prepared(NamedTuple):

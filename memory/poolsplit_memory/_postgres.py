@@ -13,10 +13,16 @@ Every write transaction first bumps ``poolsplit_versions`` for its namespace
 writers, and the version is what a warm recall compares (no entry row read).
 Statement-level triggers bump it too for every statement that changes
 ``poolsplit_entries``, so a row written by hand or by another tool is seen
-by the next recall of a running store, as SQLite's ``data_version`` sees it.
+by the next recall of a running store, as SQLite's ``data_version`` sees it
+(a TRUNCATE bumps every namespace's version).
 The schema is created under a transaction-level advisory lock, so concurrent
 first starts on an empty database wait for one another instead of failing.
 Reads run in REPEATABLE READ READ ONLY transactions (one snapshot per call).
+Each connection sets ``lock_timeout`` to the store's busy timeout
+(``?busy_timeout=MS``, 10 s by default, as on SQLite) and
+``statement_timeout`` to twice that, at least 10 s: a write blocked by
+another transaction's row lock fails with ``database is locked`` instead of
+waiting forever.
 """
 
 from __future__ import annotations
@@ -27,7 +33,13 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import Counter, SqlTx
-from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory.store import (
+    DEFAULT_BUSY_MS,
+    InvalidInput,
+    ReadTx,
+    StoreUnavailable,
+    WriteTx,
+)
 
 try:
     import psycopg
@@ -84,6 +96,8 @@ BEGIN
         INSERT INTO poolsplit_versions (namespace, version)
         SELECT DISTINCT namespace, 1 FROM old_rows
         ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1;
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        UPDATE poolsplit_versions SET version = version + 1;
     ELSE
         INSERT INTO poolsplit_versions (namespace, version)
         SELECT namespace, 1 FROM new_rows UNION SELECT namespace, 1 FROM old_rows
@@ -99,6 +113,8 @@ _TRIGGERS = {
     "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows",
     "poolsplit_entries_deleted": "AFTER DELETE ON poolsplit_entries "
     "REFERENCING OLD TABLE AS old_rows",
+    # TRUNCATE has no transition table: every namespace's version moves.
+    "poolsplit_entries_truncated": "AFTER TRUNCATE ON poolsplit_entries",
 }
 _BUMP = (
     "INSERT INTO poolsplit_versions (namespace, version) VALUES (%s, 1) "
@@ -125,7 +141,11 @@ _CAUSES = {
 
 def mask(url: str) -> str:
     """The URL with its password replaced by ``***``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError:  # unreadable: keep only the scheme, never a password
+        return url.split("://", 1)[0] + "://..."
     if parts.password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[-1]
@@ -136,9 +156,17 @@ def mask(url: str) -> str:
 class PostgresBackend:
     """A PostgreSQL database behind the store."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_ms: int = DEFAULT_BUSY_MS) -> None:
         self.url = mask(url)
         self._dsn = url
+        # PostgreSQL reads 0 as "no limit"; SQLite's 0 is "do not wait". A
+        # statement's own bound is twice that, and never below the default:
+        # a lock wait ends by lock_timeout first (its message says so), and
+        # a short busy timeout is about lock waits, not slow statements.
+        self._timeouts = (
+            f"{max(busy_ms, 1)}ms",
+            f"{max(2 * busy_ms, DEFAULT_BUSY_MS)}ms",
+        )
         if psycopg is None:
             raise StoreUnavailable(
                 "psycopg is not installed",
@@ -159,6 +187,10 @@ class PostgresBackend:
     @property
     def rows_read(self) -> int:
         return self._counter.rows_read
+
+    @property
+    def scrub_pending(self) -> bool:
+        return False  # a deleted row's old tuple is VACUUM's (see forget)
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         state = getattr(exc, "sqlstate", None) or ""
@@ -187,6 +219,15 @@ class PostgresBackend:
             detail = str(exc).strip().splitlines()[0]
             raise InvalidInput("url", f"cannot be read: {detail}") from None
         except psycopg.Error as exc:
+            raise self._unavailable(exc) from None
+        try:  # a lock wait or a statement ends as "database is locked"
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, false), "
+                "set_config('statement_timeout', %s, false)",
+                self._timeouts,
+            )
+        except psycopg.Error as exc:
+            conn.close()
             raise self._unavailable(exc) from None
         self._conns[slot] = conn
         return conn

@@ -18,14 +18,21 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.parse import parse_qs
 
 from poolsplit_memory._sql import Counter, SqlTx
-from poolsplit_memory.store import InvalidInput, ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory.store import (
+    DEFAULT_BUSY_MS,
+    ReadTx,
+    StoreUnavailable,
+    WriteTx,
+)
 
 T = TypeVar("T")
 
-DEFAULT_BUSY_MS = 10_000
+# How long the checkpoint after a delete waits for other connections' reads
+# (at most the busy timeout): long enough for a short read to end, short
+# enough that a long-held read does not stall the forget.
+_SCRUB_WAIT_MS = 1_000
 _MEMORY = ":memory:"
 
 SCHEMA = (
@@ -54,38 +61,6 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
     "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
 )
-
-
-def sqlite_path(url: str) -> tuple[str, int]:
-    """The file path and busy timeout (ms) of a SQLite url.
-
-    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
-    rule), ``?busy_timeout=MS`` on such a URL; a plain path as it is.
-    """
-    if "://" in url and not url.startswith("sqlite:"):
-        scheme = url.split("://", 1)[0]
-        raise InvalidInput(
-            "url",
-            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
-            ":memory: or postgresql://...",
-        )
-    if not url.startswith("sqlite:"):
-        return url, DEFAULT_BUSY_MS
-    if not url.startswith("sqlite:///"):
-        raise InvalidInput(
-            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
-        )
-    path, _, query = url[len("sqlite:///") :].partition("?")
-    busy = DEFAULT_BUSY_MS
-    for name, values in parse_qs(query, keep_blank_values=True).items():
-        if name != "busy_timeout" or not values[-1].isdigit():
-            raise InvalidInput(
-                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
-            )
-        busy = int(values[-1])
-    if not path:
-        raise InvalidInput("url", f"names no file, got {url!r}")
-    return path, busy
 
 
 def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
@@ -167,6 +142,7 @@ class SQLiteBackend:
         self._write_lock = threading.Lock()
         self._read_lock = self._write_lock if memory else threading.Lock()
         self._closed = False
+        self._scrub_pending = False
 
     @property
     def rows_read(self) -> int:
@@ -235,6 +211,7 @@ class SQLiteBackend:
         return version
 
     def version(self, namespace: str) -> object:
+        self._retry_scrub()
         with self._read_lock:
             self._check_open()
             try:
@@ -243,6 +220,7 @@ class SQLiteBackend:
                 raise unavailable(exc, self._where) from None
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
+        self._retry_scrub()
         with self._read_lock:
             self._check_open()
             conn = self._reader
@@ -260,6 +238,7 @@ class SQLiteBackend:
                 raise unavailable(exc, self._where) from None
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
+        self._retry_scrub()
         with self._write_lock:
             self._check_open()
             conn = self._writer
@@ -276,27 +255,55 @@ class SQLiteBackend:
                         conn.execute("ROLLBACK")
                     raise
                 if tx.scrubbed and self._where != _MEMORY:
-                    self._checkpoint(conn)
+                    self._scrub_pending = True
+                    self._checkpoint(conn, min(self._busy_ms, _SCRUB_WAIT_MS))
                 return result
             except sqlite3.Error as exc:
                 raise unavailable(exc, self._where) from None
 
-    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+    @property
+    def scrub_pending(self) -> bool:
+        """Whether deleted or overwritten content may still be in the WAL."""
+        return self._scrub_pending
+
+    def _retry_scrub(self) -> None:
+        """While a scrub is pending, try it again without waiting (skipped
+        when this store's writer is busy: that write retries it itself)."""
+        if not self._scrub_pending or not self._write_lock.acquire(blocking=False):
+            return
+        try:
+            if not self._closed:
+                self._checkpoint(self._writer, 0)
+        finally:
+            self._write_lock.release()
+
+    def _checkpoint(self, conn: sqlite3.Connection, wait_ms: int) -> None:
         """Copy the WAL into the file and truncate it, so that deleted
-        (secure_delete: zeroed) content leaves no old frame behind. A reader
-        of another process can hold it back; the next write tries again."""
-        for _ in range(3):
+        (secure_delete: zeroed) content leaves no old frame behind.
+
+        One attempt, waiting at most ``wait_ms`` for other connections: a
+        read transaction of another connection holds the WAL back, and
+        waiting it out could take forever. When it cannot finish the scrub
+        stays pending (``scrub_pending``) and is tried again, without
+        waiting, at the start of every later call of this store and at close.
+        """
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(wait_ms)}")
             try:
                 busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            except sqlite3.Error:  # the write is committed: never report it failed
-                return
-            if not busy:
-                return
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
+        except sqlite3.Error:  # the write is committed: never report it failed
+            return
+        if not busy:
+            self._scrub_pending = False
 
     def close(self) -> None:
         with self._write_lock:
             if self._closed:
                 return
+            if self._scrub_pending:
+                self._checkpoint(self._writer, min(self._busy_ms, _SCRUB_WAIT_MS))
             self._closed = True
             if self._reader is not self._writer:
                 with self._read_lock:

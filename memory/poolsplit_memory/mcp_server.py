@@ -25,7 +25,7 @@ whose text is what the model reads:
   base_priority=None)`` -> ``{"entry", "warnings"}``: an argument left out is
   unchanged; ``scope``, ``tags``, ``project`` or ``base_priority`` sent as
   ``null`` removes that key
-- ``forget(id)`` -> ``{"forgotten": true or false}``
+- ``forget(id)`` -> ``{"forgotten": true or false, "warnings": [...]}``
 - ``explain(message, tags=[], project=None)`` -> the explain table;
   ``{"table": ...}``
 
@@ -52,6 +52,7 @@ from typing import Annotated, Any, Callable
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, open_store
+from poolsplit_memory.store import is_ephemeral, parse_url
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -69,7 +70,6 @@ except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says 
 __all__ = ["build_server", "default_db_path", "main"]
 
 _PROG = "poolsplit-mcp"
-_EPHEMERAL = ("", ":memory:")
 _INSTRUCTIONS = (
     "Call recall with the user's message before answering and follow what it "
     "returns; remember corrections with type='correction' and scope='always'."
@@ -99,13 +99,13 @@ def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _is_ephemeral(url: str) -> bool:
-    """True for a SQLite store that would not outlive the process."""
-    path = url.strip()
-    for prefix in ("sqlite:///", "sqlite://"):
-        if path.startswith(prefix):
-            path = path[len(prefix) :]
-            break
-    return path in _EPHEMERAL
+    """True for a store that would not outlive the process: an empty value
+    (an unset variable), or what the store reads as ``:memory:``.
+
+    Raises:
+        InvalidInput: the store cannot read the url at all.
+    """
+    return not url.strip() or is_ephemeral(url)
 
 
 def _choose_db(db: str | None, ephemeral: bool) -> str:
@@ -226,6 +226,7 @@ class UpdateResult(TypedDict):
 
 class ForgetResult(TypedDict):
     forgotten: bool
+    warnings: list[str]
 
 
 class ExplainResult(TypedDict):
@@ -450,7 +451,15 @@ def build_server(store: Store) -> MCPServer[Any]:
         id: Annotated[str, Field(description="an entry's id")],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Delete an entry (and those it superseded); false if there is none."""
-        return _result({"forgotten": store.forget(id)})
+        forgotten = store.forget(id)
+        warnings = []
+        if store.scrub_pending:
+            warnings.append(
+                "forget: deleted, but the content stays in the SQLite -wal file "
+                "while another connection holds a read open; the server "
+                "removes it on its next call after that read ends, or at exit"
+            )
+        return _result({"forgotten": forgotten, "warnings": warnings})
 
     def explain(
         message: Annotated[str, Field(description="the user's message")],
@@ -530,6 +539,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         pools = poolsplit.load_pools(args.pools) if args.pools is not None else None
+        if pools == []:  # the core reads [] as no pools; a store needs one
+            raise ValueError(
+                f"{args.pools}: pools must not be empty; leave out --pools "
+                "for the default pools"
+            )
         url = _choose_db(args.db, args.ephemeral)
     except ValueError as exc:
         return _fail(str(exc))
@@ -538,11 +552,13 @@ def main(argv: list[str] | None = None) -> int:
     except StoreError as exc:
         return _fail(str(exc))
     with store:
-        where = (
-            "in this process only (--ephemeral)"
-            if args.ephemeral
-            else f"in {store.url}"
-        )
+        target = parse_url(url)
+        if args.ephemeral:
+            where = "in this process only (--ephemeral)"
+        elif target.kind == "sqlite":  # the file itself, wherever it was named
+            where = f"in {os.path.abspath(target.where)}"
+        else:
+            where = f"in {store.url}"
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )

@@ -8,8 +8,10 @@ Decisions where the issue is silent:
 
 - ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` follow
   SQLAlchemy's rule; a plain path is used as it is; ``?busy_timeout=MS`` on a
-  ``sqlite:`` URL sets how long a write waits for another writer (default
-  10,000 ms). ``:memory:`` is one connection (reads wait for writes; it is
+  ``sqlite:`` or ``postgresql:`` URL sets how long a write waits for a lock
+  another connection holds (default 10,000 ms) before ``database is locked``
+  (PostgreSQL: ``lock_timeout``; ``statement_timeout`` twice it, >= 10 s).
+  ``:memory:`` is one connection (reads wait for writes; it is
   process-local anyway); a file has a reader connection beside the writer.
 - Ids are 16 hex characters of a uuid4; ``created`` is ISO-8601 UTC. A naive
   ``now`` is taken as UTC.
@@ -23,8 +25,14 @@ Decisions where the issue is silent:
   auditing) in insertion order; the cursor is the position after the page.
 - ``forget`` deletes the entry and every entry whose ``superseded_by`` chain
   ends at it (they never load, and usually hold what the user wants gone).
-  SQLite overwrites the deleted bytes and truncates the WAL; PostgreSQL
-  deletes the row (its old tuple stays in the table file until VACUUM).
+  SQLite overwrites the deleted bytes (``secure_delete``) and truncates the
+  WAL; the content is gone from the files when that truncation succeeds: at
+  once, unless another connection holds a read transaction open for longer
+  than a second; then ``Store.scrub_pending`` is True and the store retries
+  on each later call and at ``close`` (never stalling a call on it).
+  ``update`` and ``supersedes`` (which overwrite a body) take the same path.
+  PostgreSQL deletes the row (its old tuple stays in the table file until
+  VACUUM).
 - ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
   ``update`` with no field is InvalidInput.
 - A bad stored row is recognised when it is read: invalid JSON, not an
@@ -32,6 +40,11 @@ Decisions where the issue is silent:
   An always-scope row (by its column or its body) is also named in the text.
   The warm cache notices a hand edit on both backends (SQLite's
   ``data_version``; PostgreSQL's triggers bump the namespace's version).
+- The row's id is the entry's id: a body whose ``id`` is missing or differs
+  is read with the row's; get, update and forget take any str id a row
+  holds (a hand-written ``''`` or 300-character one too), so every row a
+  recall names can be forgotten; ``update`` refuses to store such an id
+  (it says to forget the row and remember it again).
 - ``get``/``list`` return a row whose body is not a JSON object as
   ``{"id": ..., "unreadable": reason}`` so it can be found and forgotten;
   ``export_jsonl`` refuses to write a partial backup past such a row.
@@ -41,6 +54,11 @@ Decisions where the issue is silent:
 - The spill-over type warning is given when the type is close to a pool's
   type (a likely typo such as ``"corection"``); the default type ``"note"``
   does not warn on every write.
+- A ``token_count`` (import_jsonl; poolsplit charges it instead of
+  counting) below what the store's ``token_counter`` counts in the content
+  is refused, so it never hides content from ``max_entry_tokens`` or from
+  the always-scope total; ``update`` of the content drops the old
+  ``token_count``.
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
   (PostgreSQL cannot store the first two; JSON cannot hold the last).
@@ -56,12 +74,14 @@ import json
 import math
 import numbers
 import os
+import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
 from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
@@ -104,6 +124,8 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+# How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
+DEFAULT_BUSY_MS: Final = 10_000
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -261,6 +283,16 @@ def _require_name(field: str, value: object) -> str:
         )
     _check_json_value(field, text)
     return text
+
+
+def _require_id(value: object) -> str:
+    """An id to look up (get, update, forget): any str a row may hold, the
+    empty and the over-long ids of rows written by hand included, so that
+    every row a recall names can be fixed or forgotten."""
+    if not isinstance(value, str):
+        raise InvalidInput("id", f"must be a str, got {type(value).__name__}")
+    _check_json_value("id", value)
+    return value
 
 
 def _require_priority(value: object) -> float | int:
@@ -459,7 +491,9 @@ def check_entry(
     what a store adds: JSON-only values without NUL characters or lone
     surrogates, a finite ``base_priority``, str ``id``/``type``/``scope``/
     ``project``/``status``, and content of at most ``max_entry_tokens``
-    tokens by ``token_counter``. A ``superseded_by`` is left to the store,
+    tokens by ``token_counter``; a positive ``token_count`` (the cost
+    poolsplit charges instead of counting) must be at least that count and
+    at most ``max_entry_tokens``. A ``superseded_by`` is left to the store,
     which checks that it names a stored entry. Warnings are ``field:
     message`` strings: poolsplit's (a near-miss key such as ``"scop"``), and
     a type that only the spill-over pool admits when it is close to a
@@ -486,6 +520,23 @@ def check_entry(
             f"is {tokens} tokens, over the limit of {max_entry_tokens} "
             "(max_entry_tokens); store a summary, or raise the limit",
         )
+    given = entry.get("token_count")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        # poolsplit charges a positive token_count instead of counting: one
+        # below the content's count would let content past every cap (and
+        # always-scope content past the always total) unseen.
+        if given < tokens:
+            raise InvalidInput(
+                "token_count",
+                f"must be at least the {tokens} tokens token_counter counts in "
+                f"content, got {given}; leave it out to have content counted",
+            )
+        if given > max_entry_tokens:
+            raise InvalidInput(
+                "token_count",
+                f"is {given}, over the limit of {max_entry_tokens} "
+                "(max_entry_tokens); store a summary, or raise the limit",
+            )
     kind_warning = _type_warning(str(entry.get("type", "note")), pools)
     if kind_warning is not None:
         warnings.append(kind_warning)
@@ -535,13 +586,19 @@ def _row(entry: Mapping[str, Any]) -> Row:
 
 
 def _parse(stored: Stored) -> dict[str, Any] | str:
-    """The stored entry, or the reason it cannot be read as one."""
+    """The stored entry, or the reason it cannot be read as one.
+
+    The row's id is the entry's id: a body (written by hand) whose ``id`` is
+    missing or differs is read with the row's, the one get, update and
+    forget take and recall reports."""
     try:
         value = json.loads(stored.body)
     except ValueError as exc:
         return f"invalid JSON: {exc}"
     if not isinstance(value, dict):
         return f"must be a JSON object, got {_json_kind(value)}"
+    if value.get("id") != stored.id:
+        value["id"] = stored.id
     return value
 
 
@@ -574,6 +631,7 @@ class WriteTx(Protocol):
     def delete(self, idents: Sequence[str]) -> list[str]: ...
     def superseding(self, idents: Sequence[str]) -> list[str]: ...
     def existing(self, idents: Sequence[str]) -> set[str]: ...
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
 
 
 class ReadTx(Protocol):
@@ -593,12 +651,15 @@ class Backend(Protocol):
     when ``work`` raises; a database failure comes out as StoreUnavailable.
     ``version`` changes whenever the namespace may have changed, and reads
     no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
+    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL).
     """
 
     url: str
 
     @property
     def rows_read(self) -> int: ...
+    @property
+    def scrub_pending(self) -> bool: ...
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
@@ -683,6 +744,20 @@ class Store:
         """The database URL, any password masked."""
         return self._backend.url
 
+    @property
+    def scrub_pending(self) -> bool:
+        """True while content that ``forget`` deleted, or ``update`` or
+        ``supersedes`` overwrote, may still be in SQLite's ``-wal`` file.
+
+        After such a write the store truncates the WAL at once, waiting at
+        most a second (the busy timeout if shorter) for other connections'
+        reads. A read transaction another connection keeps open holds the
+        WAL back; then this is True and every later call of this store, and
+        ``close``, tries again without waiting, until one succeeds. Always
+        False on PostgreSQL (see ``forget``).
+        """
+        return self._backend.scrub_pending
+
     def __repr__(self) -> str:
         return f"<Store {self.url!r} namespace={self.namespace!r}>"
 
@@ -755,16 +830,18 @@ class Store:
             if supersedes is not None:
                 tx.replace(_row(self._retire(tx, supersedes, entry["id"])))
             tx.insert(_row(entry), key)
+            if entry.get("scope") == _ALWAYS:
+                warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)
 
-        written = self._backend.write(self.namespace, work)
-        if written.entry.get("scope") == _ALWAYS and written.entry is entry:
-            written.warnings.extend(self._always_warnings())
-        return written
+        return self._backend.write(self.namespace, work)
 
-    def _always_warnings(self) -> builtins.list[str]:
-        """The always-scope total warning, if this namespace passes it now."""
-        return [w for w in self._snapshot().warnings if w.startswith("scope: ")]
+    def _always_warnings(self, tx: WriteTx) -> builtins.list[str]:
+        """The always-scope total warning, if this namespace passes it with
+        this write: read in the write's own transaction, so no read after
+        the commit can fail a call whose write landed."""
+        snap = _load(None, tx.candidates([]), self.pools)
+        return [w for w in snap.warnings if w.startswith("scope: ")]
 
     def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
         stored = _parse(first)
@@ -811,7 +888,7 @@ class Store:
                 bad value (named).
             StoreUnavailable: the database failed (nothing was changed).
         """
-        _require_name("id", id)
+        _require_id(id)
         changes = self._changes(content, type, scope, tags, project, base_priority)
 
         def work(tx: WriteTx) -> Updated:
@@ -825,7 +902,17 @@ class Store:
                 raise InvalidInput(
                     "id", f"entry {id!r} is unreadable ({old}); forget it instead"
                 )
+            try:
+                _require_name("id", id)
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    "id",
+                    f"entry {id!r} has an id no write accepts ({exc.message}); "
+                    "forget it and remember its content again",
+                ) from None
             entry = dict(old)
+            if "content" in changes:  # a precomputed cost of the old content
+                entry.pop("token_count", None)
             for field, value in changes.items():
                 if value is None:
                     entry.pop(field, None)
@@ -833,12 +920,11 @@ class Store:
                     entry[field] = value
             warnings = self._check(entry)
             tx.replace(_row(entry))
+            if entry.get("scope") == _ALWAYS:
+                warnings.extend(self._always_warnings(tx))
             return Updated(entry, warnings)
 
-        updated = self._backend.write(self.namespace, work)
-        if updated.entry.get("scope") == _ALWAYS:
-            updated.warnings.extend(self._always_warnings())
-        return updated
+        return self._backend.write(self.namespace, work)
 
     @staticmethod
     def _changes(
@@ -883,13 +969,16 @@ class Store:
         Entries whose ``superseded_by`` chain ends at it are deleted too. On
         SQLite the deleted bytes are overwritten (``secure_delete``) and the
         WAL checkpointed and truncated, so the content is gone from the
-        files; on PostgreSQL the row is deleted (VACUUM reclaims its space).
+        files, unless another connection's open read holds the WAL back:
+        then :attr:`scrub_pending` is True until a later call or ``close``
+        truncates it. On PostgreSQL the row is deleted (VACUUM reclaims its
+        space).
 
         Raises:
             InvalidInput: ``id`` is not a non-empty str.
             StoreUnavailable: the database failed (nothing was deleted).
         """
-        _require_name("id", id)
+        _require_id(id)
 
         def work(tx: WriteTx) -> bool:
             if not tx.delete([id]):
@@ -906,7 +995,7 @@ class Store:
 
     def get(self, id: str) -> dict[str, Any] | None:
         """The entry with this id in this namespace, or None."""
-        _require_name("id", id)
+        _require_id(id)
         found = self._backend.read(self.namespace, lambda tx: tx.get(id))
         return None if found is None else _readable(found)
 
@@ -932,17 +1021,7 @@ class Store:
             raise InvalidInput(
                 "limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}"
             )
-        after = 0
-        if cursor is not None:
-            if (
-                not isinstance(cursor, str)
-                or not cursor.isdigit()
-                or not cursor.isascii()
-            ):
-                raise InvalidInput(
-                    "cursor", f"must be a next_cursor of list, got {cursor!r}"
-                )
-            after = int(cursor)
+        after = 0 if cursor is None else _cursor_position(cursor)
         rows = self._backend.read(
             self.namespace, lambda tx: tx.page(type, after, limit + 1)
         )
@@ -1046,6 +1125,10 @@ class Store:
         """Write every entry of this namespace, one JSON object a line, oldest
         first; return the count.
 
+        A path is written whole or not at all: to a temporary file in the
+        same folder, flushed to disk, then renamed over ``dest`` (a full disk
+        never destroys the previous backup; its permissions are kept).
+
         Raises:
             StoreUnavailable: the database failed, ``dest`` cannot be
                 written, or a stored row is not a JSON object (named: fix or
@@ -1064,13 +1147,7 @@ class Store:
             lines.append(_dumps(value) + "\n")
         text = "".join(lines)
         if isinstance(dest, (str, os.PathLike)):
-            try:
-                with open(dest, "w", encoding="utf-8") as file:
-                    file.write(text)
-            except OSError as exc:
-                raise StoreUnavailable(
-                    "cannot write export", str(dest), str(exc)
-                ) from None
+            _replace_file(os.fspath(dest), text)
         else:
             dest.write(text)
         return len(lines)
@@ -1180,6 +1257,47 @@ class Store:
             entries[ident] = value
             lines[ident] = number
         return entries, lines
+
+
+_MAX_SEQ: Final = 2**63 - 1  # both backends' 64-bit row counter
+
+
+def _cursor_position(cursor: object) -> int:
+    """The ``seq`` a ``next_cursor`` stands for: a decimal of 1 to 2**63-1
+    without leading zeros, as ``list`` writes it; anything else was not
+    issued by a store (SQLite overflowed on a larger number, PostgreSQL
+    returned an empty page)."""
+    if (
+        isinstance(cursor, str)
+        and cursor.isascii()
+        and cursor.isdigit()
+        and not cursor.startswith("0")
+        and len(cursor) <= len(str(_MAX_SEQ))
+        and int(cursor) <= _MAX_SEQ
+    ):
+        return int(cursor)
+    raise InvalidInput("cursor", f"must be a next_cursor of list, got {cursor!r}")
+
+
+def _replace_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file beside it, fsync,
+    rename); StoreUnavailable ``cannot write export`` on any OSError."""
+    temporary = f"{path}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        try:
+            with open(temporary, "x", encoding="utf-8") as file:
+                file.write(text)
+                file.flush()
+                os.fsync(file.fileno())
+            if os.path.exists(path):
+                shutil.copymode(path, temporary)
+            os.replace(temporary, path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise
+    except OSError as exc:
+        raise StoreUnavailable("cannot write export", path, str(exc)) from None
 
 
 def not_loaded(always_skipped: Sequence[Skipped]) -> str:
@@ -1334,9 +1452,9 @@ def open_store(
     """Open (and create if needed) a store; one namespace of one database.
 
     ``url``: a file path (str or ``pathlib.Path``), ``sqlite:///relative`` or
-    ``sqlite:////absolute``
-    (optionally ``?busy_timeout=MS``), ``:memory:``, or ``postgresql://...``
-    / ``postgres://...`` (needs the ``postgres`` extra). ``pools=None`` means
+    ``sqlite:////absolute``, ``:memory:``, or ``postgresql://...`` /
+    ``postgres://...`` (needs the ``postgres`` extra); either URL takes
+    ``?busy_timeout=MS`` (see :func:`parse_url`). ``pools=None`` means
     :data:`DEFAULT_POOLS` plus the spill-over pool.
 
     Raises:
@@ -1363,16 +1481,16 @@ def open_store(
         )
     if not callable(token_counter):
         raise InvalidInput("token_counter", "must be callable")
+    target = parse_url(url)
     backend: Backend
-    if url.startswith(("postgresql://", "postgres://")):
+    if target.kind == "postgresql":
         from poolsplit_memory._postgres import PostgresBackend
 
-        backend = PostgresBackend(url)
+        backend = PostgresBackend(target.where, busy_ms=target.busy_ms)
     else:
-        from poolsplit_memory._sqlite import SQLiteBackend, sqlite_path
+        from poolsplit_memory._sqlite import SQLiteBackend
 
-        path, busy_ms = sqlite_path(url)
-        backend = SQLiteBackend(path, busy_ms=busy_ms, url=url)
+        backend = SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
     return Store(
         backend,
         namespace=namespace,
@@ -1380,6 +1498,96 @@ def open_store(
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
     )
+
+
+class Target(NamedTuple):
+    """Where a url points: ``kind`` ``"sqlite"`` or ``"postgresql"``,
+    ``where`` the file path (``":memory:"``) or the connection URL without
+    ``busy_timeout``, and the busy timeout in milliseconds."""
+
+    kind: str
+    where: str
+    busy_ms: int
+
+
+_POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
+_MEMORY: Final = ":memory:"
+
+
+def parse_url(url: str) -> Target:
+    """The one reading of a store url (open_store and the MCP server's
+    ephemeral check both call it).
+
+    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
+    rule), ``:memory:`` or a plain path as it is, ``postgresql://`` or
+    ``postgres://`` URLs. ``?busy_timeout=MS`` (the only parameter of a
+    ``sqlite:`` URL; taken out of a PostgreSQL URL before it is passed on)
+    is how long a call waits for a lock another connection holds before it
+    fails with ``database is locked``, 10,000 ms by default.
+
+    Raises:
+        InvalidInput: an unsupported scheme, a URL that cannot be read, a
+            bad ``busy_timeout``.
+    """
+    if url.startswith(_POSTGRES_SCHEMES):
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (reading it checks it)
+        except ValueError as exc:
+            raise InvalidInput("url", f"cannot be read: {exc}") from None
+        kept = []
+        busy = DEFAULT_BUSY_MS
+        for item in parts.query.split("&") if parts.query else []:
+            name, _, value = item.partition("=")
+            if name == "busy_timeout":
+                busy = _busy_ms(value, url)
+            else:
+                kept.append(item)
+        where = urlunsplit(parts._replace(query="&".join(kept)))
+        return Target("postgresql", where, busy)
+    if "://" in url and not url.startswith("sqlite:"):
+        scheme = url.split("://", 1)[0]
+        raise InvalidInput(
+            "url",
+            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
+            ":memory: or postgresql://...",
+        )
+    if not url.startswith("sqlite:"):
+        return Target("sqlite", url, DEFAULT_BUSY_MS)
+    if not url.startswith("sqlite:///"):
+        raise InvalidInput(
+            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
+        )
+    path, _, query = url[len("sqlite:///") :].partition("?")
+    busy = DEFAULT_BUSY_MS
+    for name, values in parse_qs(query, keep_blank_values=True).items():
+        if name != "busy_timeout":
+            raise InvalidInput(
+                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
+            )
+        busy = _busy_ms(values[-1], url)
+    if not path:
+        raise InvalidInput("url", f"names no file, got {url!r}")
+    return Target("sqlite", path, busy)
+
+
+def _busy_ms(value: str, url: str) -> int:
+    if not (value.isdigit() and value.isascii()):
+        raise InvalidInput(
+            "url", f"busy_timeout must be a whole number of milliseconds, got {value!r}"
+        )
+    return int(value)
+
+
+def is_ephemeral(url: str) -> bool:
+    """Whether a store at this url lives in this process only (``:memory:``
+    in any spelling ``parse_url`` reads).
+
+    Raises:
+        InvalidInput: the url cannot be read (see ``parse_url``).
+    """
+    target = parse_url(url)
+    return target.kind == "sqlite" and target.where == _MEMORY
 
 
 def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:

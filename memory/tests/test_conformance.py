@@ -575,13 +575,29 @@ def test_list_pages_in_insertion_order_and_filters_by_type(open_):
         ({"limit": True}, "limit"),
         ({"cursor": "abc"}, "cursor"),
         ({"cursor": "-1"}, "cursor"),
+        ({"cursor": "9" * 19}, "cursor"),  # past a 64-bit seq
+        ({"cursor": "9" * 400}, "cursor"),
+        ({"cursor": str(2**63)}, "cursor"),
+        ({"cursor": "0"}, "cursor"),
+        ({"cursor": "007"}, "cursor"),
+        ({"cursor": "\u0663"}, "cursor"),  # a digit, not an ASCII one
+        ({"cursor": 5}, "cursor"),
         ({"type": ""}, "type"),
     ],
 )
 def test_bad_list_arguments_are_refused(open_, kwargs, field):
+    store = open_("ada")
+    store.remember("one", now=NOW)
     with pytest.raises(InvalidInput) as info:
-        open_("ada").list(**kwargs)
+        store.list(**kwargs)
     assert info.value.field == field
+
+
+def test_the_largest_cursor_a_store_could_issue_is_an_empty_last_page(open_):
+    store = open_("ada")
+    store.remember("one", now=NOW)
+    page = store.list(cursor=str(2**63 - 1))
+    assert page.entries == [] and page.next_cursor is None
 
 
 @given(
@@ -855,6 +871,65 @@ def test_the_cap_and_the_counter_are_options(open_):
     assert info.value.line == 1
 
 
+def test_a_token_count_below_the_counted_content_is_refused(open_):
+    """The review's bypass: ten always-scope corrections of 1,500 words each,
+    imported with token_count 1, passed every cap and the always total."""
+    store = open_("ada")
+    words = " ".join(["word"] * 1500)
+    lines = [
+        {"content": words, "type": "correction", "scope": "always", "token_count": 1}
+        for _ in range(10)
+    ]
+    with pytest.raises(InvalidInput) as info:
+        store.import_jsonl(jsonl(*lines))
+    assert info.value.field == "token_count"
+    assert info.value.line == 1
+    assert "got 1" in str(info.value)
+    assert store.list().entries == []
+    counted = poolsplit.default_token_counter(words)
+    exact = [{**line, "token_count": counted} for line in lines[:3]]
+    assert store.import_jsonl(jsonl(*exact)) == 3  # an honest count is kept
+    assert any("4000" in w for w in store.recall("x", now=NOW).warnings)
+
+
+def test_a_token_count_is_held_to_the_per_entry_limit_and_dropped_by_new_content(
+    open_,
+):
+    store = open_(
+        "ada", max_entry_tokens=3, token_counter=lambda text: len(text.split())
+    )
+    with pytest.raises(InvalidInput) as info:
+        store.import_jsonl(jsonl({"content": "a b", "token_count": 4}))
+    assert info.value.field == "token_count"
+    assert store.import_jsonl(jsonl({"id": "k", "content": "a", "token_count": 3}))
+    updated = store.update("k", content="a b")  # the old count is stale: dropped
+    assert "token_count" not in updated.entry
+    assert "token_count" not in store.get("k")
+    with pytest.raises(InvalidInput) as info:
+        store.update("k", content="a b c d")
+    assert info.value.field == "content"
+
+
+def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypatch):
+    store = open_("ada")
+    store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    old = store.remember("old", type="correction", now=NOW)
+
+    def down(*args, **kwargs):
+        raise StoreUnavailable("database unreachable", store.url)
+
+    monkeypatch.setattr(store._backend, "read", down)
+    monkeypatch.setattr(store._backend, "version", down)
+    third = store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    assert any("4000" in w for w in third.warnings)  # read inside the write
+    updated = store.update(old.id, scope="always")
+    assert any("4000" in w for w in updated.warnings)
+    monkeypatch.undo()
+    assert store.get(third.id) is not None
+    assert store.get(old.id)["scope"] == "always"
+
+
 def test_always_entries_past_4000_tokens_warn_on_the_write_and_every_recall(open_):
     store = open_("ada")
     block = "y" * 7200  # 1800 tokens each
@@ -974,6 +1049,22 @@ def test_a_hand_edit_is_seen_by_the_next_recall_of_a_running_store(open_, store_
         ("ada", written.id),
     )
     assert store.recall("words", now=NOW).ids()["facts"] == []
+
+
+def test_emptying_the_table_by_hand_is_seen_by_every_running_store(open_, store_url):
+    ada, bob = open_("ada"), open_("bob")
+    ada.remember("ada's words", type="fact", now=NOW)
+    bob.remember("bob's words", type="fact", now=NOW)
+    assert ada.recall("words", now=NOW).ids()["facts"]
+    assert bob.recall("words", now=NOW).ids()["facts"]
+    emptying = (  # SQLite has no TRUNCATE; DELETE without WHERE is its form
+        "TRUNCATE poolsplit_entries"
+        if store_url.startswith("postgres")
+        else "DELETE FROM poolsplit_entries"
+    )
+    execute_raw(store_url, emptying)
+    assert ada.recall("words", now=NOW).ids()["facts"] == []
+    assert bob.recall("words", now=NOW).ids()["facts"] == []
 
 
 def test_a_write_to_another_namespace_is_not_seen(open_):
@@ -1309,3 +1400,48 @@ def test_property_no_planted_row_disables_recall(open_, store_url, bodies):
         store.explain("force push", now=NOW)
     finally:
         open_.close_all()
+
+
+@pytest.mark.parametrize("ident", ["", "x" * 300, " "])
+def test_a_planted_row_with_an_id_no_write_accepts_can_be_fixed_or_forgotten(
+    open_, store_url, ident
+):
+    store = open_("ada")
+    body = {"id": ident, "type": "correction", "scope": "always", "content": "rule"}
+    bad = {**body, "base_priority": "high"}
+    plant(store_url, "ada", ident, bad, type="correction", scope="always")
+    recall = store.recall("x", now=NOW)
+    assert [s.id for s in recall.skipped] == [ident]
+    assert f"{ident!r} could not be loaded" in recall.text  # "fix or forget it"
+    with pytest.raises(InvalidInput) as info:  # no write stores such an id
+        store.update(ident, base_priority=None)
+    assert info.value.field == "id"
+    assert "forget it and remember its content again" in str(info.value)
+    assert store.get(ident)["content"] == "rule"
+    assert store.forget(ident) is True
+    assert store.recall("x", now=NOW).skipped == []
+    assert store.get(ident) is None
+    assert store.forget(ident) is False
+
+
+@pytest.mark.parametrize("body_id", [None, "other"])
+def test_a_body_whose_id_is_missing_or_differs_is_read_under_the_rows_id(
+    open_, store_url, body_id
+):
+    store = open_("ada")
+    kept = store.remember("kept", type="fact", now=NOW)
+    body = {"type": "fact", "content": "planted fact"}
+    if body_id is not None:
+        body["id"] = body_id
+    plant(store_url, "ada", "row", body, type="fact")
+    assert store.get("row")["id"] == "row"
+    assert set(store.recall("fact", now=NOW).ids()["facts"]) == {"row", kept.id}
+    updated = store.update("row", content="changed fact")
+    assert updated.entry["id"] == "row"
+    assert store.get(kept.id)["content"] == "kept"  # no other row was touched
+    assert store.get("row")["content"] == "changed fact"
+    store.remember("new", type="fact", supersedes="row", now=NOW)
+    assert store.get("row")["superseded_by"]
+    assert store.forget("row") is True
+    assert store.get("row") is None
+    assert len(store.list().entries) == 2  # kept and new

@@ -257,10 +257,12 @@ def test_every_tool_with_its_output_schema(tmp_path):
             assert fact["id"] in text(table)
 
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
-                "forgotten": True
+                "forgotten": True,
+                "warnings": [],
             }
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
-                "forgotten": False
+                "forgotten": False,
+                "warnings": [],
             }
             assert ok(await client.call_tool("get", {"id": note["id"]})) == {
                 "entry": None
@@ -362,7 +364,8 @@ def test_two_namespaces_on_one_file_never_see_each_other(tmp_path):
                 )
                 assert message.startswith("id:")
                 assert ok(await client.call_tool("forget", {"id": other["id"]})) == {
-                    "forgotten": False
+                    "forgotten": False,
+                    "warnings": [],
                 }
             assert ok(await archive.call_tool("get", {"id": theirs["id"]}))["entry"][
                 "content"
@@ -539,6 +542,25 @@ def test_a_bad_pools_file_refuses_to_start_with_the_core_clis_line(tmp_path, poo
     assert not db.exists()  # refused before opening anything
 
 
+def test_an_empty_pools_file_names_the_file(tmp_path):
+    path = tmp_path / "pools.json"
+    path.write_text("[]", encoding="utf-8")
+    db = tmp_path / "memory.db"
+    line = one_line_exit_2(*start_and_fail(tmp_path, "--db", db, "--pools", path))
+    assert f"{path}: pools must not be empty" in line
+    assert not db.exists()
+
+
+def test_a_relative_db_is_said_as_the_absolute_path(tmp_path):
+    status, stderr = start_and_fail(tmp_path, "--db", "rel/memory.db")
+    assert status == 2  # the folder rel/ does not exist
+    (tmp_path / "rel").mkdir()
+    for db in ("rel/memory.db", "sqlite:///rel/memory.db"):
+        status, stderr = start_and_fail(tmp_path, "--db", db)
+        assert status == 0, stderr  # stdin at EOF: serves, then ends
+        assert f"memory in {tmp_path / 'rel' / 'memory.db'}, namespace" in stderr
+
+
 def test_a_good_pools_file_is_used(tmp_path):
     path = tmp_path / "pools.json"
     path.write_text(
@@ -596,13 +618,36 @@ def test_a_type_no_pool_admits_is_a_warning_on_the_write(tmp_path):
         ("", "--ephemeral"),
         (":memory:", "--ephemeral"),
         ("sqlite:///:memory:", "--ephemeral"),
+        ("sqlite:///:memory:?busy_timeout=5", "--ephemeral"),
         ("postgresql://nobody@127.0.0.1:1/nothing", "unreachable"),
+        ("postgresql://[bad/x", "url: cannot be read"),
+        ("postgresql://nobody:hunter2@[bad/x", "url: cannot be read"),
     ],
-    ids=["missing-folder", "empty", "memory", "sqlite-memory", "postgres-down"],
+    ids=[
+        "missing-folder",
+        "empty",
+        "memory",
+        "sqlite-memory",
+        "sqlite-memory-with-a-query",
+        "postgres-down",
+        "postgres-unreadable",
+        "postgres-unreadable-with-a-password",
+    ],
 )
 def test_a_db_that_cannot_be_opened_refuses_to_start(tmp_path, db, needle):
     line = one_line_exit_2(*start_and_fail(tmp_path, "--db", db))
     assert needle in line
+    assert "hunter2" not in line
+
+
+@pytest.mark.parametrize(
+    "db",
+    [":memory:", "sqlite:///:memory:", "sqlite:///:memory:?busy_timeout=5", ""],
+)
+def test_ephemeral_takes_every_spelling_of_memory(tmp_path, db):
+    status, stderr = start_and_fail(tmp_path, "--ephemeral", "--db", db)
+    assert status == 0, stderr  # stdin at EOF: serves, then ends
+    assert "in this process only" in stderr
 
 
 def test_a_file_that_is_not_a_database_or_an_empty_namespace_refuses_to_start(

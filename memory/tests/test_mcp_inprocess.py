@@ -151,3 +151,26 @@ def test_a_list_sent_as_a_json_string_is_accepted_as_the_sdk_accepts_it(tmp_path
                 assert error_line(bad).startswith("tags:")
 
         anyio.run(body)
+
+
+def test_forget_says_when_a_reader_holds_the_content_in_the_wal(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "memory.db"
+    with open_store(str(path)) as store:
+        written = store.remember("secret words")
+        other = sqlite3.connect(str(path), isolation_level=None)
+        other.execute("BEGIN")
+        other.execute("SELECT count(*) FROM poolsplit_entries").fetchone()
+        try:
+            result = call(store, "forget", {"id": written.id})
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        assert not result.is_error
+        structured = result.structured_content
+        assert structured["forgotten"] is True
+        (warning,) = structured["warnings"]
+        assert warning.startswith("forget: deleted, but the content stays in")
+        again = call(store, "forget", {"id": written.id})  # the reader is gone
+        assert again.structured_content == {"forgotten": False, "warnings": []}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+import threading
 
 import pytest
 
@@ -35,21 +36,73 @@ def test_a_killed_connection_is_replaced_on_the_next_call(pg_url):
         assert set(store.recall("before after").ids()["facts"]) == {first.id, second.id}
 
 
-def test_a_held_lock_past_lock_timeout_is_database_is_locked(pg_url):
-    with open_store(pg_url, namespace="ada") as store:
-        store.remember("x")
-        store._backend._connection("write").execute("SET lock_timeout = '200ms'")
+@pytest.mark.parametrize("target", ["versions", "entry"])
+def test_a_held_lock_past_the_busy_timeout_is_database_is_locked(pg_url, target):
+    with open_store(f"{pg_url}?busy_timeout=300", namespace="ada") as store:
+        written = store.remember("x")
         with psycopg.connect(pg_url) as other:
-            other.execute(
-                "UPDATE poolsplit_versions SET version = version + 1 "
-                "WHERE namespace = 'ada'"
-            )  # holds the namespace's version row until rollback
-            with pytest.raises(StoreUnavailable) as info:
-                store.remember("blocked")
-            assert str(info.value).startswith("database is locked: ")
+            if target == "versions":  # another tool's transaction, a migration
+                other.execute(
+                    "SELECT * FROM poolsplit_versions WHERE namespace = 'ada' "
+                    "FOR UPDATE"
+                ).fetchall()
+            else:  # the entry's row itself
+                other.execute(
+                    "SELECT * FROM poolsplit_entries WHERE id = %s FOR UPDATE",
+                    (written.id,),
+                ).fetchall()
+            outcome = []
+
+            def write():
+                try:
+                    outcome.append(store.update(written.id, content="y"))
+                except StoreUnavailable as exc:
+                    outcome.append(exc)
+
+            thread = threading.Thread(target=write, daemon=True)
+            thread.start()
+            thread.join(60)  # far past the 300 ms: it must have given up
+            assert not thread.is_alive()
+            (error,) = outcome
+            assert isinstance(error, StoreUnavailable)
+            assert str(error).startswith("database is locked: ")
+            assert "lock timeout" in str(error)  # not the statement's bound
             assert store.recall("x").ids()  # reads do not wait for the lock
             other.rollback()
-        assert store.remember("after").id
+        assert store.update(written.id, content="after").entry["content"] == "after"
+
+
+def test_the_busy_timeout_is_10_s_by_default_and_the_same_on_every_connection(
+    pg_url,
+):
+    settings = (
+        "SELECT current_setting('lock_timeout'), current_setting('statement_timeout')"
+    )
+    with open_store(pg_url, namespace="ada") as store:
+        for slot in ("read", "write"):
+            row = store._backend._connection(slot).execute(settings).fetchone()
+            assert row == ("10s", "20s")
+    with open_store(f"{pg_url}?busy_timeout=0", namespace="ada") as store:
+        row = store._backend._connection("write").execute(settings).fetchone()
+        assert row == ("1ms", "10s")  # PostgreSQL's 0 would mean "no limit"
+
+
+def test_a_replaced_connection_keeps_the_busy_timeout(pg_url):
+    settings = "SELECT current_setting('lock_timeout')"
+    with open_store(f"{pg_url}?busy_timeout=250", namespace="ada") as store:
+        store.remember("x")
+        terminate_other_connections(pg_url)
+        store.remember("y")  # a new connection
+        row = store._backend._connection("write").execute(settings).fetchone()
+        assert row == ("250ms",)
+
+
+@pytest.mark.parametrize("query", ["busy_timeout=soon", "busy_timeout=-1"])
+def test_a_bad_busy_timeout_on_a_postgres_url_is_invalid_input(query):
+    with pytest.raises(InvalidInput) as info:
+        open_store(f"postgresql://someone@127.0.0.1:1/db?{query}")
+    assert info.value.field == "url"
+    assert "busy_timeout" in str(info.value)
 
 
 def test_a_read_only_database_is_one_line(pg_url):

@@ -348,3 +348,121 @@ def test_no_public_method_lets_a_raw_sqlite_error_out(tmp_path):
             call()
         assert not isinstance(info.value.__cause__, sqlite3.Error)
         assert "\n" not in str(info.value)
+
+
+def _reader_holding_the_wal(path):
+    """Another connection with a read transaction open (a long report, a
+    backup tool): it holds the WAL back from truncation."""
+    other = sqlite3.connect(str(path), isolation_level=None)
+    other.execute("BEGIN")
+    other.execute("SELECT count(*) FROM poolsplit_entries").fetchone()
+    return other
+
+
+@pytest.mark.parametrize("how", ["forget", "update", "supersedes"])
+def test_a_scrub_held_back_by_a_reader_is_pending_then_done_by_the_next_call(
+    tmp_path, how
+):
+    path = tmp_path / "memory.db"
+    wal = path.with_name("memory.db-wal")
+    secret = uuid.uuid4().hex
+    with open_store(str(path)) as store:
+        written = store.remember(f"secret {secret}", now=NOW)
+        assert not store.scrub_pending
+        other = _reader_holding_the_wal(path)
+        try:
+            if how == "forget":
+                assert store.forget(written.id) is True
+            elif how == "update":
+                store.update(written.id, content="public")
+            else:
+                store.remember("public", supersedes=written.id, now=NOW)
+                assert store.forget(written.id)  # the retired body holds it
+            assert store.scrub_pending  # the reader held the WAL back
+            assert secret.encode() in wal.read_bytes()
+            store.recall("anything", now=NOW)  # tried again, still held back
+            assert store.scrub_pending
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        store.get("anything")  # a read, not a delete, retries the scrub
+        assert not store.scrub_pending
+        assert wal.stat().st_size == 0
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_close_finishes_a_pending_scrub(tmp_path):
+    path = tmp_path / "memory.db"
+    wal = path.with_name("memory.db-wal")
+    secret = uuid.uuid4().hex
+    keeper = open_store(str(path))  # keeps the WAL file from being removed
+    store = open_store(str(path))
+    written = store.remember(f"secret {secret}", now=NOW)
+    other = _reader_holding_the_wal(path)
+    assert store.forget(written.id)
+    assert store.scrub_pending
+    other.execute("COMMIT")
+    other.close()
+    store.close()
+    assert wal.stat().st_size == 0
+    assert secret.encode() not in path.read_bytes()
+    keeper.close()
+
+
+def test_a_scrub_waits_at_most_the_busy_timeout_for_a_reader(tmp_path):
+    path = tmp_path / "memory.db"
+    with open_store(f"sqlite:///{path}?busy_timeout=0") as store:
+        written = store.remember("secret", now=NOW)
+        other = _reader_holding_the_wal(path)
+        statements = []
+        store._backend._writer.set_trace_callback(statements.append)
+        try:
+            assert store.forget(written.id)
+        finally:
+            other.execute("COMMIT")
+            other.close()
+        checkpoints = [s for s in statements if "wal_checkpoint" in s]
+        assert checkpoints == ["PRAGMA wal_checkpoint(TRUNCATE)"]  # one attempt
+        assert "PRAGMA busy_timeout=0" in statements
+
+
+def test_an_export_that_fails_midway_keeps_the_previous_backup(tmp_path, monkeypatch):
+    backup = tmp_path / "backup.jsonl"
+    with open_store(str(tmp_path / "memory.db")) as store:
+        store.remember("first", now=NOW)
+        assert store.export_jsonl(backup) == 1
+        backup.chmod(0o640)
+        before = backup.read_bytes()
+        store.remember("second", now=NOW)
+
+        def disk_full(fd):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(os, "fsync", disk_full)
+        with pytest.raises(StoreUnavailable) as info:
+            store.export_jsonl(backup)
+        assert str(info.value).startswith("cannot write export: ")
+        assert "No space left" in str(info.value)
+        assert backup.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if "backup" in p.name) == [
+            "backup.jsonl"
+        ]
+        monkeypatch.undo()
+        assert store.export_jsonl(str(backup)) == 2
+        assert len(backup.read_text(encoding="utf-8").splitlines()) == 2
+        assert backup.stat().st_mode & 0o777 == 0o640  # its permissions are kept
+
+
+def test_an_export_onto_a_full_disk_keeps_the_previous_backup(small_disk, tmp_path):
+    backup = small_disk / "backup.jsonl"
+    with open_store(str(tmp_path / "memory.db")) as store:
+        store.remember("small", now=NOW)
+        assert store.export_jsonl(backup) == 1
+        before = backup.read_bytes()
+        for _ in range(60):  # 60 * 7 KB: more than the 256 KiB disk holds
+            store.remember("y" * 7000, now=NOW)
+        with pytest.raises(StoreUnavailable) as info:
+            store.export_jsonl(backup)
+        assert str(info.value).startswith("cannot write export: ")
+        assert backup.read_bytes() == before
+        assert [p.name for p in small_disk.iterdir()] == ["backup.jsonl"]
