@@ -3,7 +3,7 @@
 # with the working directory outside the checkout.
 #
 #   bash scripts/test-memory.sh                  # every memory test
-#   bash scripts/test-memory.sh -k conformance   # extra args go to pytest
+#   bash scripts/test-memory.sh -k conformance   # extra args go to pytest (the newest-llama-index rerun at the end ignores them)
 #
 # Builds the core wheel (the repository root) and the memory wheel (memory/),
 # installs both with every extra into a new venv (python3.11), starts a
