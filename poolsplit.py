@@ -995,6 +995,9 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     return _Scan(active, keys, always, ranked, scores, duplicates, unadmitted)
 
 
+TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)
+
+
 class _Ranking:
     """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
@@ -1003,10 +1006,19 @@ class _Ranking:
     is first ranked by its base score, every factor but the message term
     (the one that reads the content); times the largest message factor (for
     a positive base) that bounds the exact score, and multiplying by a larger
-    positive factor never rounds to a smaller float. A walk finishes the
-    score (:func:`_score_from`) only of entries that could still outrank the
-    best exact score found, so the order is bit for bit the exact one. A
-    custom scorer's first score is exact, and so is its bound.
+    positive factor never rounds to a smaller float. The final order is built
+    lazily, once per call, and every pool's walk reads it: an entry joins it
+    once no entry still unscored could outrank it, so the order is bit for
+    bit the exact one. A custom scorer's first score is exact, and so is its
+    bound.
+
+    Ties cost what distinct scores cost. Entries sharing a first score (a
+    run: no priority, or every entry past the recency horizon) are put in
+    tie order when the order first reaches them, so their tie keys are
+    computed once per call and only for entries that can tie. Of a run's
+    entries, those whose exact score is their first score (no message boost,
+    most of them) stay in place, already in final order; only the others go
+    through a heap keyed by the full order.
     """
 
     def __init__(
@@ -1020,20 +1032,26 @@ class _Ranking:
         self._store = store
         self._query = call.query
         self._counter = call.token_counter
-        # A cost is known before scoring only when counting is cheap: the
-        # default counter, or a token_count field. A caller's may be slow.
+        # Every entry the order reaches is costed up front when counting is
+        # cheap (the default counter), so a content whose str() fails is an
+        # error whether or not a pool takes it; a caller's counter may be slow.
         self._cheap_cost = call.token_counter is default_token_counter
         self._exhaustive = exhaustive
+        self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         self._rest: tuple[list[int], list[float], float] | None = None
         base = self._cut(scan.ranked, scan.scores)
         # Stable: equal scores stay in input order (a dict keeps insertion
-        # order). A larger positive base never has a smaller bound, so this
-        # is also the order of the bounds.
+        # order) until a walk reaches them. A larger positive base never has
+        # a smaller bound, so this is also the order of the bounds.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
         self._exact: dict[int, float] = {} if bounded else base
         self._costs: dict[int, int] = {}
+        self._ties: dict[int, TieKey] = {}
+        self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
+        # each position of a run longer than one -> (start, end, boosted)
+        self._run_of: dict[int, tuple[int, int, list[tuple[float, TieKey]]]] = {}
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
     def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
@@ -1063,20 +1081,6 @@ class _Ranking:
         """No exact score of an entry with this base score can be larger."""
         return base * self._factor if base > 0 else base
 
-    def _score(self, index: int) -> float:
-        """The exact score of the entry at ``index``, computed at most once."""
-        score = self._exact.get(index)
-        if score is None:
-            query = self._query
-            assert query is not None  # only the default scorer is bounded
-            entry = self._store[index]
-            try:
-                score = _score_from(self._base[index], entry, query)
-            except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise _labelled(exc, _label(index, entry)) from exc
-            self._exact[index] = score
-        return score
-
     def cost(self, index: int) -> int:
         """Tokens the entry at ``index`` costs, counted at most once per call."""
         cost = self._costs.get(index)
@@ -1085,10 +1089,10 @@ class _Ranking:
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
-        """Whether the entry surely costs more than ``room``, known without scoring.
+        """Whether the entry surely costs more than ``room``, known cheaply.
 
         Room only shrinks while a pool fills, so such an entry would be
-        skipped when its turn came: leaving it unscored changes nothing.
+        skipped when its turn came: passing over it changes nothing.
         """
         if (
             index not in self._costs
@@ -1098,64 +1102,150 @@ class _Ranking:
             return False
         return self.cost(index) > self.room
 
-    def _tie_key(self, index: int) -> tuple[SortKey, SortKey, int]:
-        entry = self._store[index]
-        return (_created_key(entry), _id_key(entry), index)
+    def _tie(self, index: int) -> TieKey:
+        """The entry's tie key, computed at most once per call."""
+        key = self._ties.get(index)
+        if key is None:
+            entry = self._store[index]
+            key = self._ties[index] = (_created_key(entry), _id_key(entry), index)
+        return key
+
+    def _tie_order(self, start: int, end: int) -> None:
+        """Sort ``_order[start:end]``, a run of equal first scores, by tie key."""
+        store, ties, order = self._store, self._ties, self._order
+        for index in order[start:end]:
+            if index not in ties:  # a boosted entry's key is known already
+                entry = store[index]
+                ties[index] = (_created_key(entry), _id_key(entry), index)
+        order[start:end] = sorted(order[start:end], key=ties.__getitem__)
+
+    def _reach(self, position: int) -> tuple[int, int, list[tuple[float, TieKey]]]:
+        """The run of equal first scores holding ``_order[position]``, scored.
+
+        Returns its start, its end and its boosted entries (exact score not
+        the first score) as heap items. The others stay in place, where the
+        run's tie order will be their final order: they share one exact
+        score. A run longer than one is scored once per call, and put in tie
+        order only once a walk looks for a candidate in it (``_runs``): a run
+        scored only to bound the ones above it needs no tie keys.
+        """
+        known = self._run_of.get(position)
+        if known is not None:
+            return known
+        order, base = self._order, self._base
+        first = base[order[position]]
+        start, end = position, position + 1
+        while start > 0 and base[order[start - 1]] == first:
+            start -= 1
+        while end < len(order) and base[order[end]] == first:
+            end += 1
+        boosted = self._score_run(order[start:end], first)
+        run = (start, end, boosted)
+        if end - start > 1:
+            self._runs[start] = end
+            self._run_of.update(dict.fromkeys(range(start, end), run))
+        return run
+
+    def _score_run(
+        self, indices: list[int], first: float
+    ) -> list[tuple[float, TieKey]]:
+        """Score entries sharing the first score; their boosted ones, keyed."""
+        store, query = self._store, self._query
+        if not self._bounded or query is None:
+            if self._cheap_cost:  # str() of a content fails here, as when costed
+                for index in indices:
+                    content = store[index].get("content")
+                    if content is not None and type(content) is not str:
+                        self.cost(index)
+            return []
+        exact = self._exact
+        boosted = []
+        for index in indices:
+            score = exact.get(index)
+            if score is None:
+                entry = store[index]
+                try:
+                    score = _score_from(first, entry, query)
+                except (TypeError, ValueError) as exc:  # str() of content failed
+                    raise _labelled(exc, _label(index, entry)) from exc
+                exact[index] = score
+            if score != first:
+                boosted.append((-score, self._tie(index)))
+        return boosted
 
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
-        The heap holds ``(-score, index)`` of exact scores. The best is
-        yielded once it beats every bound still in the sorted list; entries
-        tied with it are then all in the heap and go out by ``(created, id,
-        index)``. The caller may take entries and lower ``room`` between
+        Two sources, merged by the full order: plain entries (exact score =
+        first score) read in place, and boosted ones from a heap keyed by
+        ``(-score, created, id, index)``. An entry is yielded once it beats
+        the bound of the next entry still unscored (strictly: one at the
+        bound might tie and come first), so a walk stops as soon as its pool
+        is full. The caller may take entries and lower ``room`` between
         steps. When exhaustive (explain), taken entries are yielded too and
         none is skipped for its cost.
         """
-        order = self._order
-        base = self._base
-        limit = self._limit
+        order, base, exact, runs = self._order, self._base, self._exact, self._runs
         exhaustive = self._exhaustive
-        heap: list[tuple[float, int]] = []
-        position = 0
-        end = len(order)
+        heap: list[tuple[float, TieKey]] = []
+        position = 0  # the frontier: before it, scored or never a candidate
+        plain = 0  # no plain candidate before this position
         while True:
-            while position < end:
+            while position < len(order):
                 index = order[position]
                 if (wanted is None or keys[index] in wanted) and (
                     exhaustive or not (taken[index] or self._cannot_fit(index))
                 ):
                     break
                 position += 1
-            # Entries below the cutoff are needed once one could beat the heap.
-            if (
-                position == end
-                and self._rest is not None
-                and (not heap or -heap[0][0] <= limit(self._rest[2]))
-            ):
+            bound: float | None = None
+            if position < len(order):
+                bound = self._limit(base[order[position]])
+            elif self._rest is not None:
+                bound = self._limit(self._rest[2])
+            while plain < position:
+                end = runs.pop(plain, None)
+                if end is not None:
+                    self._tie_order(plain, end)
+                index = order[plain]
+                if (
+                    (wanted is None or keys[index] in wanted)
+                    and exact.get(index) == base[index]
+                    and (exhaustive or not (taken[index] or self._cannot_fit(index)))
+                ):
+                    break
+                plain += 1
+            if plain < position:  # the plain candidate, unless the heap's is first
+                index = order[plain]
+                score = base[index]
+                if (bound is None or score > bound) and (
+                    not heap
+                    or score > -heap[0][0]
+                    or (score == -heap[0][0] and self._tie(index) < heap[0][1])
+                ):
+                    plain += 1
+                    yield index, score
+                    continue
+            if heap and (bound is None or -heap[0][0] > bound):
+                negative, key = heapq.heappop(heap)
+                yield key[2], -negative
+                continue
+            if position < len(order):
+                start, end, boosted = self._reach(position)
+                for item in boosted:
+                    index = item[1][2]
+                    if (wanted is None or keys[index] in wanted) and (
+                        exhaustive or not (taken[index] or self._cannot_fit(index))
+                    ):
+                        heapq.heappush(heap, item)
+                position = end
+                plain = min(plain, start)  # the run may be put in tie order
+            elif self._rest is not None:
                 self._sort_rest()
-                end = len(order)
-                continue
-            if heap and (position == end or -heap[0][0] > limit(base[order[position]])):
-                yield from self._pop_tied(heap)
-                continue
-            if position == end:
+            else:
                 return
-            position += 1
-            heapq.heappush(heap, (-self._score(index), index))
-
-    def _pop_tied(self, heap: list[tuple[float, int]]) -> Iterator[tuple[int, float]]:
-        """Pop the best score and every entry tied with it, in tie order."""
-        negative = heap[0][0]
-        tied = [heapq.heappop(heap)[1]]
-        while heap and heap[0][0] == negative:
-            tied.append(heapq.heappop(heap)[1])
-        if len(tied) > 1:
-            tied.sort(key=self._tie_key)
-        for index in tied:
-            yield index, -negative
 
 
 # What happened to an entry in one pool; explain() reports these strings.
