@@ -1173,6 +1173,51 @@ class _Ranking:
                 boosted.append((-score, self._tie(index)))
         return boosted
 
+    def _may_take(
+        self,
+        index: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> bool:
+        """Whether the pool may still take the entry (explain: every one of its
+        types); one that it may not stays so while the pool fills."""
+        return (wanted is None or keys[index] in wanted) and (
+            self._exhaustive or not (taken[index] or self._cannot_fit(index))
+        )
+
+    def _bound(self, position: int) -> float | None:
+        """The largest score an entry from ``position`` on may have; None past
+        the last one."""
+        if position < len(self._order):
+            return self._limit(self._base[self._order[position]])
+        if self._rest is not None:
+            return self._limit(self._rest[2])
+        return None
+
+    def _plain_from(
+        self,
+        plain: int,
+        position: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> int:
+        """The position of the pool's next plain candidate before ``position``
+        (or ``position``), putting each run it enters in tie order first."""
+        order, base, exact, runs = self._order, self._base, self._exact, self._runs
+        while plain < position:
+            end = runs.pop(plain, None)
+            if end is not None:
+                self._tie_order(plain, end)
+            index = order[plain]
+            if exact.get(index) == base[index] and self._may_take(
+                index, keys, wanted, taken
+            ):
+                break
+            plain += 1
+        return plain
+
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
@@ -1187,36 +1232,17 @@ class _Ranking:
         steps. When exhaustive (explain), taken entries are yielded too and
         none is skipped for its cost.
         """
-        order, base, exact, runs = self._order, self._base, self._exact, self._runs
-        exhaustive = self._exhaustive
+        order, base = self._order, self._base
         heap: list[tuple[float, TieKey]] = []
         position = 0  # the frontier: before it, scored or never a candidate
         plain = 0  # no plain candidate before this position
         while True:
-            while position < len(order):
-                index = order[position]
-                if (wanted is None or keys[index] in wanted) and (
-                    exhaustive or not (taken[index] or self._cannot_fit(index))
-                ):
-                    break
+            while position < len(order) and not self._may_take(
+                order[position], keys, wanted, taken
+            ):
                 position += 1
-            bound: float | None = None
-            if position < len(order):
-                bound = self._limit(base[order[position]])
-            elif self._rest is not None:
-                bound = self._limit(self._rest[2])
-            while plain < position:
-                end = runs.pop(plain, None)
-                if end is not None:
-                    self._tie_order(plain, end)
-                index = order[plain]
-                if (
-                    (wanted is None or keys[index] in wanted)
-                    and exact.get(index) == base[index]
-                    and (exhaustive or not (taken[index] or self._cannot_fit(index)))
-                ):
-                    break
-                plain += 1
+            bound = self._bound(position)
+            plain = self._plain_from(plain, position, keys, wanted, taken)
             if plain < position:  # the plain candidate, unless the heap's is first
                 index = order[plain]
                 score = base[index]
@@ -1231,16 +1257,11 @@ class _Ranking:
             if heap and (bound is None or -heap[0][0] > bound):
                 negative, key = heapq.heappop(heap)
                 yield key[2], -negative
-                continue
-            if position < len(order):
-                start, end, boosted = self._reach(position)
+            elif position < len(order):
+                start, position, boosted = self._reach(position)
                 for item in boosted:
-                    index = item[1][2]
-                    if (wanted is None or keys[index] in wanted) and (
-                        exhaustive or not (taken[index] or self._cannot_fit(index))
-                    ):
+                    if self._may_take(item[1][2], keys, wanted, taken):
                         heapq.heappush(heap, item)
-                position = end
                 plain = min(plain, start)  # the run may be put in tie order
             elif self._rest is not None:
                 self._sort_rest()
