@@ -49,13 +49,14 @@ import math
 import numbers
 import re
 import sys
+import threading
 import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
-from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
+from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
     "DEMO_NOW",
@@ -84,6 +85,7 @@ __all__ = [
     "render",
     "retrieve",
     "retrieve_pools",
+    "set_cache_budget",
     "validate",
 ]
 __version__ = "0.2.0"
@@ -118,9 +120,11 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
-# Cross-call caches are bounded: 2**17 entries covers a 100,000-entry store
-# with room to spare, at roughly 0.5 KB per cached content string.
-_CACHE_SIZE: Final = 1 << 17
+# Cross-call caches hold at most this many bytes together (keys and values,
+# by sys.getsizeof), unless set_cache_budget() says otherwise: enough for a
+# 100,000-entry store of 300-character contents in every shape (about 0.9 KB
+# per content and 0.15 KB per timestamp string).
+DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -374,11 +378,79 @@ _COMMON_ISO_RE: Final = re.compile(
     re.ASCII | re.IGNORECASE,
 )
 
-# Parsed ``created`` strings. A plain dict, not lru_cache: a hit is one lookup
-# (the LRU bookkeeping touches three more objects), which matters when every
-# entry of a large store is looked up on every turn. It is emptied when full;
-# dict operations are atomic, so threads may share it.
-_iso_seconds: Final[dict[str, float | None]] = {}
+K = TypeVar("K")
+V = TypeVar("V")
+# Bytes of one cache slot beyond its key and value: the dict's entry and its
+# share of the table (a third empty).
+_SLOT_BYTES: Final = 64
+# A content item's (words, size) pair and its int.
+_PAIR_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40)
+
+
+class _Cache(Generic[K, V]):
+    """A dict of computed values that holds at most its share of the budget.
+
+    A hit is one ``dict`` lookup (the LRU bookkeeping of lru_cache touches
+    three more objects), which matters when every entry of a large store is
+    looked up on every turn. ``size`` estimates an item's bytes (key, value
+    and slot, by sys.getsizeof). Past the limit, the oldest items go until a
+    quarter of it is free; an item larger than the limit is not kept, so no
+    key (a content string) outlives the call beyond the budget. Lookups are
+    atomic dict operations; insertions and evictions take a lock.
+    """
+
+    def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
+        self.data: dict[K, V] = {}
+        self.held = 0  # estimated bytes of the items in data
+        self.share = share  # of the budget
+        self.size = size
+        self.lock = threading.Lock()
+
+    def limit(self) -> int:
+        return int(_budget[0] * self.share)
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` for ``key`` if it fits the cache's limit."""
+        cost = self.size(key, value)
+        limit = self.limit()
+        if cost > limit:
+            return
+        with self.lock:
+            if key in self.data:  # another thread computed it meanwhile
+                return
+            self.data[key] = value
+            self.held += cost
+            if self.held > limit:
+                self.shrink(limit - limit // 4)
+
+    def shrink(self, target: int) -> None:
+        """Drop the oldest items until at most ``target`` bytes are held."""
+        doomed = []
+        for key, value in self.data.items():
+            if self.held <= target:
+                break
+            self.held -= self.size(key, value)
+            doomed.append(key)
+        for key in doomed:
+            del self.data[key]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.data.clear()
+            self.held = 0
+
+
+_budget: Final = [DEFAULT_CACHE_BUDGET]  # a list, so that it can be set
+
+
+def _timestamp_bytes(text: str, seconds: float | None) -> int:
+    return sys.getsizeof(text) + sys.getsizeof(seconds) + _SLOT_BYTES
+
+
+# Parsed ``created`` strings, three sixteenths of the budget: a store's
+# distinct timestamps are fewer and smaller than its contents.
+_timestamps: Final[_Cache[str, float | None]] = _Cache(3 / 16, _timestamp_bytes)
+_iso_seconds: Final = _timestamps.data
 
 
 def _read_iso_general(text: str) -> float | None:
@@ -439,9 +511,7 @@ def _parse_iso(text: str) -> float | None:
     except KeyError:
         pass
     seconds = _read_iso(text)
-    if len(_iso_seconds) >= _CACHE_SIZE:
-        _iso_seconds.clear()
-    _iso_seconds[text] = seconds
+    _timestamps.put(text, seconds)
     return seconds
 
 
@@ -519,25 +589,96 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(words).difference(STOPWORDS)
 
 
-# Message words are computed once per distinct message; content words once per
-# distinct content string, kept as a tuple (a third of a frozenset's memory).
-_message_words = lru_cache(maxsize=1024)(_words)
+def _message_bytes(text: str, words: frozenset[str]) -> int:
+    own = sum(map(sys.getsizeof, words))
+    return sys.getsizeof(text) + sys.getsizeof(words) + own + _SLOT_BYTES
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
+def _content_bytes(text: str, item: tuple[tuple[str, ...], int]) -> int:
+    return item[1]
+
+
+# Message words are computed once per distinct message (a sixteenth of the
+# budget); content words once per distinct content string (three quarters),
+# kept as a tuple (a third of a frozenset's memory) with its size.
+_messages: Final[_Cache[str, frozenset[str]]] = _Cache(1 / 16, _message_bytes)
+_contents: Final[_Cache[str, tuple[tuple[str, ...], int]]] = _Cache(
+    3 / 4, _content_bytes
+)
+
+
+def _message_words(text: str) -> frozenset[str]:
+    """The significant words of a message, cached."""
+    words = _messages.data.get(text)
+    if words is None:
+        words = _words(text)
+        _messages.put(text, words)
+    return words
+
+
 def _content_words(text: str) -> tuple[str, ...]:
-    # Interned, so entries sharing a vocabulary share the word strings.
-    return tuple(map(sys.intern, _words(text)))
+    """The significant words of a content string, cached.
+
+    Interned, so entries sharing a vocabulary share the word strings; each
+    distinct word is counted in the size of the entry that brought it first.
+    """
+    item = _contents.data.get(text)
+    if item is None:
+        words = []
+        size = sys.getsizeof(text) + _SLOT_BYTES
+        for word in _words(text):
+            shared = sys.intern(word)
+            if shared is word:  # new to the process: this entry holds it
+                size += sys.getsizeof(word)
+            words.append(shared)
+        kept = tuple(words)
+        item = (kept, size + sys.getsizeof(kept) + _PAIR_BYTES)
+        _contents.put(text, item)
+    return item[0]
+
+
+_CACHES: Final = (_timestamps, _messages, _contents)
 
 
 def clear_caches() -> None:
-    """Empty the bounded caches of parsed timestamps and content words.
+    """Empty the caches of parsed timestamps, message words and content words.
 
     They never change a result; clearing only frees memory.
     """
-    _content_words.cache_clear()
-    _message_words.cache_clear()
-    _iso_seconds.clear()
+    for cache in _CACHES:
+        cache.clear()
+
+
+def set_cache_budget(max_bytes: int) -> int:
+    """Bound the caches' memory, all together, to ``max_bytes``; return the old bound.
+
+    >>> old = set_cache_budget(16 * 1024 * 1024)
+    >>> set_cache_budget(old)
+    16777216
+
+    The caches (parsed timestamps: 3/16 of the budget, message words: 1/16,
+    content words: 3/4) keep what a warm turn would otherwise recompute,
+    counted in bytes of keys and values by ``sys.getsizeof``; past its share
+    a cache drops its oldest items, and an item larger than its share is not
+    kept. The default, ``DEFAULT_CACHE_BUDGET`` (128 MiB), holds a
+    100,000-entry store's timestamps and contents; a larger store is served
+    as fast only with a larger budget, a smaller one recomputes more. 0
+    keeps nothing. Lowering it shrinks the caches at once. Results never
+    depend on it.
+
+    Raises:
+        TypeError: ``max_bytes`` is not an int (bool is rejected).
+        ValueError: ``max_bytes`` is negative.
+    """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+        raise TypeError(f"max_bytes must be an int, got {type(max_bytes).__name__}")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
+    old, _budget[0] = _budget[0], int(max_bytes)
+    for cache in _CACHES:
+        with cache.lock:
+            cache.shrink(cache.limit())
+    return old
 
 
 # ===========================================================================
