@@ -47,6 +47,7 @@ import dataclasses
 import heapq
 import math
 import numbers
+import operator
 import re
 import sys
 import threading
@@ -56,6 +57,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
+from itertools import compress
 from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
@@ -395,44 +397,40 @@ class _Cache(Generic[K, V]):
     looked up on every turn. ``size`` estimates an item's bytes (key, value
     and slot, by sys.getsizeof). Past the limit, the oldest items go until a
     quarter of it is free; an item larger than the limit is not kept, so no
-    key (a content string) outlives the call beyond the budget. Lookups are
-    atomic dict operations; insertions and evictions take a lock.
+    key (a content string) outlives the call beyond the budget. Lookups and
+    insertions are atomic dict operations; an eviction takes a lock, works on
+    a copy and counts the bytes afresh, so a count that two threads raced
+    on is right again after it.
     """
 
     def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
         self.data: dict[K, V] = {}
         self.held = 0  # estimated bytes of the items in data
         self.share = share  # of the budget
+        self.limit = int(DEFAULT_CACHE_BUDGET * share)
         self.size = size
         self.lock = threading.Lock()
 
-    def limit(self) -> int:
-        return int(_budget[0] * self.share)
-
-    def put(self, key: K, value: V) -> None:
-        """Keep ``value`` for ``key`` if it fits the cache's limit."""
-        cost = self.size(key, value)
-        limit = self.limit()
-        if cost > limit:
-            return
-        with self.lock:
-            if key in self.data:  # another thread computed it meanwhile
-                return
+    def put(self, key: K, value: V, cost: int) -> None:
+        """Keep ``value`` for ``key`` if its ``cost`` (its size) fits the limit."""
+        if cost <= self.limit:
             self.data[key] = value
             self.held += cost
-            if self.held > limit:
-                self.shrink(limit - limit // 4)
+            if self.held > self.limit:
+                self.shrink(self.limit - self.limit // 4)
 
     def shrink(self, target: int) -> None:
         """Drop the oldest items until at most ``target`` bytes are held."""
-        doomed = []
-        for key, value in self.data.items():
-            if self.held <= target:
-                break
-            self.held -= self.size(key, value)
-            doomed.append(key)
-        for key in doomed:
-            del self.data[key]
+        with self.lock:
+            items = list(self.data.items())  # other threads may insert meanwhile
+            sizes = [self.size(key, value) for key, value in items]
+            held = sum(sizes)
+            for (key, _), size in zip(items, sizes):
+                if held <= target:
+                    break
+                held -= size
+                self.data.pop(key, None)
+            self.held = held
 
     def clear(self) -> None:
         with self.lock:
@@ -441,16 +439,18 @@ class _Cache(Generic[K, V]):
 
 
 _budget: Final = [DEFAULT_CACHE_BUDGET]  # a list, so that it can be set
+_TIMESTAMP_BYTES: Final = sys.getsizeof(0.0) + _SLOT_BYTES  # beyond the key
 
 
 def _timestamp_bytes(text: str, seconds: float | None) -> int:
-    return sys.getsizeof(text) + sys.getsizeof(seconds) + _SLOT_BYTES
+    return sys.getsizeof(text) + _TIMESTAMP_BYTES
 
 
 # Parsed ``created`` strings, three sixteenths of the budget: a store's
 # distinct timestamps are fewer and smaller than its contents.
 _timestamps: Final[_Cache[str, float | None]] = _Cache(3 / 16, _timestamp_bytes)
 _iso_seconds: Final = _timestamps.data
+_NOT_PARSED: Final = object()  # a miss: None is a result (no instant)
 
 
 def _read_iso_general(text: str) -> float | None:
@@ -506,12 +506,11 @@ def _read_iso(text: str) -> float | None:
 
 def _parse_iso(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
-    try:
-        return _iso_seconds[text]
-    except KeyError:
-        pass
+    seconds = _iso_seconds.get(text, _NOT_PARSED)
+    if seconds is not _NOT_PARSED:
+        return seconds  # type: ignore[return-value]
     seconds = _read_iso(text)
-    _timestamps.put(text, seconds)
+    _timestamps.put(text, seconds, sys.getsizeof(text) + _TIMESTAMP_BYTES)
     return seconds
 
 
@@ -612,7 +611,7 @@ def _message_words(text: str) -> frozenset[str]:
     words = _messages.data.get(text)
     if words is None:
         words = _words(text)
-        _messages.put(text, words)
+        _messages.put(text, words, _message_bytes(text, words))
     return words
 
 
@@ -624,16 +623,13 @@ def _content_words(text: str) -> tuple[str, ...]:
     """
     item = _contents.data.get(text)
     if item is None:
-        words = []
-        size = sys.getsizeof(text) + _SLOT_BYTES
-        for word in _words(text):
-            shared = sys.intern(word)
-            if shared is word:  # new to the process: this entry holds it
-                size += sys.getsizeof(word)
-            words.append(shared)
-        kept = tuple(words)
-        item = (kept, size + sys.getsizeof(kept) + _PAIR_BYTES)
-        _contents.put(text, item)
+        words = list(_words(text))
+        kept = tuple(map(sys.intern, words))
+        # interning returned the word itself: new to the process, held here
+        fresh = sum(map(sys.getsizeof, compress(kept, map(operator.is_, words, kept))))
+        size = sys.getsizeof(text) + sys.getsizeof(kept) + fresh
+        item = (kept, size + _SLOT_BYTES + _PAIR_BYTES)
+        _contents.put(text, item, item[1])
     return item[0]
 
 
@@ -676,8 +672,8 @@ def set_cache_budget(max_bytes: int) -> int:
         raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
     old, _budget[0] = _budget[0], int(max_bytes)
     for cache in _CACHES:
-        with cache.lock:
-            cache.shrink(cache.limit())
+        cache.limit = int(max_bytes * cache.share)
+        cache.shrink(cache.limit)
     return old
 
 

@@ -161,7 +161,7 @@ def test_held_bytes_are_the_sum_of_the_items_and_within_the_share(items, limit):
             poolsplit._parse_iso(text)
         for cache in poolsplit._CACHES:
             sizes = sum(cache.size(k, v) for k, v in cache.data.items())
-            assert cache.held == sizes <= cache.limit()
+            assert cache.held == sizes <= cache.limit
     finally:
         set_cache_budget(old)
         clear_caches()
