@@ -971,16 +971,21 @@ def _score_from(base: float, entry: Entry, query: _Query) -> float:
     return base * _message_factor(entry, query)
 
 
-def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
-    """The score an entry is first ranked by: a custom scorer's result, the
-    default score, or (``exact`` False) the default score's base."""
-    query = call.query
-    if query is None:  # the caller's scorer; its own errors propagate
+def _exact_score(
+    entry: Entry,
+    index: int,
+    call: _Call,
+    base_score: Callable[[Entry], float] | None,
+) -> float:
+    """An entry's exact score: a custom scorer's result (``base_score`` None),
+    or the default score from ``base_score``, the call's base score rule."""
+    if base_score is None:  # the caller's scorer; its own errors propagate
         value = call.scorer(entry, call.context, now=call.now)
         return _check_score(value, index, entry)
+    query = call.query
+    assert query is not None  # base_score is given for the default scorer only
     try:
-        base = _base_score(entry, query)
-        return _score_from(base, entry, query) if exact else base
+        return _score_from(base_score(entry), entry, query)
     except (TypeError, ValueError) as exc:
         raise _labelled(exc, _label(index, entry)) from exc
 
@@ -1068,7 +1073,7 @@ class _Scan:
     keys: list[object]  # the type as a hashable set member, for active entries
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
-    scores: list[float]  # each ranked entry's first score (see _first_score)
+    scores: list[float]  # each ranked entry's first score (see _scan)
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
 
@@ -1098,7 +1103,10 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
-    fast = None if query is None or exact else _fast_base_score(query)
+    fast = None if query is None else _fast_base_score(query)
+    # A first score is exact for a caller's scorer, and when ``exact`` for the
+    # default one: the base times the message factor (none without words).
+    finish = exact and query is not None and bool(query.words)
     seen: dict[int, int] | None = {} if repeats else None
     # The hottest loop of a turn: one pass over the whole store, so the
     # lists are bound to locals (a third fewer attribute reads per entry).
@@ -1122,8 +1130,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
                 unadmitted.append(index)
         elif admitted:
             ranked.append(index)
-            if fast is None:
-                scores.append(_first_score(entry, index, call, exact))
+            if fast is None or finish:
+                scores.append(_exact_score(entry, index, call, fast))
                 continue
             try:
                 scores.append(fast(entry))
