@@ -1363,6 +1363,32 @@ class _Ranking:
             plain += 1
         return plain
 
+    def _walk_exact(
+        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+    ) -> Iterator[tuple[int, float]]:
+        """:meth:`walk` when first scores are exact: the order itself, each
+        run put in tie order when the walk first meets an entry of it."""
+        order, base, runs = self._order, self._base, self._runs
+        position = 0
+        while True:
+            if position == len(order):
+                if self._rest is None:
+                    return
+                self._sort_rest()
+                continue
+            if not self._may_take(order[position], keys, wanted, taken):
+                position += 1
+                continue
+            start, end, _ = self._reach(position)
+            stop = runs.pop(start, None)
+            if stop is not None:  # entries passed over may move up: look again
+                self._tie_order(start, stop)
+                position = start
+            for index in order[position:end]:
+                if self._may_take(index, keys, wanted, taken):
+                    yield index, base[index]
+            position = end
+
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
@@ -1377,6 +1403,9 @@ class _Ranking:
         steps. When exhaustive (explain), taken entries are yielded too and
         none is skipped for its cost.
         """
+        if not self._bounded:
+            yield from self._walk_exact(keys, wanted, taken)
+            return
         order, base = self._order, self._base
         heap: list[tuple[float, TieKey]] = []
         position = 0  # the frontier: before it, scored or never a candidate
