@@ -1151,19 +1151,19 @@ class _Ranking:
     is first ranked by its base score, every factor but the message term
     (the one that reads the content); times the largest message factor (for
     a positive base) that bounds the exact score, and multiplying by a larger
-    positive factor never rounds to a smaller float. The final order is built
-    lazily, once per call, and every pool's walk reads it: an entry joins it
-    once no entry still unscored could outrank it, so the order is bit for
-    bit the exact one. A custom scorer's first score is exact, and so is its
-    bound.
+    positive factor never rounds to a smaller float. A pool's walk finishes
+    the score (:func:`_score_from`) only of entries that could still outrank
+    the best exact score found, so the order is bit for bit the exact one. A
+    custom scorer's first score is exact, and so is its bound.
 
     Ties cost what distinct scores cost. Entries sharing a first score (a
-    run: no priority, or every entry past the recency horizon) are put in
-    tie order when the order first reaches them, so their tie keys are
-    computed once per call and only for entries that can tie. Of a run's
-    entries, those whose exact score is their first score (no message boost,
-    most of them) stay in place, already in final order; only the others go
-    through a heap keyed by the full order.
+    run: no priority, or every entry past the recency horizon) are scored
+    once per call, and put in tie order once, when a walk first looks for a
+    candidate among them: tie keys are computed once per call, only for
+    entries that can tie. A run's entries whose exact score is their first
+    score (no message boost, most of them) then stay in place, in final
+    order; only the boosted ones go through a heap keyed by the full order.
+    Scores, tie keys, costs and the runs' order are shared by every pool.
     """
 
     def __init__(
@@ -1654,8 +1654,17 @@ def retrieve_pools(
     <= its ``max_entries``, each of its context scores >= its ``min_score``;
     every active always-scope entry whose type some pool admits is in the
     first such pool. ``entries`` is read once; each entry is scored at most
-    once and never modified. Cost: O(n log n) for n entries plus O(p * n)
-    for p pools.
+    once and never modified.
+
+    Cost, for n entries and p pools: one pass that reads every entry, O(n);
+    a sort of the best candidates, O(n log n) at worst; each pool's walk
+    stops once the pool is full, having exactly scored only the entries
+    that could still reach it. Entries sharing a score are put in tie order
+    once per call (O(r log r) for a run of r), whatever the pools. When the
+    scores are compressed (no priority, all past the recency horizon) most
+    entries can still reach a pool and are scored exactly; a pool that never
+    fills walks all its candidates: O(n log n + p * n) at worst. README's
+    Performance section has the figures per store shape.
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
@@ -1710,7 +1719,8 @@ def retrieve(
 
     The result holds the input objects themselves; their context costs total
     at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and nothing warns. Cost: O(n log n).
+    other types are not missing and nothing warns. Cost: as
+    :func:`retrieve_pools` with one pool, O(n log n) at worst.
 
     Raises:
         As :func:`retrieve_pools`.
