@@ -1195,8 +1195,7 @@ class _Ranking:
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
-        # each position of a run longer than one -> (start, end, boosted)
-        self._run_of: dict[int, tuple[int, int, list[tuple[float, TieKey]]]] = {}
+        self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
     def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
@@ -1264,57 +1263,68 @@ class _Ranking:
                 ties[index] = (_created_key(entry), _id_key(entry), index)
         order[start:end] = sorted(order[start:end], key=ties.__getitem__)
 
-    def _reach(self, position: int) -> tuple[int, int, list[tuple[float, TieKey]]]:
-        """The run of equal first scores holding ``_order[position]``, scored.
+    def _reach(self, position: int) -> tuple[int, int]:
+        """The start and end of the run of equal first scores holding
+        ``_order[position]`` (often a run of one).
 
-        Returns its start, its end and its boosted entries (exact score not
-        the first score) as heap items. The others stay in place, where the
-        run's tie order will be their final order: they share one exact
-        score. A run longer than one is scored once per call, and put in tie
-        order only once a walk looks for a candidate in it (``_runs``): a run
-        scored only to bound the ones above it needs no tie keys.
+        A run longer than one is found once per call, and put in tie order
+        only once a walk looks for a candidate in it (``_runs``): a run
+        scored only to bound the ones above it needs no tie keys. With exact
+        first scores and the default counter, its contents are checked for
+        text here, as when they are costed.
         """
         known = self._run_of.get(position)
         if known is not None:
             return known
-        order, base = self._order, self._base
+        order, base, store = self._order, self._base, self._store
         first = base[order[position]]
         start, end = position, position + 1
         while start > 0 and base[order[start - 1]] == first:
             start -= 1
         while end < len(order) and base[order[end]] == first:
             end += 1
-        boosted = self._score_run(order[start:end], first)
-        run = (start, end, boosted)
         if end - start > 1:
             self._runs[start] = end
-            self._run_of.update(dict.fromkeys(range(start, end), run))
-        return run
+            self._run_of.update(dict.fromkeys(range(start, end), (start, end)))
+        if not self._bounded and self._cheap_cost:
+            for index in order[start:end]:  # str() of a content fails here
+                content = store[index].get("content")
+                if content is not None and type(content) is not str:
+                    self.cost(index)
+        return start, end
 
     def _score_run(
-        self, indices: list[int], first: float
+        self,
+        start: int,
+        end: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
     ) -> list[tuple[float, TieKey]]:
-        """Score entries sharing the first score; their boosted ones, keyed."""
-        store, query = self._store, self._query
-        if not self._bounded or query is None:
-            if self._cheap_cost:  # str() of a content fails here, as when costed
-                for index in indices:
-                    content = store[index].get("content")
-                    if content is not None and type(content) is not str:
-                        self.cost(index)
-            return []
-        exact = self._exact
+        """Score the run's entries the pool may take (each once per call) and
+        return its boosted ones (exact score not the first) as heap items.
+
+        The others stay in place, where the run's tie order is their final
+        order: they share one exact score.
+        """
+        order, store, exact, query = self._order, self._store, self._exact, self._query
+        assert query is not None  # only the default scorer is bounded
+        first = self._base[order[start]]
         boosted = []
-        for index in indices:
+        for index in order[start:end]:
+            if taken[index] or (wanted is not None and keys[index] not in wanted):
+                continue  # never this pool's (a bounded walk is not exhaustive)
             score = exact.get(index)
             if score is None:
+                if self._cannot_fit(index):
+                    continue
                 entry = store[index]
                 try:
                     score = _score_from(first, entry, query)
                 except (TypeError, ValueError) as exc:  # str() of content failed
                     raise _labelled(exc, _label(index, entry)) from exc
                 exact[index] = score
-            if score != first:
+            if score != first and not self._cannot_fit(index):
                 boosted.append((-score, self._tie(index)))
         return boosted
 
@@ -1356,12 +1366,33 @@ class _Ranking:
             if end is not None:
                 self._tie_order(plain, end)
             index = order[plain]
-            if exact.get(index) == base[index] and self._may_take(
-                index, keys, wanted, taken
+            if (
+                (wanted is None or keys[index] in wanted)
+                and exact.get(index) == base[index]
+                and self._may_take(index, keys, wanted, taken)
             ):
                 break
             plain += 1
         return plain
+
+    def _frontier(
+        self,
+        position: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> int:
+        """The position of the next entry from ``position`` on that the pool
+        may take (or the end): those before it are passed over unscored."""
+        order = self._order
+        while position < len(order):
+            index = order[position]
+            if (wanted is None or keys[index] in wanted) and self._may_take(
+                index, keys, wanted, taken
+            ):
+                break
+            position += 1
+        return position
 
     def _walk_exact(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
@@ -1376,10 +1407,10 @@ class _Ranking:
                     return
                 self._sort_rest()
                 continue
-            if not self._may_take(order[position], keys, wanted, taken):
-                position += 1
+            position = self._frontier(position, keys, wanted, taken)
+            if position == len(order):
                 continue
-            start, end, _ = self._reach(position)
+            start, end = self._reach(position)
             stop = runs.pop(start, None)
             if stop is not None:  # entries passed over may move up: look again
                 self._tie_order(start, stop)
@@ -1411,10 +1442,7 @@ class _Ranking:
         position = 0  # the frontier: before it, scored or never a candidate
         plain = 0  # no plain candidate before this position
         while True:
-            while position < len(order) and not self._may_take(
-                order[position], keys, wanted, taken
-            ):
-                position += 1
+            position = self._frontier(position, keys, wanted, taken)
             bound = self._bound(position)
             plain = self._plain_from(plain, position, keys, wanted, taken)
             if plain < position:  # the plain candidate, unless the heap's is first
@@ -1432,10 +1460,9 @@ class _Ranking:
                 negative, key = heapq.heappop(heap)
                 yield key[2], -negative
             elif position < len(order):
-                start, position, boosted = self._reach(position)
-                for item in boosted:
-                    if self._may_take(item[1][2], keys, wanted, taken):
-                        heapq.heappush(heap, item)
+                start, position = self._reach(position)
+                for item in self._score_run(start, position, keys, wanted, taken):
+                    heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
             elif self._rest is not None:
                 self._sort_rest()
