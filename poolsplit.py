@@ -1238,13 +1238,12 @@ class _Ranking:
         Room only shrinks while a pool fills, so such an entry would be
         skipped when its turn came: passing over it changes nothing.
         """
-        if (
-            index not in self._costs
-            and not self._cheap_cost
-            and _token_count(self._store[index]) is None
-        ):
-            return False
-        return self.cost(index) > self.room
+        cost = self._costs.get(index)
+        if cost is None:
+            if not self._cheap_cost and _token_count(self._store[index]) is None:
+                return False
+            cost = self.cost(index)
+        return cost > self.room
 
     def _tie(self, index: int) -> TieKey:
         """The entry's tie key, computed at most once per call."""
@@ -1307,26 +1306,39 @@ class _Ranking:
         The others stay in place, where the run's tie order is their final
         order: they share one exact score.
         """
-        order, store, exact, query = self._order, self._store, self._exact, self._query
-        assert query is not None  # only the default scorer is bounded
+        order, exact = self._order, self._exact
         first = self._base[order[start]]
         boosted = []
         for index in order[start:end]:
             if taken[index] or (wanted is not None and keys[index] not in wanted):
                 continue  # never this pool's (a bounded walk is not exhaustive)
-            score = exact.get(index)
-            if score is None:
-                if self._cannot_fit(index):
-                    continue
-                entry = store[index]
-                try:
-                    score = _score_from(first, entry, query)
-                except (TypeError, ValueError) as exc:  # str() of content failed
-                    raise _labelled(exc, _label(index, entry)) from exc
-                exact[index] = score
+            if index not in exact and self._cannot_fit(index):
+                continue
+            score = self._score(index)
             if score != first and not self._cannot_fit(index):
                 boosted.append((-score, self._tie(index)))
         return boosted
+
+    def _score(self, index: int) -> float:
+        """The exact score of the entry at ``index``, computed at most once."""
+        score = self._exact.get(index)
+        if score is None:
+            query = self._query
+            assert query is not None  # only the default scorer is bounded
+            entry = self._store[index]
+            try:
+                score = _score_from(self._base[index], entry, query)
+            except (TypeError, ValueError) as exc:  # str() of content failed
+                raise _labelled(exc, _label(index, entry)) from exc
+            self._exact[index] = score
+        return score
+
+    def _score_one(self, position: int, heap: list[tuple[float, TieKey]]) -> None:
+        """:meth:`_score_run` for a run of one, which the walk may take."""
+        index = self._order[position]
+        score = self._score(index)
+        if score != self._base[index]:
+            heapq.heappush(heap, (-score, self._tie(index)))
 
     def _may_take(
         self,
@@ -1359,7 +1371,8 @@ class _Ranking:
         taken: list[bool],
     ) -> int:
         """The position of the pool's next plain candidate before ``position``
-        (or ``position``), putting each run it enters in tie order first."""
+        (or ``position``), putting each run it enters in tie order first. A
+        bounded walk is not exhaustive: taken entries are passed over."""
         order, base, exact, runs = self._order, self._base, self._exact, self._runs
         while plain < position:
             end = runs.pop(plain, None)
@@ -1369,7 +1382,8 @@ class _Ranking:
             if (
                 (wanted is None or keys[index] in wanted)
                 and exact.get(index) == base[index]
-                and self._may_take(index, keys, wanted, taken)
+                and not taken[index]
+                and not self._cannot_fit(index)
             ):
                 break
             plain += 1
@@ -1461,6 +1475,9 @@ class _Ranking:
                 yield key[2], -negative
             elif position < len(order):
                 start, position = self._reach(position)
+                if position - start == 1:  # one entry, and the frontier's
+                    self._score_one(start, heap)
+                    continue
                 for item in self._score_run(start, position, keys, wanted, taken):
                     heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
