@@ -57,7 +57,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from functools import lru_cache
-from itertools import compress
+from itertools import compress, islice
 from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
@@ -398,9 +398,9 @@ class _Cache(Generic[K, V]):
     and slot, by sys.getsizeof). Past the limit, the oldest items go until a
     quarter of it is free; an item larger than the limit is not kept, so no
     key (a content string) outlives the call beyond the budget. Lookups and
-    insertions are atomic dict operations; an eviction takes a lock, works on
-    a copy and counts the bytes afresh, so a count that two threads raced
-    on is right again after it.
+    insertions are atomic dict operations; an eviction takes a lock and works
+    on a copy. Threads inserting at once may leave the count of bytes off by
+    the items they raced on, until the cache is emptied.
     """
 
     def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
@@ -422,15 +422,19 @@ class _Cache(Generic[K, V]):
     def shrink(self, target: int) -> None:
         """Drop the oldest items until at most ``target`` bytes are held."""
         with self.lock:
-            items = list(self.data.items())  # other threads may insert meanwhile
-            sizes = [self.size(key, value) for key, value in items]
-            held = sum(sizes)
-            for (key, _), size in zip(items, sizes):
-                if held <= target:
-                    break
-                held -= size
-                self.data.pop(key, None)
-            self.held = held
+            while self.held > target and self.data:
+                # The oldest quarter, copied in one step: other threads may
+                # insert meanwhile. Only what is dropped is sized, so an
+                # eviction costs what it frees (a million-entry store cycles
+                # through the timestamp cache every turn).
+                batch = list(islice(self.data.items(), len(self.data) // 4 + 1))
+                for key, value in batch:
+                    if self.held <= target:
+                        break
+                    self.held -= self.size(key, value)
+                    self.data.pop(key, None)
+            if not self.data:
+                self.held = 0  # a count two threads raced on is right again
 
     def clear(self) -> None:
         with self.lock:
