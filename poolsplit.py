@@ -52,15 +52,18 @@ import dataclasses
 import heapq
 import math
 import numbers
+import operator
 import re
 import sys
+import threading
 import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
+from itertools import compress, islice
+from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -95,6 +98,7 @@ __all__ = [
     "render",
     "retrieve",
     "retrieve_pools",
+    "set_cache_budget",
     "validate",
 ]
 __version__ = "0.3.0"
@@ -129,9 +133,11 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
-# Cross-call caches are bounded: 2**17 entries covers a 100,000-entry store
-# with room to spare, at roughly 0.5 KB per cached content string.
-_CACHE_SIZE: Final = 1 << 17
+# Cross-call caches hold at most this many bytes together (keys and values,
+# by sys.getsizeof), unless set_cache_budget() says otherwise: enough for a
+# 100,000-entry store of 300-character contents in every shape (about 0.9 KB
+# per content and 0.15 KB per timestamp string).
+DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -492,11 +498,81 @@ _COMMON_ISO_RE: Final = re.compile(
     re.ASCII | re.IGNORECASE,
 )
 
-# Parsed ``created`` strings. A plain dict, not lru_cache: a hit is one lookup
-# (the LRU bookkeeping touches three more objects), which matters when every
-# entry of a large store is looked up on every turn. It is emptied when full;
-# dict operations are atomic, so threads may share it.
-_iso_seconds: Final[dict[str, float | None]] = {}
+K = TypeVar("K")
+V = TypeVar("V")
+# Bytes of one cache slot beyond its key and value: the dict's entry and its
+# share of the table (a third empty).
+_SLOT_BYTES: Final = 64
+# A content item's (words, size) pair and its int.
+_PAIR_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40)
+
+
+class _Cache(Generic[K, V]):
+    """A dict of computed values that holds at most its share of the budget.
+
+    A hit is one ``dict`` lookup (the LRU bookkeeping of lru_cache touches
+    three more objects), which matters when every entry of a large store is
+    looked up on every turn. ``size`` estimates an item's bytes (key, value
+    and slot, by sys.getsizeof). Past the limit, the oldest items go until a
+    quarter of it is free; an item larger than the limit is not kept, so no
+    key (a content string) outlives the call beyond the budget. Lookups and
+    insertions are atomic dict operations; an eviction takes a lock and works
+    on a copy. Threads inserting at once may leave the count of bytes off by
+    the items they raced on, until the cache is emptied.
+    """
+
+    def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
+        self.data: dict[K, V] = {}
+        self.held = 0  # estimated bytes of the items in data
+        self.share = share  # of the budget
+        self.limit = int(DEFAULT_CACHE_BUDGET * share)
+        self.size = size
+        self.lock = threading.Lock()
+
+    def put(self, key: K, value: V, cost: int) -> None:
+        """Keep ``value`` for ``key`` if its ``cost`` (its size) fits the limit."""
+        if cost <= self.limit:
+            self.data[key] = value
+            self.held += cost
+            if self.held > self.limit:
+                self.shrink(self.limit - self.limit // 4)
+
+    def shrink(self, target: int) -> None:
+        """Drop the oldest items until at most ``target`` bytes are held."""
+        with self.lock:
+            while self.held > target and self.data:
+                # The oldest quarter, copied in one step: other threads may
+                # insert meanwhile. Only what is dropped is sized, so an
+                # eviction costs what it frees (a million-entry store cycles
+                # through the timestamp cache every turn).
+                batch = list(islice(self.data.items(), len(self.data) // 4 + 1))
+                for key, value in batch:
+                    if self.held <= target:
+                        break
+                    self.held -= self.size(key, value)
+                    self.data.pop(key, None)
+            if not self.data:
+                self.held = 0  # a count two threads raced on is right again
+
+    def clear(self) -> None:
+        with self.lock:
+            self.data.clear()
+            self.held = 0
+
+
+_budget: Final = [DEFAULT_CACHE_BUDGET]  # a list, so that it can be set
+_TIMESTAMP_BYTES: Final = sys.getsizeof(0.0) + _SLOT_BYTES  # beyond the key
+
+
+def _timestamp_bytes(text: str, seconds: float | None) -> int:
+    return sys.getsizeof(text) + _TIMESTAMP_BYTES
+
+
+# Parsed ``created`` strings, three sixteenths of the budget: a store's
+# distinct timestamps are fewer and smaller than its contents.
+_timestamps: Final[_Cache[str, float | None]] = _Cache(3 / 16, _timestamp_bytes)
+_iso_seconds: Final = _timestamps.data
+_NOT_PARSED: Final = object()  # a miss: None is a result (no instant)
 
 
 def _read_iso_general(text: str) -> float | None:
@@ -555,14 +631,11 @@ def _read_iso(text: str) -> float | None:
 
 def _parse_iso(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
-    try:
-        return _iso_seconds[text]
-    except KeyError:
-        pass
+    seconds = _iso_seconds.get(text, _NOT_PARSED)
+    if seconds is not _NOT_PARSED:
+        return seconds  # type: ignore[return-value]
     seconds = _read_iso(text)
-    if len(_iso_seconds) >= _CACHE_SIZE:
-        _iso_seconds.clear()
-    _iso_seconds[text] = seconds
+    _timestamps.put(text, seconds, sys.getsizeof(text) + _TIMESTAMP_BYTES)
     return seconds
 
 
@@ -655,25 +728,93 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(words).difference(STOPWORDS)
 
 
-# Message words are computed once per distinct message; content words once per
-# distinct content string, kept as a tuple (a third of a frozenset's memory).
-_message_words = lru_cache(maxsize=1024)(_words)
+def _message_bytes(text: str, words: frozenset[str]) -> int:
+    own = sum(map(sys.getsizeof, words))
+    return sys.getsizeof(text) + sys.getsizeof(words) + own + _SLOT_BYTES
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
+def _content_bytes(text: str, item: tuple[tuple[str, ...], int]) -> int:
+    return item[1]
+
+
+# Message words are computed once per distinct message (a sixteenth of the
+# budget); content words once per distinct content string (three quarters),
+# kept as a tuple (a third of a frozenset's memory) with its size.
+_messages: Final[_Cache[str, frozenset[str]]] = _Cache(1 / 16, _message_bytes)
+_contents: Final[_Cache[str, tuple[tuple[str, ...], int]]] = _Cache(
+    3 / 4, _content_bytes
+)
+
+
+def _message_words(text: str) -> frozenset[str]:
+    """The significant words of a message, cached."""
+    words = _messages.data.get(text)
+    if words is None:
+        words = _words(text)
+        _messages.put(text, words, _message_bytes(text, words))
+    return words
+
+
 def _content_words(text: str) -> tuple[str, ...]:
-    # Interned, so entries sharing a vocabulary share the word strings.
-    return tuple(map(sys.intern, _words(text)))
+    """The significant words of a content string, cached.
+
+    Interned, so entries sharing a vocabulary share the word strings; each
+    distinct word is counted in the size of the entry that brought it first.
+    """
+    item = _contents.data.get(text)
+    if item is None:
+        words = list(_words(text))
+        kept = tuple(map(sys.intern, words))
+        # interning returned the word itself: new to the process, held here
+        fresh = sum(map(sys.getsizeof, compress(kept, map(operator.is_, words, kept))))
+        size = sys.getsizeof(text) + sys.getsizeof(kept) + fresh
+        item = (kept, size + _SLOT_BYTES + _PAIR_BYTES)
+        _contents.put(text, item, item[1])
+    return item[0]
+
+
+_CACHES: Final = (_timestamps, _messages, _contents)
 
 
 def clear_caches() -> None:
-    """Empty the bounded caches of parsed timestamps and content words.
+    """Empty the caches of parsed timestamps, message words and content words.
 
     They never change a result; clearing only frees memory.
     """
-    _content_words.cache_clear()
-    _message_words.cache_clear()
-    _iso_seconds.clear()
+    for cache in _CACHES:
+        cache.clear()
+
+
+def set_cache_budget(max_bytes: int) -> int:
+    """Bound the caches' memory, all together, to ``max_bytes``; return the old bound.
+
+    >>> old = set_cache_budget(16 * 1024 * 1024)
+    >>> set_cache_budget(old)
+    16777216
+
+    The caches (parsed timestamps: 3/16 of the budget, message words: 1/16,
+    content words: 3/4) keep what a warm turn would otherwise recompute,
+    counted in bytes of keys and values by ``sys.getsizeof``; past its share
+    a cache drops its oldest items, and an item larger than its share is not
+    kept. The default, ``DEFAULT_CACHE_BUDGET`` (128 MiB), holds a
+    100,000-entry store's timestamps and contents; a larger store is served
+    as fast only with a larger budget, a smaller one recomputes more. 0
+    keeps nothing. Lowering it shrinks the caches at once. Results never
+    depend on it.
+
+    Raises:
+        TypeError: ``max_bytes`` is not an int (bool is rejected).
+        ValueError: ``max_bytes`` is negative.
+    """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
+        raise TypeError(f"max_bytes must be an int, got {type(max_bytes).__name__}")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
+    old, _budget[0] = _budget[0], int(max_bytes)
+    for cache in _CACHES:
+        cache.limit = int(max_bytes * cache.share)
+        cache.shrink(cache.limit)
+    return old
 
 
 # ===========================================================================
@@ -1020,16 +1161,21 @@ def _score_from(base: float, entry: Entry, query: _Query) -> float:
     return base * _message_factor(entry, query)
 
 
-def _first_score(entry: Entry, index: int, call: _Call, exact: bool) -> float:
-    """The score an entry is first ranked by: a custom scorer's result, the
-    default score, or (``exact`` False) the default score's base."""
-    query = call.query
-    if query is None:  # the caller's scorer; its own errors propagate
+def _exact_score(
+    entry: Entry,
+    index: int,
+    call: _Call,
+    base_score: Callable[[Entry], float] | None,
+) -> float:
+    """An entry's exact score: a custom scorer's result (``base_score`` None),
+    or the default score from ``base_score``, the call's base score rule."""
+    if base_score is None:  # the caller's scorer; its own errors propagate
         value = call.scorer(entry, call.context, now=call.now)
         return _check_score(value, index, entry)
+    query = call.query
+    assert query is not None  # base_score is given for the default scorer only
     try:
-        base = _base_score(entry, query)
-        return _score_from(base, entry, query) if exact else base
+        return _score_from(base_score(entry), entry, query)
     except (TypeError, ValueError) as exc:
         raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
 
@@ -1117,7 +1263,7 @@ class _Scan:
     keys: list[object]  # the type as a hashable set member, for active entries
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
-    scores: list[float]  # each ranked entry's first score (see _first_score)
+    scores: list[float]  # each ranked entry's first score (see _scan)
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
     near_always: list[int]  # active entries whose scope is "always" only folded
@@ -1149,7 +1295,10 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
-    fast = None if query is None or exact else _fast_base_score(query)
+    fast = None if query is None else _fast_base_score(query)
+    # A first score is exact for a caller's scorer, and when ``exact`` for the
+    # default one: the base times the message factor (none without words).
+    finish = exact and query is not None and bool(query.words)
     seen: dict[int, int] | None = {} if repeats else None
     # The hottest loop of a turn: one pass over the whole store, so the
     # lists are bound to locals (a third fewer attribute reads per entry).
@@ -1179,8 +1328,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
             near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
-            if fast is None:
-                scores.append(_first_score(entry, index, call, exact))
+            if fast is None or finish:
+                scores.append(_exact_score(entry, index, call, fast))
                 continue
             try:
                 scores.append(fast(entry))
@@ -1191,6 +1340,9 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     )
 
 
+TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)
+
+
 class _Ranking:
     """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
@@ -1199,10 +1351,19 @@ class _Ranking:
     is first ranked by its base score, every factor but the message term
     (the one that reads the content); times the largest message factor (for
     a positive base) that bounds the exact score, and multiplying by a larger
-    positive factor never rounds to a smaller float. A walk finishes the
-    score (:func:`_score_from`) only of entries that could still outrank the
-    best exact score found, so the order is bit for bit the exact one. A
+    positive factor never rounds to a smaller float. A pool's walk finishes
+    the score (:func:`_score_from`) only of entries that could still outrank
+    the best exact score found, so the order is bit for bit the exact one. A
     custom scorer's first score is exact, and so is its bound.
+
+    Ties cost what distinct scores cost. Entries sharing a first score (a
+    run: no priority, or every entry past the recency horizon) are scored
+    once per call, and put in tie order once, when a walk first looks for a
+    candidate among them: tie keys are computed once per call, only for
+    entries that can tie. A run's entries whose exact score is their first
+    score (no message boost, most of them) then stay in place, in final
+    order; only the boosted ones go through a heap keyed by the full order.
+    Scores, tie keys, costs and the runs' order are shared by every pool.
     """
 
     def __init__(
@@ -1216,20 +1377,25 @@ class _Ranking:
         self._store = store
         self._query = call.query
         self._counter = call.token_counter
-        # A cost is known before scoring only when counting is cheap: the
-        # default counter, or a token_count field. A caller's may be slow.
+        # Every entry the order reaches is costed up front when counting is
+        # cheap (the default counter), so a content whose str() fails is an
+        # error whether or not a pool takes it; a caller's counter may be slow.
         self._cheap_cost = call.token_counter is default_token_counter
         self._exhaustive = exhaustive
+        self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         self._rest: tuple[list[int], list[float], float] | None = None
         base = self._cut(scan.ranked, scan.scores)
         # Stable: equal scores stay in input order (a dict keeps insertion
-        # order). A larger positive base never has a smaller bound, so this
-        # is also the order of the bounds.
+        # order) until a walk reaches them. A larger positive base never has
+        # a smaller bound, so this is also the order of the bounds.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
         self._exact: dict[int, float] = {} if bounded else base
         self._costs: dict[int, int] = {}
+        self._ties: dict[int, TieKey] = {}
+        self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
+        self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
     def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
@@ -1259,6 +1425,100 @@ class _Ranking:
         """No exact score of an entry with this base score can be larger."""
         return base * self._factor if base > 0 else base
 
+    def cost(self, index: int) -> int:
+        """Tokens the entry at ``index`` costs, counted at most once per call."""
+        cost = self._costs.get(index)
+        if cost is None:
+            cost = self._costs[index] = _cost(self._store[index], index, self._counter)
+        return cost
+
+    def _cannot_fit(self, index: int) -> bool:
+        """Whether the entry surely costs more than ``room``, known cheaply.
+
+        Room only shrinks while a pool fills, so such an entry would be
+        skipped when its turn came: passing over it changes nothing.
+        """
+        cost = self._costs.get(index)
+        if cost is None:
+            if not self._cheap_cost and _token_count(self._store[index]) is None:
+                return False
+            cost = self.cost(index)
+        return cost > self.room
+
+    def _tie(self, index: int) -> TieKey:
+        """The entry's tie key, computed at most once per call."""
+        key = self._ties.get(index)
+        if key is None:
+            entry = self._store[index]
+            key = self._ties[index] = (_created_key(entry), _id_key(entry), index)
+        return key
+
+    def _tie_order(self, start: int, end: int) -> None:
+        """Sort ``_order[start:end]``, a run of equal first scores, by tie key."""
+        store, ties, order = self._store, self._ties, self._order
+        for index in order[start:end]:
+            if index not in ties:  # a boosted entry's key is known already
+                entry = store[index]
+                ties[index] = (_created_key(entry), _id_key(entry), index)
+        order[start:end] = sorted(order[start:end], key=ties.__getitem__)
+
+    def _reach(self, position: int) -> tuple[int, int]:
+        """The start and end of the run of equal first scores holding
+        ``_order[position]`` (often a run of one).
+
+        A run longer than one is found once per call, and put in tie order
+        only once a walk looks for a candidate in it (``_runs``): a run
+        scored only to bound the ones above it needs no tie keys. With exact
+        first scores and the default counter, its contents are checked for
+        text here, as when they are costed.
+        """
+        known = self._run_of.get(position)
+        if known is not None:
+            return known
+        order, base, store = self._order, self._base, self._store
+        first = base[order[position]]
+        start, end = position, position + 1
+        while start > 0 and base[order[start - 1]] == first:
+            start -= 1
+        while end < len(order) and base[order[end]] == first:
+            end += 1
+        if end - start > 1:
+            self._runs[start] = end
+            self._run_of.update(dict.fromkeys(range(start, end), (start, end)))
+        if not self._bounded and self._cheap_cost:
+            for index in order[start:end]:  # str() of a content fails here
+                content = store[index].get("content")
+                if content is not None and type(content) is not str:
+                    self.cost(index)
+        return start, end
+
+    def _score_run(
+        self,
+        start: int,
+        end: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> list[tuple[float, TieKey]]:
+        """Score the run's entries the pool may take (each once per call) and
+        return its boosted ones (exact score not the first) as heap items.
+
+        The others stay in place, where the run's tie order is their final
+        order: they share one exact score.
+        """
+        order, exact = self._order, self._exact
+        first = self._base[order[start]]
+        boosted = []
+        for index in order[start:end]:
+            if taken[index] or (wanted is not None and keys[index] not in wanted):
+                continue  # never this pool's (a bounded walk is not exhaustive)
+            if index not in exact and self._cannot_fit(index):
+                continue
+            score = self._score(index)
+            if score != first and not self._cannot_fit(index):
+                boosted.append((-score, self._tie(index)))
+        return boosted
+
     def _score(self, index: int) -> float:
         """The exact score of the entry at ``index``, computed at most once."""
         score = self._exact.get(index)
@@ -1273,85 +1533,158 @@ class _Ranking:
             self._exact[index] = score
         return score
 
-    def cost(self, index: int) -> int:
-        """Tokens the entry at ``index`` costs, counted at most once per call."""
-        cost = self._costs.get(index)
-        if cost is None:
-            cost = self._costs[index] = _cost(self._store[index], index, self._counter)
-        return cost
+    def _score_one(self, position: int, heap: list[tuple[float, TieKey]]) -> None:
+        """:meth:`_score_run` for a run of one, which the walk may take."""
+        index = self._order[position]
+        score = self._score(index)
+        if score != self._base[index]:
+            heapq.heappush(heap, (-score, self._tie(index)))
 
-    def _cannot_fit(self, index: int) -> bool:
-        """Whether the entry surely costs more than ``room``, known without scoring.
+    def _may_take(
+        self,
+        index: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> bool:
+        """Whether the pool may still take the entry (explain: every one of its
+        types); one that it may not stays so while the pool fills."""
+        return (wanted is None or keys[index] in wanted) and (
+            self._exhaustive or not (taken[index] or self._cannot_fit(index))
+        )
 
-        Room only shrinks while a pool fills, so such an entry would be
-        skipped when its turn came: leaving it unscored changes nothing.
-        """
-        if (
-            index not in self._costs
-            and not self._cheap_cost
-            and _token_count(self._store[index]) is None
-        ):
-            return False
-        return self.cost(index) > self.room
+    def _bound(self, position: int) -> float | None:
+        """The largest score an entry from ``position`` on may have; None past
+        the last one."""
+        if position < len(self._order):
+            return self._limit(self._base[self._order[position]])
+        if self._rest is not None:
+            return self._limit(self._rest[2])
+        return None
 
-    def _tie_key(self, index: int) -> tuple[SortKey, SortKey, int]:
-        entry = self._store[index]
-        return (_created_key(entry), _id_key(entry), index)
+    def _plain_from(
+        self,
+        plain: int,
+        position: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> int:
+        """The position of the pool's next plain candidate before ``position``
+        (or ``position``), putting each run it enters in tie order first. A
+        bounded walk is not exhaustive: taken entries are passed over."""
+        order, base, exact, runs = self._order, self._base, self._exact, self._runs
+        while plain < position:
+            end = runs.pop(plain, None)
+            if end is not None:
+                self._tie_order(plain, end)
+            index = order[plain]
+            if (
+                (wanted is None or keys[index] in wanted)
+                and exact.get(index) == base[index]
+                and not taken[index]
+                and not self._cannot_fit(index)
+            ):
+                break
+            plain += 1
+        return plain
+
+    def _frontier(
+        self,
+        position: int,
+        keys: list[object],
+        wanted: frozenset[object] | None,
+        taken: list[bool],
+    ) -> int:
+        """The position of the next entry from ``position`` on that the pool
+        may take (or the end): those before it are passed over unscored."""
+        order = self._order
+        while position < len(order):
+            index = order[position]
+            if (wanted is None or keys[index] in wanted) and self._may_take(
+                index, keys, wanted, taken
+            ):
+                break
+            position += 1
+        return position
+
+    def _walk_exact(
+        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+    ) -> Iterator[tuple[int, float]]:
+        """:meth:`walk` when first scores are exact: the order itself, each
+        run put in tie order when the walk first meets an entry of it."""
+        order, base, runs = self._order, self._base, self._runs
+        position = 0
+        while True:
+            if position == len(order):
+                if self._rest is None:
+                    return
+                self._sort_rest()
+                continue
+            position = self._frontier(position, keys, wanted, taken)
+            if position == len(order):
+                continue
+            start, end = self._reach(position)
+            stop = runs.pop(start, None)
+            if stop is not None:  # entries passed over may move up: look again
+                self._tie_order(start, stop)
+                position = start
+            for index in order[position:end]:
+                if self._may_take(index, keys, wanted, taken):
+                    yield index, base[index]
+            position = end
 
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
-        The heap holds ``(-score, index)`` of exact scores. The best is
-        yielded once it beats every bound still in the sorted list; entries
-        tied with it are then all in the heap and go out by ``(created, id,
-        index)``. The caller may take entries and lower ``room`` between
+        Two sources, merged by the full order: plain entries (exact score =
+        first score) read in place, and boosted ones from a heap keyed by
+        ``(-score, created, id, index)``. An entry is yielded once it beats
+        the bound of the next entry still unscored (strictly: one at the
+        bound might tie and come first), so a walk stops as soon as its pool
+        is full. The caller may take entries and lower ``room`` between
         steps. When exhaustive (explain), taken entries are yielded too and
         none is skipped for its cost.
         """
-        order = self._order
-        base = self._base
-        limit = self._limit
-        exhaustive = self._exhaustive
-        heap: list[tuple[float, int]] = []
-        position = 0
-        end = len(order)
+        if not self._bounded:
+            yield from self._walk_exact(keys, wanted, taken)
+            return
+        order, base = self._order, self._base
+        heap: list[tuple[float, TieKey]] = []
+        position = 0  # the frontier: before it, scored or never a candidate
+        plain = 0  # no plain candidate before this position
         while True:
-            while position < end:
-                index = order[position]
-                if (wanted is None or keys[index] in wanted) and (
-                    exhaustive or not (taken[index] or self._cannot_fit(index))
+            position = self._frontier(position, keys, wanted, taken)
+            bound = self._bound(position)
+            plain = self._plain_from(plain, position, keys, wanted, taken)
+            if plain < position:  # the plain candidate, unless the heap's is first
+                index = order[plain]
+                score = base[index]
+                if (bound is None or score > bound) and (
+                    not heap
+                    or score > -heap[0][0]
+                    or (score == -heap[0][0] and self._tie(index) < heap[0][1])
                 ):
-                    break
-                position += 1
-            # Entries below the cutoff are needed once one could beat the heap.
-            if (
-                position == end
-                and self._rest is not None
-                and (not heap or -heap[0][0] <= limit(self._rest[2]))
-            ):
+                    plain += 1
+                    yield index, score
+                    continue
+            if heap and (bound is None or -heap[0][0] > bound):
+                negative, key = heapq.heappop(heap)
+                yield key[2], -negative
+            elif position < len(order):
+                start, position = self._reach(position)
+                if position - start == 1:  # one entry, and the frontier's
+                    self._score_one(start, heap)
+                    continue
+                for item in self._score_run(start, position, keys, wanted, taken):
+                    heapq.heappush(heap, item)
+                plain = min(plain, start)  # the run may be put in tie order
+            elif self._rest is not None:
                 self._sort_rest()
-                end = len(order)
-                continue
-            if heap and (position == end or -heap[0][0] > limit(base[order[position]])):
-                yield from self._pop_tied(heap)
-                continue
-            if position == end:
+            else:
                 return
-            position += 1
-            heapq.heappush(heap, (-self._score(index), index))
-
-    def _pop_tied(self, heap: list[tuple[float, int]]) -> Iterator[tuple[int, float]]:
-        """Pop the best score and every entry tied with it, in tie order."""
-        negative = heap[0][0]
-        tied = [heapq.heappop(heap)[1]]
-        while heap and heap[0][0] == negative:
-            tied.append(heapq.heappop(heap)[1])
-        if len(tied) > 1:
-            tied.sort(key=self._tie_key)
-        for index in tied:
-            yield index, -negative
 
 
 # What happened to an entry in one pool; explain() reports these strings.
@@ -1629,8 +1962,17 @@ def retrieve_pools(
     <= its ``max_entries``, each of its context scores >= its ``min_score``;
     every active always-scope entry whose type some pool admits is in the
     first such pool. ``entries`` is read once; each entry is scored at most
-    once and never modified. Cost: O(n log n) for n entries plus O(p * n)
-    for p pools.
+    once and never modified.
+
+    Cost, for n entries and p pools: one pass that reads every entry, O(n);
+    a sort of the best candidates, O(n log n) at worst; each pool's walk
+    stops once the pool is full, having exactly scored only the entries
+    that could still reach it. Entries sharing a score are put in tie order
+    once per call (O(r log r) for a run of r), whatever the pools. When the
+    scores are compressed (no priority, all past the recency horizon) most
+    entries can still reach a pool and are scored exactly; a pool that never
+    fills walks all its candidates: O(n log n + p * n) at worst. README's
+    Performance section has the figures per store shape.
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
@@ -1689,7 +2031,8 @@ def retrieve(
 
     The result holds the input objects themselves; their context costs total
     at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and that does not warn. Cost: O(n log n).
+    other types are not missing and that does not warn. Cost: as
+    :func:`retrieve_pools` with one pool, O(n log n) at worst.
 
     Warns:
         PoolsplitWarning: a near-miss ``scope`` or an unread context key, as

@@ -26,8 +26,28 @@ def vocabulary(size: int = 3000, seed: int = 0) -> list[str]:
     return sorted(words) + ["the", "and", "with", "for", "to", "a", "of"]
 
 
-def make_store(n: int, seed: int = 1) -> list[dict[str, Any]]:
-    """``n`` entries of the six kinds, reproducible from ``seed``."""
+# Store shapes: how base_priority and created are drawn. Real stores often tie:
+# many agents never set a priority, and past 90 days every entry sits at the
+# recency floor.
+SHAPES = ("spread", "uniform", "aged", "few", "flat")
+SHAPE_NOTES = {
+    "spread": "priority 1-9, created over the past year",
+    "uniform": "no priority, no created",
+    "aged": "no priority, created 91-365 days old",
+    "few": "priority 1-3, created over the past year",
+    "flat": "no priority, created, tags or project: one score but the message",
+}
+_AGED = timedelta(days=91)
+
+
+def make_store(n: int, seed: int = 1, shape: str = "spread") -> list[dict[str, Any]]:
+    """``n`` entries of the six kinds, reproducible from ``seed``.
+
+    ``shape`` (one of SHAPES) changes only the priority and created fields;
+    the other fields are drawn the same way, so the shapes differ by ties.
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}, got {shape!r}")
     rng = random.Random(seed)
     vocab = vocabulary(seed=seed)
     store: list[dict[str, Any]] = []
@@ -42,6 +62,7 @@ def make_store(n: int, seed: int = 1) -> list[dict[str, Any]]:
             ).isoformat(timespec="seconds"),
             "base_priority": rng.randint(1, 9),
         }
+        _reshape(entry, shape, rng)
         if kind == "correction" and rng.random() < 0.3:
             entry["scope"] = "always"
         k = rng.randint(0, 4)
@@ -57,8 +78,26 @@ def make_store(n: int, seed: int = 1) -> list[dict[str, Any]]:
             entry["status"] = "active"
         if rng.random() < 0.3:
             entry["token_count"] = rng.randint(5, 120)
+        if shape == "flat":
+            entry.pop("tags", None)
+            entry["project"] = None
         store.append(entry)
     return store
+
+
+def _reshape(entry: dict[str, Any], shape: str, rng: random.Random) -> None:
+    """Redraw ``entry``'s priority and created for ``shape`` (spread: as is)."""
+    if shape == "spread":
+        return
+    if shape == "few":
+        entry["base_priority"] = rng.randint(1, 3)
+        return
+    del entry["base_priority"]
+    if shape in ("uniform", "flat"):
+        del entry["created"]
+    else:  # aged: every entry at the recency floor
+        age = _AGED + timedelta(seconds=rng.randrange(274 * 86400))
+        entry["created"] = (NOW - age).isoformat(timespec="seconds")
 
 
 def make_pools() -> list[poolsplit.Pool]:

@@ -685,20 +685,23 @@ def test_clear_caches_keeps_results():
     before = poolsplit.default_scorer(store[0], ctx, now=NOW)
     clear_caches()
     assert not poolsplit._iso_seconds
-    assert poolsplit._content_words.cache_info().currsize == 0
+    assert not poolsplit._contents.data and not poolsplit._messages.data
     assert poolsplit.default_scorer(store[0], ctx, now=NOW) == before
 
 
-def test_timestamp_cache_is_bounded(monkeypatch):
-    """The parsed-timestamp cache never holds more than its bound of strings."""
-    monkeypatch.setattr(poolsplit, "_CACHE_SIZE", 3)
-    clear_caches()
-    days = [f"2025-01-{day:02d}" for day in range(1, 11)]
-    seconds = [poolsplit._parse_iso(text) for text in days]
-    assert len(poolsplit._iso_seconds) <= 3
-    assert seconds == [poolsplit._parse_iso(text) for text in days]
-    assert seconds[1] - seconds[0] == 86400.0
-    clear_caches()
+def test_timestamp_cache_is_bounded():
+    """The parsed-timestamp cache never holds more than its share of bytes."""
+    old = poolsplit.set_cache_budget(3000)  # 3/16: 562 bytes, 3 items of 147
+    try:
+        clear_caches()
+        days = [f"2025-01-{day:02d}" for day in range(1, 11)]
+        seconds = [poolsplit._parse_iso(text) for text in days]
+        assert 1 <= len(poolsplit._iso_seconds) <= 3
+        assert seconds == [poolsplit._parse_iso(text) for text in days]
+        assert seconds[1] - seconds[0] == 86400.0
+    finally:
+        poolsplit.set_cache_budget(old)
+        clear_caches()
 
 
 def test_trace_records_every_outcome():
