@@ -66,6 +66,7 @@ from itertools import compress, islice
 from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
+    "DEFAULT_CACHE_BUDGET",
     "DEFAULT_MAX_BYTES",
     "OUTCOMES",
     "ActivePredicate",
