@@ -100,6 +100,7 @@ __all__ = [
     "retrieve",
     "retrieve_pools",
     "set_cache_budget",
+    "significant_words",
     "validate",
 ]
 __version__ = "0.3.0"
@@ -727,6 +728,24 @@ def _words(text: str) -> frozenset[str]:
     else:
         words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
     return frozenset(words).difference(STOPWORDS)
+
+
+def significant_words(text: str) -> frozenset[str]:
+    """The words the message term compares: the lowercase letter/digit runs
+    of 3+ characters of ``text`` that are not stopwords.
+
+    >>> sorted(significant_words("Roll back the checkout deploy"))
+    ['back', 'checkout', 'deploy', 'roll']
+
+    Public so that an index built outside the library (poolsplit-memory's
+    recall index) finds the entries a message can boost by the same rule.
+
+    Raises:
+        TypeError: ``text`` is not a str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _words(text)
 
 
 def _message_bytes(text: str, words: frozenset[str]) -> int:

@@ -11,6 +11,7 @@ from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
 from oracle import iso_seconds
+from oracle import significant_words as oracle_words
 
 import poolsplit
 from poolsplit import (
@@ -238,7 +239,7 @@ def test_content_non_str_is_str():
 def test_words_nfd_accent_stays_in_word():
     """A decomposed accent does not split the word."""
     nfd = unicodedata.normalize("NFD", "résumé")
-    assert poolsplit._words(nfd) == frozenset({"résumé"})
+    assert poolsplit.significant_words(nfd) == frozenset({"résumé"})
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127)))
@@ -247,7 +248,7 @@ def test_ascii_rule_matches_regex(text):
     expected = {
         w for w in re.findall("[a-z0-9]+", text.lower()) if len(w) > 2
     } - STOPWORDS
-    assert poolsplit._words(text) == expected
+    assert poolsplit.significant_words(text) == expected
 
 
 @given(st.text())
@@ -255,7 +256,20 @@ def test_unicode_rule_matches_plain_definition(text):
     """Any text: runs of letters/digits (\\w without _) of the NFC lowercase
     form, 3+ characters, minus stopwords."""
     runs = re.findall(r"[^\W_]+", unicodedata.normalize("NFC", text).lower())
-    assert poolsplit._words(text) == {w for w in runs if len(w) >= 3} - STOPWORDS
+    expected = {w for w in runs if len(w) >= 3} - STOPWORDS
+    assert poolsplit.significant_words(text) == expected
+
+
+@given(st.text())
+def test_significant_words_match_the_oracle(text):
+    """The public reader is the rule the oracle writes from the README."""
+    assert poolsplit.significant_words(text) == oracle_words(text)
+
+
+@pytest.mark.parametrize("bad", [None, b"bytes", 3])
+def test_significant_words_bad_type(bad):
+    with pytest.raises(TypeError, match="text must be a str, got"):
+        poolsplit.significant_words(bad)
 
 
 def _digits(count):
