@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import difflib
 import enum
 import json
@@ -85,6 +86,8 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
 from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
+
+from ._index import Index
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
@@ -690,6 +693,13 @@ class _Snapshot:
     skipped: list[Skipped]
     always_skipped: list[Skipped]
     warnings: list[str]
+    # The recall index, built by the first recall of this version.
+    indexes: list[Index] = dataclasses.field(default_factory=list, compare=False)
+
+    def index(self) -> Index:
+        if not self.indexes:  # two threads may both build it: same result
+            self.indexes.append(Index(self.entries))
+        return self.indexes[0]
 
 
 def _context(message: object, tags: object, project: object) -> dict[str, Any]:
@@ -1053,12 +1063,11 @@ class Store:
         context = _context(message, tags, project)
         chosen_pools = self.pools if pools is None else _check_pools(pools)
         snap = self._snapshot(chosen_pools)
-        got = poolsplit.retrieve_pools(
-            snap.entries,
+        got = snap.index().recall(
             self._pools_for(snap, chosen_pools),
             context,
             token_counter=self._token_counter,
-            now=now,
+            now=datetime.now(timezone.utc) if now is None else now,
         )
         chosen = {
             name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()

@@ -1,0 +1,271 @@
+"""The recall index gives what poolsplit.retrieve_pools gives on every entry.
+
+The index only chooses which entries the core sees; these tests hold it to
+the core's result on random stores, pools and contexts, the core reading
+every entry being the oracle. ``_MAX_SHARE`` is set to 1 so that a small
+store takes the index's path (a real one leaves it past a quarter of the
+namespace), and the tests check that it did.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import warnings
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import poolsplit
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from poolsplit import Pool
+
+from poolsplit_memory import _index, default_pools, open_store
+
+NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+WORDS = ("billing", "deploy", "search", "report", "invoice", "rollback", "cache")
+TAGS = ("api", "db", "ui")
+TYPES = ("correction", "task", "fact", "skill", "note")
+CREATED = (
+    None,
+    "2026-06-01T00:00:00Z",  # now
+    "2026-06-20",  # future: no decay
+    "2026-05-25T12:00:00Z",
+    "2026-05-01",
+    "2026-03-01",  # past the recency horizon: the floor
+    "2025-01-01",
+    1700000000,  # POSIX seconds
+    "soon",  # no instant: no decay
+)
+
+entries_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(TYPES),
+            "content": st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join),
+        },
+        optional={
+            "base_priority": st.one_of(
+                st.sampled_from([0, 1, 5, 9, -2, 2.5]),
+                st.floats(-10, 10, allow_nan=False),
+            ),
+            "created": st.sampled_from(CREATED),
+            "tags": st.lists(st.sampled_from(TAGS), max_size=3),
+            "project": st.sampled_from(["shop", "blog"]),
+            "scope": st.just("always"),
+            "token_count": st.integers(1, 60),
+        },
+    ),
+    max_size=60,
+)
+
+# (max_tokens, max_entries, types, min_score) of each pool
+pools_st = st.lists(
+    st.tuples(
+        st.integers(0, 120),
+        st.integers(0, 5),
+        st.one_of(st.none(), st.lists(st.sampled_from(TYPES), max_size=3).map(tuple)),
+        st.one_of(st.none(), st.floats(0, 8)),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+context_st = st.fixed_dictionaries(
+    {
+        "message": st.lists(st.sampled_from(WORDS + ("the", "x")), max_size=4).map(
+            " ".join
+        ),
+        "tags": st.lists(st.sampled_from(TAGS), max_size=2),
+        "project": st.sampled_from([None, "shop", "blog"]),
+    }
+)
+
+
+def named(pools: list[tuple[Any, ...]]) -> list[Pool]:
+    return [
+        Pool(f"p{i}", tokens, count, types, min_score=floor)
+        for i, (tokens, count, types, floor) in enumerate(pools)
+    ]
+
+
+def identities(result: dict[str, list[Any]]) -> dict[str, list[int]]:
+    return {name: [id(entry) for entry in chosen] for name, chosen in result.items()}
+
+
+@pytest.fixture(autouse=True)
+def index_path_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+
+
+def check(
+    entries: list[dict[str, Any]], pools: list[Pool], context: dict[str, Any]
+) -> None:
+    """The same entries per pool, and the same warnings word for word."""
+    with warnings.catch_warnings(record=True) as expected_warnings:
+        warnings.simplefilter("always")
+        expected = poolsplit.retrieve_pools(entries, pools, context, now=NOW)
+    index = _index.Index(entries)
+    assert index.usable
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = index.recall(
+            pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+        )
+    assert identities(got) == identities(expected)
+    assert [str(w.message) for w in got_warnings] == [
+        str(w.message) for w in expected_warnings
+    ]
+
+
+@settings(max_examples=400)
+@given(entries_st, pools_st, context_st)
+@example(  # a tie across groups at the last place a pool fills
+    [
+        {"type": "task", "content": "billing", "base_priority": 3},
+        {"type": "task", "content": "deploy", "base_priority": 4.5},
+        {"type": "task", "content": "billing", "base_priority": 3},
+    ],
+    [(100, 1, ("task",), None)],
+    {"message": "billing", "tags": [], "project": None},
+)
+def test_same_result_as_the_core(
+    entries: list[dict[str, Any]],
+    pools: list[tuple[Any, ...]],
+    context: dict[str, Any],
+) -> None:
+    check(entries, named(pools), context)
+
+
+@settings(max_examples=200)
+@given(entries_st, context_st)
+def test_same_result_with_the_default_pools(
+    entries: list[dict[str, Any]], context: dict[str, Any]
+) -> None:
+    pools = default_pools({str(e["type"]) for e in entries})
+    check(entries, pools, context)
+
+
+@given(st.lists(st.sampled_from(CREATED[1:7]), min_size=1, max_size=30), context_st)
+def test_ties_at_the_recency_floor(created: list[str], context: dict[str, Any]) -> None:
+    """Many entries with one score (the floor): the tie order is the core's."""
+    entries = [
+        {"type": "task", "content": "report", "created": c, "id": f"t{n % 3}"}
+        for n, c in enumerate(created)
+    ]
+    check(entries, [Pool("tasks", 40, 2, ("task",))], context)
+
+
+@settings(max_examples=300)
+@example(  # the oldest of a lower negative priority outranks a higher one
+    [("2026-06-01", -1), ("2026-06-01", -2), ("2025-01-01", -2)],
+    1,
+    {"message": "", "tags": [], "project": None},
+)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(CREATED), st.sampled_from([-5, -2, -1, 0, 0.0, 3])),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 3),
+    context_st,
+)
+def test_negative_and_zero_priorities(
+    rows: list[tuple[Any, float]], count: int, context: dict[str, Any]
+) -> None:
+    """A negative priority ranks the oldest first; zero scores all tie."""
+    entries = [
+        {"type": "task", "content": WORDS[n % 3], "created": c, "base_priority": p}
+        for n, (c, p) in enumerate(rows)
+    ]
+    check(entries, [Pool("tasks", 1000, count, ("task",))], context)
+
+
+def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the index: a 2,000-entry store's recall gives the core a
+    few dozen entries, and the same result."""
+    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    entries = [
+        {
+            "type": TYPES[n % len(TYPES)],
+            "content": f"{WORDS[n % len(WORDS)]} {WORDS[(n * 3) % len(WORDS)]}",
+            "created": (NOW - timedelta(hours=7 * n)).isoformat(),
+            "base_priority": n % 10,
+        }
+        for n in range(2000)
+    ]
+    seen: list[int] = []
+    core = _index.Index._core
+
+    def counting(self: _index.Index, chosen: Any, *args: Any) -> Any:
+        seen.append(len(chosen))
+        return core(self, chosen, *args)
+
+    monkeypatch.setattr(_index.Index, "_core", counting)
+    pools = default_pools(TYPES)
+    context = {"message": "billing deploy", "tags": [], "project": None}
+    check(entries, pools, context)
+    assert seen and max(seen) < 100
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"type": "task", "content": "x", "scope": "Always"},  # the core warns
+        {"type": "task", "content": "x", "project": ["shop"]},  # unhashable
+        {"type": "task", "content": "x", "scope": "session"},
+    ],
+)
+def test_an_entry_it_does_not_model_gives_the_core_everything(
+    odd: dict[str, Any],
+) -> None:
+    entries = [{"type": "task", "content": "report"}, odd]
+    index = _index.Index(entries)
+    assert not index.usable
+    pools = [Pool("tasks", 100, 1, ("task",))]
+    context = {"message": "report", "tags": [], "project": None}
+    near_always = odd.get("scope") == "Always"
+    with pytest.warns(poolsplit.PoolsplitWarning) if near_always else _no_op():
+        got = index.recall(
+            pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+        )
+    assert got["tasks"][0] is entries[0]
+
+
+class _no_op:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_store_recall_uses_the_index_and_matches_the_core(tmp_path: Any) -> None:
+    """Through the store: recall on a namespace equals the core on its rows."""
+    lines = "".join(
+        json.dumps(
+            {
+                "id": f"e{n}",
+                "type": TYPES[n % len(TYPES)],
+                "content": f"{WORDS[n % 7]} {WORDS[(n * 5) % 7]}",
+                "created": (NOW - timedelta(days=n % 200, minutes=n)).isoformat(),
+            }
+        )
+        + "\n"
+        for n in range(400)
+    )
+    with open_store(os.fspath(tmp_path / "m.db")) as store:
+        store.import_jsonl(io.StringIO(lines))
+        recall = store.recall("deploy the search cache", now=NOW)
+        rows = [json.loads(line) for line in lines.splitlines()]
+        expected = poolsplit.retrieve_pools(
+            rows,
+            default_pools(TYPES),
+            {"message": "deploy the search cache", "tags": [], "project": None},
+            now=NOW,
+        )
+    got = {name: [e["id"] for e in chosen] for name, chosen in recall.pools.items()}
+    assert got == {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
