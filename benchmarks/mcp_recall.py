@@ -6,7 +6,11 @@
                                     [--pg-entries 50000] [--pg-dsn URL]
 
 1. **stdio**: a SQLite store of ``--entries`` entries (the demo store cycled,
-   ids made unique), served by the installed ``poolsplit-mcp`` (the script
+   ids made unique), in two shapes: ``spread``, each ``created`` a distinct
+   moment of the past year (what ``remember`` writes over a year of use),
+   and ``tied``, each demo entry's 33 copies sharing its ``created``, all of
+   them past the recency horizon (scores tie by the hundred: the index's
+   worst case). Each is served by the installed ``poolsplit-mcp`` (the script
    beside this interpreter, else on PATH) and driven by the ``mcp`` client.
    Over one connection, turn by turn in alternating order: ``recall`` with a
    message, the cheapest tool call (``get`` of an id the store lacks: one
@@ -59,16 +63,26 @@ MESSAGES = (
 WARM_UP = 3
 
 
-def entries(total: int) -> Iterator[dict[str, Any]]:
+SHAPES = ("spread", "tied")
+YEAR = 365 * 86400.0
+
+
+def entries(total: int, shape: str = "tied") -> Iterator[dict[str, Any]]:
     """``total`` live entries: the demo store cycled, ids unique, 8 always.
 
     ``created`` is an ISO-8601 string, as ``remember`` writes it (the demo's
-    are numbers, which the core scores on its general path, not its fast one).
+    are numbers, which the core scores on its general path, not its fast one):
+    the demo's own for ``tied``, for ``spread`` the entry's share of the past
+    year (distinct, evenly spaced, in a fixed shuffled order).
     """
     demo = demo_store(300)
+    now = time.time()
     for number in range(total):
         entry = dict(demo[number % len(demo)])
         entry["id"] = f"{entry['id']}-{number}"
+        if shape == "spread":
+            age = YEAR * ((number * 7919) % total) / total
+            entry["created"] = now - age
         if isinstance(entry.get("created"), (int, float)):
             stamp = datetime.fromtimestamp(entry["created"], timezone.utc)
             entry["created"] = stamp.isoformat()
@@ -77,8 +91,8 @@ def entries(total: int) -> Iterator[dict[str, Any]]:
         yield entry
 
 
-def fill(url: str, total: int) -> None:
-    lines = "".join(json.dumps(entry) + "\n" for entry in entries(total))
+def fill(url: str, total: int, shape: str = "tied") -> None:
+    lines = "".join(json.dumps(entry) + "\n" for entry in entries(total, shape))
     with open_store(url) as store:
         store.import_jsonl(io.StringIO(lines))
 
@@ -101,11 +115,11 @@ def summary(name: str, samples: list[float]) -> str:
 # --- 1. recall over stdio ----------------------------------------------------
 
 
-def stdio_part(total: int, calls: int) -> None:
+def stdio_part(total: int, calls: int, shape: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "memory.db")
         started = time.perf_counter()
-        fill(path, total)
+        fill(path, total, shape)
         filled = time.perf_counter() - started
         params = StdioServerParameters(
             command=server_command(), args=["--db", path], cwd=folder
@@ -146,7 +160,7 @@ def stdio_part(total: int, calls: int) -> None:
 
     recall, empty = times["recall"], times["empty"]
     print(
-        f"== recall over stdio: {total:,} entries in SQLite (filled in "
+        f"== recall over stdio, shape {shape}: {total:,} entries in SQLite (filled in "
         f"{filled:.1f} s), {calls} turns after {WARM_UP} warm-up turns, "
         f"python {sys.version.split()[0]}"
     )
@@ -272,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-entries", type=int, default=50_000)
     parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
     args = parser.parse_args(argv)
-    stdio_part(args.entries, args.calls)
+    for shape in SHAPES:
+        stdio_part(args.entries, args.calls, shape)
     if args.pg_dsn:
         postgres_part(args.pg_dsn, args.pg_entries, args.calls)
     else:
