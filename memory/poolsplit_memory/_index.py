@@ -211,20 +211,9 @@ class Index:
         result, reading a few entries per pool instead of every one."""
         if not self.usable or not self._always_admitted(pools):
             return self._core(self.entries, pools, context, now, token_counter)
-        tags = context.get("tags") or ()
-        call = _Call(
-            context=context,
-            now=now,
-            words=poolsplit.significant_words(context.get("message") or ""),
-            tags=frozenset(tags),
-            boosted=set(),
-            project=context.get("project"),
-            now_seconds=_seconds(now),
-        )
-        for word in call.words:
-            call.boosted.update(self._word_hits.get(word, ()))
-        for tag in call.tags:
-            call.boosted.update(self._tag_hits.get(tag, ()))
+        call = self._call(context, now)
+        if call is None:
+            return self._core(self.entries, pools, context, now, token_counter)
         wanted = {pool.name: _FIRST_ROUND * pool.max_entries for pool in pools}
         limit = len(self.entries) // _MAX_SHARE
         while True:
@@ -251,6 +240,34 @@ class Index:
                 return got
             for pool in failed:
                 wanted[pool.name] *= _GROWTH
+
+    def _call(self, context: Mapping[str, Any], now: datetime) -> _Call | None:
+        """The call's words, tags and boosted entries; None for a context the
+        index does not model (the core then reads it, and says what is wrong)."""
+        message = context.get("message")
+        tags = context.get("tags")
+        if not (message is None or isinstance(message, str)) or not (
+            tags is None
+            or (
+                isinstance(tags, (list, tuple))
+                and all(isinstance(t, str) for t in tags)
+            )
+        ):
+            return None
+        call = _Call(
+            context=context,
+            now=now,
+            words=poolsplit.significant_words(message or ""),
+            tags=frozenset(tags or ()),
+            boosted=set(),
+            project=context.get("project"),
+            now_seconds=_seconds(now),
+        )
+        for word in call.words:
+            call.boosted.update(self._word_hits.get(word, ()))
+        for tag in call.tags:
+            call.boosted.update(self._tag_hits.get(tag, ()))
+        return call
 
     def _always_admitted(self, pools: Sequence[Pool]) -> bool:
         """Whether some pool admits every always-scope entry: else the core

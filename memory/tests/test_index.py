@@ -158,6 +158,27 @@ def test_ties_at_the_recency_floor(created: list[str], context: dict[str, Any]) 
     check(entries, [Pool("tasks", 40, 2, ("task",))], context)
 
 
+@settings(max_examples=500)
+@given(entries_st.filter(bool), context_st, st.integers(-400, 400))
+def test_bounds_are_never_below_the_score(
+    entries: list[dict[str, Any]], context: dict[str, Any], hours: int
+) -> None:
+    """The bounds the index ranks by, widened as it widens them, are at least
+    the scorer's score: the base with the call's project alone, and a boosted
+    entry's bound of its own shares in the whole context."""
+    now = NOW + timedelta(hours=hours)
+    index = _index.Index(entries)
+    call = index._call(context, now)
+    assert call is not None
+    for position, entry in enumerate(entries):
+        if entry.get("scope") is not None:
+            continue
+        base = poolsplit.default_scorer(entry, {"project": context["project"]}, now=now)
+        assert _index._widened(index._base(position, call)) >= base
+        score = poolsplit.default_scorer(entry, context, now=now)
+        assert _index._widened(index._boosted_bound(position, call)) >= score
+
+
 @settings(max_examples=300)
 @example(  # the oldest of a lower negative priority outranks a higher one
     [("2026-06-01", -1), ("2026-06-01", -2), ("2025-01-01", -2)],
@@ -217,6 +238,7 @@ def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> 
         {"type": "task", "content": "x", "scope": "Always"},  # the core warns
         {"type": "task", "content": "x", "project": ["shop"]},  # unhashable
         {"type": "task", "content": "x", "scope": "session"},
+        {"type": "task", "content": "x", "tags": "api"},  # one tag, to the core
     ],
 )
 def test_an_entry_it_does_not_model_gives_the_core_everything(
@@ -233,6 +255,22 @@ def test_an_entry_it_does_not_model_gives_the_core_everything(
             pools, context, now=NOW, token_counter=poolsplit.default_token_counter
         )
     assert got["tasks"][0] is entries[0]
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"message": "report", "tags": "api", "project": None},  # a bare str tag
+        {"message": "report", "tags": ["api", 3], "project": None},
+    ],
+)
+def test_a_context_it_does_not_model_goes_to_the_core(context: dict[str, Any]) -> None:
+    entries = [
+        {"type": "task", "content": "report", "tags": ["api"]},
+        {"type": "task", "content": "report", "tags": ["3"]},
+        {"type": "task", "content": "report"},
+    ]
+    check(entries, [Pool("tasks", 100, 1, ("task",))], context)
 
 
 class _no_op:
