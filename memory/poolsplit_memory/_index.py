@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 import poolsplit
@@ -55,7 +57,6 @@ _MARGIN = 1.0 + 2.0**-30
 # scores tie may have bounds an ulp or a margin apart, and a tie must not be
 # split between the subset and the rest.
 _TIE_BAND = 1.0 - 2.0**-26
-_MAX_MESSAGE = 1.0 + poolsplit.MESSAGE_BOOST
 _MAX_TAGS = 1.0 + poolsplit.TAG_BOOST
 # Candidates taken per pool in the first round, as a multiple of max_entries
 # (plus a few), and how much a pool that fails the check grows by.
@@ -89,6 +90,9 @@ class _Call:
     boosted: set[int]
     project: Any
     now_seconds: float
+    # The largest message factor of any entry: 1 + boost x the most words an
+    # entry shares with the message, over the message's word count.
+    message_factor: float = 1.0
 
 
 class Index:
@@ -263,8 +267,15 @@ class Index:
             project=context.get("project"),
             now_seconds=_seconds(now),
         )
-        for word in call.words:
-            call.boosted.update(self._word_hits.get(word, ()))
+        # How many of the message's words an entry shares, for each entry
+        # sharing one (a C-speed count): the most any shares bounds the boost.
+        shared = Counter(
+            chain.from_iterable(self._word_hits.get(word, ()) for word in call.words)
+        )
+        call.boosted.update(shared)
+        if shared:
+            most = max(shared.values())
+            call.message_factor = 1.0 + poolsplit.MESSAGE_BOOST * most / len(call.words)
         for tag in call.tags:
             call.boosted.update(self._tag_hits.get(tag, ()))
         return call
@@ -302,10 +313,9 @@ class Index:
         )
         streams = [_Stream(self._members[g], None) for g in groups]
         tag_factor = _MAX_TAGS if call.tags else 1.0
-        message_factor = _MAX_MESSAGE if call.words else 1.0
         for names, index, boost in (
-            (call.words, self._words, _MAX_MESSAGE * tag_factor),
-            (call.tags, self._tags, _MAX_TAGS * message_factor),
+            (call.words, self._words, call.message_factor * tag_factor),
+            (call.tags, self._tags, _MAX_TAGS * call.message_factor),
         ):
             for name in names:
                 by_group = index.get(name, {})

