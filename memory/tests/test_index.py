@@ -281,8 +281,12 @@ class _no_op:
         return None
 
 
-def test_store_recall_uses_the_index_and_matches_the_core(tmp_path: Any) -> None:
-    """Through the store: recall on a namespace equals the core on its rows."""
+def test_store_recall_uses_the_index_and_matches_the_core(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the store: the first recall of a version asks the core alone,
+    the next ones the index (built then), and both equal the core on every
+    row; a write makes the next recall the core's again."""
     lines = "".join(
         json.dumps(
             {
@@ -295,15 +299,31 @@ def test_store_recall_uses_the_index_and_matches_the_core(tmp_path: Any) -> None
         + "\n"
         for n in range(400)
     )
+    used: list[int] = []
+    recall = _index.Index.recall
+
+    def counting(self: _index.Index, *args: Any, **kwargs: Any) -> Any:
+        used.append(len(self.entries))
+        return recall(self, *args, **kwargs)
+
+    monkeypatch.setattr(_index.Index, "recall", counting)
+    message = "deploy the search cache"
+    rows = [json.loads(line) for line in lines.splitlines()]
+    expected = poolsplit.retrieve_pools(
+        rows,
+        default_pools(TYPES),
+        {"message": message, "tags": [], "project": None},
+        now=NOW,
+    )
+    want = {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
     with open_store(os.fspath(tmp_path / "m.db")) as store:
         store.import_jsonl(io.StringIO(lines))
-        recall = store.recall("deploy the search cache", now=NOW)
-        rows = [json.loads(line) for line in lines.splitlines()]
-        expected = poolsplit.retrieve_pools(
-            rows,
-            default_pools(TYPES),
-            {"message": "deploy the search cache", "tags": [], "project": None},
-            now=NOW,
-        )
-    got = {name: [e["id"] for e in chosen] for name, chosen in recall.pools.items()}
-    assert got == {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
+        for turn in range(3):
+            got = store.recall(message, now=NOW).ids()
+            assert got == want
+            assert len(used) == turn  # the index from the second recall on
+        store.remember("a note", type="note")
+        store.recall(message, now=NOW)
+        assert len(used) == 2  # a new version: the core alone first
+        store.recall(message, now=NOW)
+        assert used[-1] == 401
