@@ -66,6 +66,7 @@ _GROWTH = 4
 _MAX_SHARE = 4
 
 Entry = dict[str, Any]
+_CONTEXT_KEYS = frozenset(("message", "tags", "project"))
 GroupKey = tuple[str, Any, Any]  # (type, base_priority, project)
 
 
@@ -125,6 +126,8 @@ class Index:
             self.usable = False
 
     def _build(self) -> None:
+        if len({id(entry) for entry in self.entries}) < len(self.entries):
+            raise _Unmodelled  # an object listed twice: the core's rule
         groups: dict[GroupKey, int] = {}
         falling: list[bool] = []  # per group: scores fall as created grows
         for position, entry in enumerate(self.entries):
@@ -213,7 +216,7 @@ class Index:
     ) -> dict[str, list[Entry]]:
         """``poolsplit.retrieve_pools(entries, pools, context, ...)``, the same
         result, reading a few entries per pool instead of every one."""
-        if not self.usable or not self._always_admitted(pools):
+        if not (self.usable and _usual(pools, now) and self._always_admitted(pools)):
             return self._core(self.entries, pools, context, now, token_counter)
         call = self._call(context, now)
         if call is None:
@@ -248,6 +251,8 @@ class Index:
     def _call(self, context: Mapping[str, Any], now: datetime) -> _Call | None:
         """The call's words, tags and boosted entries; None for a context the
         index does not model (the core then reads it, and says what is wrong)."""
+        if not isinstance(context, Mapping) or not _CONTEXT_KEYS.issuperset(context):
+            return None  # the core warns of another key: once, not per round
         message = context.get("message")
         tags = context.get("tags")
         if not (message is None or isinstance(message, str)) or not (
@@ -414,6 +419,17 @@ class Index:
             match = project == call.project
             base *= poolsplit.PROJECT_MATCH if match else poolsplit.PROJECT_MISMATCH
         return base
+
+
+def _usual(pools: Sequence[Pool], now: object) -> bool:
+    """Pools with distinct names and a datetime: else the core, which says
+    what is wrong."""
+    return (
+        isinstance(now, datetime)
+        and isinstance(pools, (list, tuple))
+        and all(isinstance(pool, Pool) for pool in pools)
+        and len({pool.name for pool in pools}) == len(pools)
+    )
 
 
 def _widened(bound: float) -> float:

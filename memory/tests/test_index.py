@@ -273,6 +273,51 @@ def test_a_context_it_does_not_model_goes_to_the_core(context: dict[str, Any]) -
     check(entries, [Pool("tasks", 100, 1, ("task",))], context)
 
 
+def outcome(call: Any) -> Any:
+    """What a call gives: its result's identities and warnings, or its error."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            result = identities(call())
+        except Exception as exc:  # noqa: BLE001 (the error is the outcome)
+            return (type(exc), str(exc))
+    return (result, [str(w.message) for w in seen])
+
+
+ENTRY = {"type": "task", "content": "report"}
+
+
+@pytest.mark.parametrize(
+    ("entries", "pools", "context", "now"),
+    [
+        # a context key the default scorer never reads: one warning, not one
+        # per round of the index
+        ([ENTRY, dict(ENTRY)], [Pool("t", 10, 1)], {"mesage": "report"}, NOW),
+        ([ENTRY, ENTRY], [Pool("t", 10, 1)], {"message": "report"}, NOW),  # a repeat
+        ([ENTRY], [Pool("t", 10, 1), Pool("t", 10, 1)], {}, NOW),  # duplicate names
+        ([ENTRY], [Pool("t", 10, 1), "tasks"], {}, NOW),  # not a Pool
+        ([ENTRY], [Pool("t", 10, 1)], {}, None),  # now: the clock
+        ([ENTRY], [Pool("t", 10, 1)], {}, "2026-06-01"),  # not a datetime
+        ([ENTRY], [Pool("t", 10, 1)], ["message"], NOW),  # not a Mapping
+    ],
+)
+def test_an_unusual_call_is_the_cores(
+    entries: list[Any], pools: list[Any], context: Any, now: Any
+) -> None:
+    expected = outcome(
+        lambda: poolsplit.retrieve_pools(entries, pools, context, now=now)
+    )
+    got = outcome(
+        lambda: _index.Index(entries).recall(
+            pools, context, now=now, token_counter=poolsplit.default_token_counter
+        )
+    )
+    if now is None:  # the clock moved between the calls: compare the entries
+        assert got[0] == expected[0]
+    else:
+        assert got == expected
+
+
 class _no_op:
     def __enter__(self) -> None:
         return None
