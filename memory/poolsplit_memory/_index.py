@@ -53,6 +53,9 @@ from poolsplit import Pool, TokenCounter
 # margin: the score multiplies its factors in another order, so it may round
 # a few ulps above the product (2**-30 is some 10**6 ulps).
 _MARGIN = 1.0 + 2.0**-30
+# Near zero a product of subnormals rounds by an absolute amount (up to
+# 2**-1074 per operation) that no relative margin covers.
+_TINY = 2.0**-1000
 # Bounds this close to the last one taken are taken too: two entries whose
 # scores tie may have bounds an ulp or a margin apart, and a tie must not be
 # split between the subset and the rest.
@@ -131,10 +134,12 @@ class Index:
         groups: dict[GroupKey, int] = {}
         falling: list[bool] = []  # per group: scores fall as created grows
         for position, entry in enumerate(self.entries):
+            if not isinstance(entry, Mapping):
+                raise _Unmodelled  # the core names it
             scope = entry.get("scope")
             if scope is None:
                 self._add(position, entry, groups, falling)
-            elif scope == "always":
+            elif scope == "always" and isinstance(poolsplit.entry_type(entry), str):
                 self._special.append(position)
             else:
                 raise _Unmodelled
@@ -234,7 +239,13 @@ class Index:
             if len(subset) > limit:
                 return self._core(self.entries, pools, context, now, token_counter)
             chosen = [self.entries[p] for p in sorted(subset)]
-            got = self._core(chosen, pools, context, now, token_counter)
+            try:
+                got = self._core(chosen, pools, context, now, token_counter)
+            except Exception:
+                # An error names an entry by its position in the list given:
+                # the core on every entry raises it with the store's position,
+                # or, if the walk never reaches that entry, gives the result.
+                return self._core(self.entries, pools, context, now, token_counter)
             failed = [
                 pool
                 for pool in pools
@@ -307,7 +318,9 @@ class Index:
             list(entries), pools, context, token_counter=token_counter, now=now
         )
 
-    def _take(self, pool: Pool, wanted: int, call: _Call, subset: set[int]) -> float:
+    def _take(
+        self, pool: Pool, wanted: int, call: _Call, subset: set[int]
+    ) -> float | None:
         """Add the pool's ``wanted`` best candidates by bound (and every one
         tied with the last) to ``subset``; return the best bound left out
         (-inf when none is)."""
@@ -359,7 +372,7 @@ class Index:
                 seen.add(position)
                 subset.add(position)
                 last = bound
-        return -math.inf
+        return None
 
     def _push(
         self,
@@ -433,8 +446,9 @@ def _usual(pools: Sequence[Pool], now: object) -> bool:
 
 
 def _widened(bound: float) -> float:
-    """``bound`` moved away from zero by ``_MARGIN``: at least the score."""
-    return bound * _MARGIN if bound > 0 else bound / _MARGIN
+    """``bound`` raised by ``_MARGIN`` (relative) and ``_TINY`` (absolute, for
+    products that underflow): at least the score."""
+    return (bound * _MARGIN if bound > 0 else bound / _MARGIN) + _TINY
 
 
 def _seconds(now: datetime) -> float:
@@ -464,14 +478,14 @@ def _is_tag_list(tags: object) -> bool:
 def _holds(
     pool: Pool,
     chosen: list[Entry],
-    threshold: float,
+    threshold: float | None,
     call: _Call,
     token_counter: TokenCounter,
 ) -> bool:
     """Whether no entry outside the subset could have changed what the pool
     took: it scores at most ``threshold``, which is below the pool's floor,
     or below the last entry the pool ranked once it was full."""
-    if threshold == -math.inf:
+    if threshold is None:
         return True
     if pool.min_score is not None and threshold < pool.min_score:
         return True

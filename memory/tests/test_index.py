@@ -131,6 +131,34 @@ def check(
     [(100, 1, ("task",), None)],
     {"message": "billing", "tags": [], "project": None},
 )
+@example(  # a score that overflows to -inf is a bound, not "nothing left"
+    [
+        {"type": "task", "content": "alpha"},
+        {"type": "task", "content": "gamma", "base_priority": 4},
+        {
+            "type": "task",
+            "content": "beta",
+            "base_priority": -1.5e308,
+            "project": "shop",
+        },
+    ],
+    [(100, 1, ("task",), None), (100, 2, ("task",), None)],
+    {"message": "", "tags": [], "project": "shop"},
+)
+@example(  # subnormal products round by an absolute amount
+    [
+        {"type": "task", "content": "plain", "base_priority": 5e-324},
+        {
+            "type": "task",
+            "content": "tagged",
+            "base_priority": 5e-324,
+            "project": "blog",
+            "tags": ["api"],
+        },
+    ],
+    [(100, 1, ("task",), None)],
+    {"message": "", "tags": ["api"], "project": "shop"},
+)
 def test_same_result_as_the_core(
     entries: list[dict[str, Any]],
     pools: list[tuple[Any, ...]],
@@ -299,6 +327,13 @@ ENTRY = {"type": "task", "content": "report"}
         ([ENTRY], [Pool("t", 10, 1)], {}, None),  # now: the clock
         ([ENTRY], [Pool("t", 10, 1)], {}, "2026-06-01"),  # not a datetime
         ([ENTRY], [Pool("t", 10, 1)], ["message"], NOW),  # not a Mapping
+        ([ENTRY, ["not", "a", "dict"]], [Pool("t", 10, 1)], {}, NOW),
+        (  # an always-scope entry whose type cannot be a set member
+            [{"type": ["task"], "scope": "always", "content": "fix"}, ENTRY],
+            [Pool("t", 10, 1, ("task",))],
+            {},
+            NOW,
+        ),
     ],
 )
 def test_an_unusual_call_is_the_cores(
@@ -316,6 +351,25 @@ def test_an_unusual_call_is_the_cores(
         assert got[0] == expected[0]
     else:
         assert got == expected
+
+
+def test_an_error_names_the_position_in_the_store() -> None:
+    """A counter's error met in the subset is raised by the core on every
+    entry, so it names the entry's position in the store."""
+    entries = [
+        {"id": f"e{n}", "type": "task", "content": f"task {n}", "base_priority": 5 - n}
+        for n in range(12)
+    ]
+    entries[9]["base_priority"] = 100
+
+    def counter(text: str) -> int:
+        return 1.5 if text == "task 9" else 1  # type: ignore[return-value]
+
+    pools = [Pool("tasks", 60, 2, ("task",))]
+    with pytest.raises(poolsplit.EntryTypeError, match=r"entries\[9\] \(id='e9'\)"):
+        _index.Index(entries).recall(
+            pools, {"message": ""}, now=NOW, token_counter=counter
+        )
 
 
 class _no_op:
