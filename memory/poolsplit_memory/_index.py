@@ -71,7 +71,7 @@ _TINY = 2.0**-1000
 # Bounds this close to the last one taken are taken too: two entries whose
 # scores tie may have bounds an ulp or a margin apart, and a tie must not be
 # split between the subset and the rest.
-_TIE_BAND = 1.0 - 2.0**-26
+_TIE_BAND = 2.0**-26
 _MAX_TAGS = 1.0 + poolsplit.TAG_BOOST
 # Candidates taken per pool in the first round, as a multiple of
 # max_entries, and how much a pool that fails the check grows by.
@@ -79,6 +79,9 @@ _FIRST_ROUND = 1
 _GROWTH = 4
 # Past this share of the namespace the subset costs what the whole does.
 _MAX_SHARE = 4
+# With more groups than one per this many entries (distinct float priorities:
+# a group each), setting up a pool's streams costs what the core does.
+_GROUP_SHARE = 8
 
 Entry = dict[str, Any]
 _CONTEXT_KEYS = frozenset(("message", "tags", "project"))
@@ -232,22 +235,32 @@ class Index:
     ) -> dict[str, list[Entry]]:
         """``poolsplit.retrieve_pools(entries, pools, context, ...)``, the same
         result, reading a few entries per pool instead of every one."""
-        if not (self.usable and _usual(pools, now) and self._always_admitted(pools)):
+        if not (
+            self.usable
+            and len(self._members) * _GROUP_SHARE <= len(self.entries)
+            and _usual(pools, now)
+            and self._always_admitted(pools)
+        ):
             return self._core(self.entries, pools, context, now, token_counter)
         call = self._call(context, now)
         if call is None:
             return self._core(self.entries, pools, context, now, token_counter)
-        wanted = {pool.name: _FIRST_ROUND * pool.max_entries for pool in pools}
+        # Each entry costs a token at least: a pool takes max_tokens at most.
+        wanted = {
+            pool.name: _FIRST_ROUND * min(pool.max_entries, pool.max_tokens)
+            for pool in pools
+        }
         limit = len(self.entries) // _MAX_SHARE
         while True:
             subset = set(self._special)
             thresholds = {}
-            for pool in pools:
-                if pool.max_entries > 0 and pool.max_tokens > 0:
-                    thresholds[pool.name] = self._take(
-                        pool, wanted[pool.name], call, subset
-                    )
-            if len(subset) > limit:
+            try:
+                for pool in pools:
+                    if pool.max_entries > 0 and pool.max_tokens > 0:
+                        thresholds[pool.name] = self._take(
+                            pool, wanted[pool.name], call, subset, limit
+                        )
+            except _TooMany:
                 return self._core(self.entries, pools, context, now, token_counter)
             chosen = [self.entries[p] for p in sorted(subset)]
             try:
@@ -330,11 +343,12 @@ class Index:
         )
 
     def _take(
-        self, pool: Pool, wanted: int, call: _Call, subset: set[int]
+        self, pool: Pool, wanted: int, call: _Call, subset: set[int], limit: int
     ) -> float | None:
         """Add the pool's ``wanted`` best candidates by bound (and every one
         tied with the last) to ``subset``; return the best bound left out
-        (None when none is)."""
+        (None when none is). Raises _TooMany once ``subset`` passes ``limit``
+        (a tie of thousands: the core reads them faster than this loop)."""
         groups = (
             range(len(self._members))
             if pool.types is None
@@ -363,7 +377,7 @@ class Index:
         last = math.inf
         while heap:
             bound = -heap[0][0]
-            if len(seen) >= wanted and bound < last * _TIE_BAND:
+            if len(seen) >= wanted and _below_band(bound, last):
                 return bound
             _, kind, number = heapq.heappop(heap)
             if kind == 0:
@@ -383,6 +397,8 @@ class Index:
                 seen.add(position)
                 subset.add(position)
                 last = bound
+                if len(subset) > limit:
+                    raise _TooMany
         return None
 
     def _push(
@@ -456,6 +472,14 @@ def _usual(pools: Sequence[Pool], now: object) -> bool:
     )
 
 
+def _below_band(bound: float, last: float) -> bool:
+    """Whether ``bound`` is lower than ``last`` by more than the tie band
+    (measured away from zero: a negative ``last`` ties downwards too)."""
+    if not math.isfinite(last):
+        return bound < last
+    return bound < last - abs(last) * _TIE_BAND
+
+
 def _widened(bound: float) -> float:
     """``bound`` raised by ``_MARGIN`` (relative) and ``_TINY`` (absolute, for
     products that underflow): at least the score."""
@@ -466,6 +490,10 @@ def _seconds(now: datetime) -> float:
     seconds = poolsplit.parse_created(now)
     assert seconds is not None  # a datetime always has an instant
     return seconds
+
+
+class _TooMany(Exception):
+    """The subset passed a quarter of the namespace: the core gets it all."""
 
 
 class _Unmodelled(Exception):

@@ -2,9 +2,10 @@
 
 The index only chooses which entries the core sees; these tests hold it to
 the core's result on random stores, pools and contexts, the core reading
-every entry being the oracle. ``_MAX_SHARE`` is set to 1 so that a small
-store takes the index's path (a real one leaves it past a quarter of the
-namespace), and the tests check that it did.
+every entry being the oracle. ``_MAX_SHARE`` is set to 1 and
+``_GROUP_SHARE`` to 0 so that a small store takes the index's path (a real
+one leaves it past a quarter of the namespace, or with a group per few
+entries), and the tests check that it did.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def identities(result: dict[str, list[Any]]) -> dict[str, list[int]]:
 @pytest.fixture(autouse=True)
 def index_path_always(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
 
 
 def check(
@@ -145,9 +147,9 @@ def check(
     [(100, 1, ("task",), None), (100, 2, ("task",), None)],
     {"message": "", "tags": [], "project": "shop"},
 )
-@example(  # subnormal products round by an absolute amount
+@example(  # subnormal products round by an absolute amount (the first wins
+    # the tie: without the absolute margin the index keeps only the second)
     [
-        {"type": "task", "content": "plain", "base_priority": 5e-324},
         {
             "type": "task",
             "content": "tagged",
@@ -155,9 +157,43 @@ def check(
             "project": "blog",
             "tags": ["api"],
         },
+        {"type": "task", "content": "plain", "base_priority": 5e-324},
     ],
     [(100, 1, ("task",), None)],
     {"message": "", "tags": ["api"], "project": "shop"},
+)
+@example(  # the relative margin: X's bound without it is one ulp below its
+    # score, which ties with L's; X wins the tie by its id
+    [
+        {
+            "id": "a",
+            "type": "task",
+            "content": "zzz",
+            "base_priority": 3.59,
+            "project": "shop",
+            "tags": ["api", "db", "ui"],
+        },
+        {
+            "id": "b",
+            "type": "task",
+            "content": "billing",
+            "base_priority": 6.282500000000001,
+        },
+    ],
+    [(100, 1, ("task",), None)],
+    {
+        "message": "billing deploy search report invoice rollback cache",
+        "tags": ["api"],
+        "project": "shop",
+    },
+)
+@example(  # a later pool whose subset candidates an earlier pool took
+    [
+        {"id": "A", "type": "task", "content": "a", "base_priority": 5},
+        {"id": "B", "type": "task", "content": "b", "base_priority": 4},
+    ],
+    [(100, 1, None, None), (100, 1, None, None)],
+    {"message": "", "tags": [], "project": None},
 )
 def test_same_result_as_the_core(
     entries: list[dict[str, Any]],
@@ -188,6 +224,19 @@ def test_ties_at_the_recency_floor(created: list[str], context: dict[str, Any]) 
 
 @settings(max_examples=500)
 @given(entries_st.filter(bool), context_st, st.integers(-400, 400))
+@example(
+    [
+        {
+            "type": "task",
+            "content": "zzz",
+            "base_priority": 3.59,
+            "project": "shop",
+            "tags": ["api", "db", "ui"],
+        }
+    ],
+    {"message": "billing", "tags": ["api"], "project": "shop"},
+    0,
+)
 def test_bounds_are_never_below_the_score(
     entries: list[dict[str, Any]], context: dict[str, Any], hours: int
 ) -> None:
@@ -237,6 +286,7 @@ def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> 
     """The point of the index: a 2,000-entry store's recall gives the core a
     few dozen entries, and the same result."""
     monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
     entries = [
         {
             "type": TYPES[n % len(TYPES)],
@@ -321,6 +371,21 @@ ENTRY = {"type": "task", "content": "report"}
         # a context key the default scorer never reads: one warning, not one
         # per round of the index
         ([ENTRY, dict(ENTRY)], [Pool("t", 10, 1)], {"mesage": "report"}, NOW),
+        (  # the same over two rounds: the first one's pool is not full
+            [
+                {
+                    "id": f"e{n}",
+                    "type": "task",
+                    "content": f"task {n}",
+                    "base_priority": 5 - n / 100,
+                    "token_count": 50 if n < 3 else 1,
+                }
+                for n in range(12)
+            ],
+            [Pool("tasks", 60, 2, ("task",))],
+            {"message": "", "tag": ["api"]},
+            NOW,
+        ),
         ([ENTRY, ENTRY], [Pool("t", 10, 1)], {"message": "report"}, NOW),  # a repeat
         ([ENTRY], [Pool("t", 10, 1), Pool("t", 10, 1)], {}, NOW),  # duplicate names
         ([ENTRY], [Pool("t", 10, 1), "tasks"], {}, NOW),  # not a Pool
@@ -370,6 +435,34 @@ def test_an_error_names_the_position_in_the_store() -> None:
         _index.Index(entries).recall(
             pools, {"message": ""}, now=NOW, token_counter=counter
         )
+
+
+@pytest.mark.parametrize(
+    "priorities",
+    [
+        [-2] * 400,  # one tie of 400 (all past the horizon): too many
+        [n / 7 for n in range(400)],  # a group per entry: too many groups
+    ],
+)
+def test_a_shape_the_index_cannot_shrink_goes_to_the_core_at_once(
+    monkeypatch: pytest.MonkeyPatch, priorities: list[float]
+) -> None:
+    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
+    entries = [
+        {"type": "task", "content": "x", "base_priority": p, "created": "2025-01-01"}
+        for p in priorities
+    ]
+    sizes: list[int] = []
+    core = _index.Index._core
+
+    def counting(self: _index.Index, chosen: Any, *args: Any) -> Any:
+        sizes.append(len(chosen))
+        return core(self, chosen, *args)
+
+    monkeypatch.setattr(_index.Index, "_core", counting)
+    check(entries, [Pool("tasks", 100, 3, ("task",))], {"message": "x"})
+    assert sizes == [400]  # one call, on every entry
 
 
 class _no_op:
