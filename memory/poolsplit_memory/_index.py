@@ -52,7 +52,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
@@ -106,7 +106,7 @@ class _Call:
     now: datetime
     words: frozenset[str]
     tags: frozenset[str]
-    boosted: set[int]
+    boosted: Container[int]  # entries the message or the tags may boost
     project: Any
     now_seconds: float
     # The largest message factor of any entry: 1 + boost x the most words an
@@ -303,7 +303,7 @@ class Index:
             now=now,
             words=poolsplit.significant_words(message or ""),
             tags=frozenset(tags or ()),
-            boosted=set(),
+            boosted=(),
             project=context.get("project"),
             now_seconds=_seconds(now),
         )
@@ -312,12 +312,15 @@ class Index:
         shared = Counter(
             chain.from_iterable(self._word_hits.get(word, ()) for word in call.words)
         )
-        call.boosted.update(shared)
         if shared:
             most = max(shared.values())
             call.message_factor = 1.0 + poolsplit.MESSAGE_BOOST * most / len(call.words)
-        for tag in call.tags:
-            call.boosted.update(self._tag_hits.get(tag, ()))
+        call.boosted = shared  # its keys: a dict is a set here, and already built
+        if call.tags:
+            tagged = set(shared)
+            for tag in call.tags:
+                tagged.update(self._tag_hits.get(tag, ()))
+            call.boosted = tagged
         return call
 
     def _always_admitted(self, pools: Sequence[Pool]) -> bool:
