@@ -31,9 +31,10 @@
 #    names match the patterns given to `mutmut run`. The tests it runs are
 #    [tool.mutmut] pytest_add_cli_args_test_selection in pyproject.toml,
 #    with the quick hypothesis profile and a fixed hypothesis seed.
-# 4. Prints killed / non-equivalent for the core, and every survivor not
-#    listed under "## Equivalent mutants" in scripts/mutation-equivalents.md;
-#    exits 1 if there is one.
+# 4. Prints (killed + timeouts) / non-equivalent for the core, and every
+#    mutant neither killed nor listed in scripts/mutation-equivalents.md
+#    (under "## Equivalent mutants", or for a timeout that never returns,
+#    under "## Caught by a timeout"); exits 1 if there is one.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,8 +96,13 @@ from mutmut.stats import status_by_exit_code
 
 listing, sample, core = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 with open(listing, encoding="utf-8") as f:
-    listed = f.read().partition("## Equivalent mutants")[2]
+    text = f.read()
+listed = text.partition("## Equivalent mutants")[2]
 equivalent = set(re.findall(r"poolsplit\.x\S+?__mutmut_\d+", listed))
+# Timeouts a reader checked: the call never returns (an endless loop), so the
+# mutant is caught; any other timeout may only be slower, and is reported.
+hanging = text.partition("## Caught by a timeout")[2].partition("\n## ")[0]
+hangs = set(re.findall(r"poolsplit\.x\S+?__mutmut_\d+", hanging))
 with open("mutants/poolsplit.py.meta", encoding="utf-8") as f:
     codes = json.load(f)["exit_code_by_key"]
 
@@ -116,12 +122,17 @@ if unchecked:
 counts = {}
 for status in statuses.values():
     counts[status] = counts.get(status, 0) + 1
-survived = sorted(k for k, s in statuses.items() if s != "killed" and k not in equivalent)
+survived = sorted(
+    k
+    for k, s in statuses.items()
+    if s != "killed" and k not in equivalent and not (s == "timeout" and k in hangs)
+)
 stale = sorted(k for k in equivalent if statuses.get(k) == "killed")
 caught = sum(1 for k, s in statuses.items() if s in ("killed", "timeout"))
 considered = len(statuses) - len(equivalent & set(statuses))
 print(f"core mutants: {len(statuses)} ({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))})")
 print(f"listed equivalent: {len(equivalent & set(statuses))}")
+print(f"listed as hanging, timed out: {sum(1 for k in hangs if statuses.get(k) == 'timeout')}")
 print(f"score: {caught} / {considered} = {100 * caught / max(considered, 1):.1f}%")
 for key in survived:
     print(f"not killed, not listed: {key} ({statuses[key]})")

@@ -108,6 +108,28 @@ def test_the_content_error_keeps_the_original_failure_as_its_cause():
     assert str(error) == "entries[0] (id='u'): cannot"
 
 
+class ChainedText:
+    """A value whose str() fails with an error that has its own cause, as a
+    wrapper that re-raises does."""
+
+    def __init__(self, failure):
+        self.failure = failure
+
+    def __str__(self):
+        raise self.failure from LookupError("the wrapper's own cause")
+
+
+@pytest.mark.parametrize("field", ["content", "tags"])
+def test_the_cause_is_the_values_own_failure_even_when_that_has_a_cause(field):
+    """The entry error's ``__cause__`` is the exception the value raised, not
+    that exception's own cause, whichever field failed."""
+    failure = ValueError("cannot")
+    value = ChainedText(failure)
+    error = raised([{"id": "u", field: [value] if field == "tags" else value}])
+    assert (type(error), error.index, error.entry_id) == (EntryValueError, 0, "u")
+    assert error.__cause__ is failure
+
+
 def test_an_unreached_entry_reads_its_content_when_ranked():
     # the walk reaches the entry only after sorting (exact score, lazy read)
     store = [{"id": f"e{i}", "content": "word"} for i in range(3)]

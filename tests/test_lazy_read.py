@@ -144,3 +144,50 @@ def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
     assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
     with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
         retrieve(store, Pool("p", 100, 2), now=NOW)
+
+
+def test_an_entry_too_costly_for_the_pool_is_passed_over_unread_even_in_a_tie():
+    """Fifty entries tie with A on their first score, each with a token_count
+    beyond the pool's room and a content that cannot become text. The message
+    term (their content) would only rank entries the pool cannot take, so they
+    are passed over unscored: A is taken, the pool is full and none of them
+    is read, though the run holds fifty entries past the last one taken, not
+    the few the engine may read to rank exactly (README, the lazy read)."""
+    store = [
+        {"id": f"z{i:02d}", "content": Unreadable(), "token_count": 10**6}
+        for i in range(50, 0, -1)
+    ]
+    store.append({"id": "a", "content": "alpha"})
+    got = retrieve(store, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
+    assert ids(got) == ["a"]
+    # The same store with room for them: their turn comes, and the first in
+    # input order fails the call.
+    with pytest.raises(ValueError, match=r"^entries\[0\] \(id='z50'\): cannot"):
+        retrieve(store, Pool("p", 10**7, 2), {"message": "alpha"}, now=NOW)
+
+
+def test_repeats_count_toward_the_sort_cut_so_the_entries_kept_aside_stay_unread():
+    """With the default scorer a repeated object is found only when a pool
+    meets it, so the sort cut (above 16,384 ranked entries, those below the
+    sample's cutoff are kept aside) counts every listed position: here 16,000
+    entries and 1,000 repeats of an unreadable one. A's message boost puts its
+    exact score above every bound at the cutoff (10), so the pool takes A
+    without reaching the entries kept aside (README, the lazy read); the same
+    16,000 entries without the repeats are sorted whole, and the walk costs
+    the first one past the entries too costly for the pool."""
+
+    class Unreadable:
+        def __str__(self):
+            raise ValueError("cannot become text")
+
+    store = [{"id": "A", "base_priority": 20, "content": "alpha"}]
+    for i in range(1, 16_000):
+        if i % 16 == 0 and i < 16 * 300:
+            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
+        else:
+            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    repeats = store + [store[1]] * 1_000
+    got = retrieve(repeats, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
+    assert ids(got) == ["A"]
+    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
+        retrieve(store, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)

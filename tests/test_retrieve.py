@@ -243,10 +243,15 @@ def test_infinite_scores_allowed_and_ordered():
 # --- input types ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [["x"], [1], [None], [("id", "a")]])
-def test_entry_not_mapping_raises(bad):
-    """Non-mapping entries name their position."""
-    with pytest.raises(TypeError, match=r"^entries\[0\] must be a Mapping, got \w+$"):
+@pytest.mark.parametrize(
+    ("bad", "kind"),
+    [(["x"], "str"), ([1], "int"), ([None], "NoneType"), ([("id", "a")], "tuple")],
+)
+def test_entry_not_mapping_raises(bad, kind):
+    """Non-mapping entries name their position and their type."""
+    with pytest.raises(
+        TypeError, match=rf"^entries\[0\] must be a Mapping, got {kind}$"
+    ):
         retrieve(bad, Pool("p", 1, 1), now=NOW)
 
 
@@ -406,11 +411,13 @@ def test_context_not_mapping_raises(scorer, bad):
         retrieve([{}], Pool("p", 1, 1), bad, scorer=scorer, now=NOW)
 
 
-@pytest.mark.parametrize("bad", [3, b"x", ["a"]])
-def test_context_message_non_str_raises(bad):
-    """context['message'] must be a str."""
+@pytest.mark.parametrize(
+    ("bad", "kind"), [(3, "int"), (b"x", "bytes"), (["a"], "list")]
+)
+def test_context_message_non_str_raises(bad, kind):
+    """context['message'] must be a str; the error names the type it got."""
     with pytest.raises(
-        TypeError, match=r"^context\['message'\] must be a str or None, got \w+$"
+        TypeError, match=rf"^context\['message'\] must be a str or None, got {kind}$"
     ):
         retrieve([{}], Pool("p", 1, 1), {"message": bad}, now=NOW)
 
