@@ -1006,6 +1006,8 @@ def _base_score(entry: Entry, query: _Query) -> float:
         tags = _tags(entry.get("tags"), "tags")
     except TypeError as exc:
         raise EntryTypeError(str(exc), field="tags") from None
+    except ValueError as exc:  # a tag's str() failed: its failure is the cause
+        raise EntryValueError(str(exc), field="tags") from exc
     if tags and query.tags and not query.tags.isdisjoint(tags):
         distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)

@@ -126,7 +126,8 @@ def test_the_cause_is_the_values_own_failure_even_when_that_has_a_cause(field):
     failure = ValueError("cannot")
     value = ChainedText(failure)
     error = raised([{"id": "u", field: [value] if field == "tags" else value}])
-    assert (type(error), error.index, error.entry_id) == (EntryValueError, 0, "u")
+    facts = (type(error), error.index, error.entry_id, error.field)
+    assert facts == (EntryValueError, 0, "u", field)
     assert error.__cause__ is failure
 
 
