@@ -131,6 +131,23 @@ def test_the_cause_is_the_values_own_failure_even_when_that_has_a_cause(field):
     assert error.__cause__ is failure
 
 
+class ChainedReal(float):
+    """A real number (a float subclass) whose float() fails with an error
+    that has its own cause; the readers do not wrap that failure themselves."""
+
+    def __float__(self):
+        raise ValueError("no float") from LookupError("the wrapper's own cause")
+
+
+def test_a_raw_failure_with_its_own_cause_stays_the_cause():
+    """A failure no reader wrapped (here float() of a priority) is itself the
+    entry error's ``__cause__``, not the cause it carries."""
+    error = raised([{"id": "u", "base_priority": ChainedReal(3.0)}])
+    assert (type(error), error.index, error.entry_id) == (EntryValueError, 0, "u")
+    assert isinstance(error.__cause__, ValueError)
+    assert str(error.__cause__) == "no float"
+
+
 def test_an_unreached_entry_reads_its_content_when_ranked():
     # the walk reaches the entry only after sorting (exact score, lazy read)
     store = [{"id": f"e{i}", "content": "word"} for i in range(3)]
