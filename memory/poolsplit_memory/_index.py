@@ -290,13 +290,7 @@ class Index:
             return None  # the core warns of another key: once, not per round
         message = context.get("message")
         tags = context.get("tags")
-        if not (message is None or isinstance(message, str)) or not (
-            tags is None
-            or (
-                isinstance(tags, (list, tuple))
-                and all(isinstance(t, str) for t in tags)
-            )
-        ):
+        if not (message is None or isinstance(message, str)) or not _is_tag_list(tags):
             return None
         call = _Call(
             context=context,
@@ -342,7 +336,7 @@ class Index:
         token_counter: TokenCounter,
     ) -> dict[str, list[Entry]]:
         return poolsplit.retrieve_pools(
-            list(entries), pools, context, token_counter=token_counter, now=now
+            entries, pools, context, token_counter=token_counter, now=now
         )
 
     def _take(
@@ -440,9 +434,10 @@ class Index:
         return base * factor
 
     def _base(self, position: int, call: _Call) -> float:
-        """A bound of the score without the message and tags: priority x
-        recency x project, by the scorer's published numbers, widened by
-        ``_MARGIN`` (the scorer's own order of operations may round higher)."""
+        """The score without the message and tags: priority x recency x
+        project, by the scorer's published numbers. Not yet a bound: the
+        scorer's own order of operations may round higher, so callers widen
+        what they push (:func:`_widened`)."""
         base = self._priority[position]
         seconds = self._created[position]
         if seconds is not None:

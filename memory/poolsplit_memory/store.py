@@ -696,17 +696,18 @@ class _Snapshot:
     # it costs about three recalls by the core alone (45 ms at 10,000
     # entries), which an agent writing between every two recalls would pay
     # each turn for nothing.
-    indexes: list[Index] = dataclasses.field(default_factory=list, compare=False)
-    recalls: list[None] = dataclasses.field(default_factory=list, compare=False)
+    # Empty before the first recall, then [None], then [the index].
+    lazy_index: list[Index | None] = dataclasses.field(
+        default_factory=list, compare=False
+    )
 
     def index(self) -> Index | None:
         """The recall index, or None on this version's first recall."""
-        if not self.indexes:
-            if not self.recalls:
-                self.recalls.append(None)
-                return None
-            self.indexes.append(Index(self.entries))  # two threads: same result
-        return self.indexes[0]
+        if not self.lazy_index:
+            self.lazy_index.append(None)
+        elif self.lazy_index[0] is None:  # two threads: both build, same result
+            self.lazy_index[0] = Index(self.entries)
+        return self.lazy_index[0]
 
 
 def _copied(value: Any) -> Any:
