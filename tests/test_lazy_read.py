@@ -124,6 +124,19 @@ def test_unprintable_tag_is_an_error_without_context_tags():
         retrieve(store, Pool("p", 100, 1), None, now=NOW)
 
 
+def kept_aside_store(size, content):
+    """A (priority 20, ``content``) first, then ``size - 1`` entries: every
+    16th of the first 4,800 too costly for any pool (priority 10, the sort's
+    cutoff), the others unreadable at priority 1 (kept aside past 16,384)."""
+    store = [{"id": "A", "base_priority": 20, "content": content}]
+    for i in range(1, size):
+        if i % 16 == 0 and i < 16 * 300:
+            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
+        else:
+            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    return store
+
+
 def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
     """Above 16,384 ranked entries those below the sample's cutoff (here 10)
     are kept aside until a walk needs them. The pool takes A (20), skips the
@@ -131,16 +144,7 @@ def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
     kept aside (1) are never read, so an unreadable content among them does
     not fail the call (README, the lazy read)."""
 
-    class Unreadable:
-        def __str__(self):
-            raise ValueError("cannot become text")
-
-    store = [{"id": "A", "base_priority": 20, "content": "a"}]
-    for i in range(1, 17_000):
-        if i % 16 == 0 and i < 16 * 300:
-            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
-        else:
-            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    store = kept_aside_store(17_000, "a")
     assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
     with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
         retrieve(store, Pool("p", 100, 2), now=NOW)
@@ -176,16 +180,7 @@ def test_repeats_count_toward_the_sort_cut_so_the_entries_kept_aside_stay_unread
     16,000 entries without the repeats are sorted whole, and the walk costs
     the first one past the entries too costly for the pool."""
 
-    class Unreadable:
-        def __str__(self):
-            raise ValueError("cannot become text")
-
-    store = [{"id": "A", "base_priority": 20, "content": "alpha"}]
-    for i in range(1, 16_000):
-        if i % 16 == 0 and i < 16 * 300:
-            store.append({"id": f"c{i}", "base_priority": 10, "token_count": 10**6})
-        else:
-            store.append({"id": f"r{i}", "base_priority": 1, "content": Unreadable()})
+    store = kept_aside_store(16_000, "alpha")
     repeats = store + [store[1]] * 1_000
     got = retrieve(repeats, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
     assert ids(got) == ["A"]

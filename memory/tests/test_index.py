@@ -282,6 +282,20 @@ def test_negative_and_zero_priorities(
     check(entries, [Pool("tasks", 1000, count, ("task",))], context)
 
 
+def core_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of entries of each call the index makes to the core, as
+    the test goes on."""
+    sizes: list[int] = []
+    core = _index.Index._core
+
+    def counting(self: _index.Index, chosen: Any, *args: Any) -> Any:
+        sizes.append(len(chosen))
+        return core(self, chosen, *args)
+
+    monkeypatch.setattr(_index.Index, "_core", counting)
+    return sizes
+
+
 def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> None:
     """The point of the index: a 2,000-entry store's recall gives the core a
     few dozen entries, and the same result."""
@@ -296,14 +310,7 @@ def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> 
         }
         for n in range(2000)
     ]
-    seen: list[int] = []
-    core = _index.Index._core
-
-    def counting(self: _index.Index, chosen: Any, *args: Any) -> Any:
-        seen.append(len(chosen))
-        return core(self, chosen, *args)
-
-    monkeypatch.setattr(_index.Index, "_core", counting)
+    seen = core_calls(monkeypatch)
     pools = default_pools(TYPES)
     context = {"message": "billing deploy", "tags": [], "project": None}
     check(entries, pools, context)
@@ -453,14 +460,7 @@ def test_a_shape_the_index_cannot_shrink_goes_to_the_core_at_once(
         {"type": "task", "content": "x", "base_priority": p, "created": "2025-01-01"}
         for p in priorities
     ]
-    sizes: list[int] = []
-    core = _index.Index._core
-
-    def counting(self: _index.Index, chosen: Any, *args: Any) -> Any:
-        sizes.append(len(chosen))
-        return core(self, chosen, *args)
-
-    monkeypatch.setattr(_index.Index, "_core", counting)
+    sizes = core_calls(monkeypatch)
     check(entries, [Pool("tasks", 100, 3, ("task",))], {"message": "x"})
     assert sizes == [400]  # one call, on every entry
 
