@@ -625,6 +625,41 @@ def test_a_store_that_reorders_or_refuses_offsets_is_read_whole(store_class, run
     assert read_ids(store, ("memories", "ada"), run) == expected
 
 
+class Counting(InMemoryStore):
+    """Counts the limits of its search calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.limits = []
+
+    def batch(self, ops):
+        ops = list(ops)
+        self.limits += [op.limit for op in ops if isinstance(op, SearchOp)]
+        return super().batch(ops)
+
+
+class Unhashable(Counting):
+    __hash__ = None  # a store that cannot key the size hint
+
+
+@pytest.mark.parametrize("store_class", [Counting, Unhashable])
+def test_a_namespace_read_again_takes_one_search_unless_it_doubled(store_class):
+    """The first read doubles its limit up from 500; the next read of the
+    same store asks for twice the size it saw, at once. Without a hint (an
+    unhashable store) every read doubles up again, with the same items."""
+    store = store_class()
+    expected = fill(store, 1500)
+    for _ in range(2):
+        assert read_ids(store, ("memories", "ada"), "sync") == expected
+    hinted = store_class is Counting
+    assert store.limits == [500, 1000, 2000] + ([3002] if hinted else [500, 1000, 2000])
+    fill(store, 3100)  # now more than twice: the hinted read doubles once
+    assert read_ids(store, ("memories", "ada"), "sync") == sorted(
+        f"e{n:04}" for n in range(3100)
+    )
+    assert store.limits[-2:] == ([3002, 6004] if hinted else [2000, 4000])
+
+
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_langgraphs_postgres_store_is_read_whole(pg_url, run):
     """The real PostgresStore on PostgreSQL: 6,000 items put in one batch
