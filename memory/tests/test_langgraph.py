@@ -522,7 +522,7 @@ class DeletesBetweenPages(InMemoryStore):
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_a_delete_between_pages_skips_no_item(run):
     """Offset paging shifted the second page: item 500 (maybe a correction)
-    was missed. Now the read repeats until two passes agree."""
+    was missed. Now the result is one search call's, never two pages of two states."""
     store = DeletesBetweenPages()
     space = ("memories", "ada")
     for number in range(600):
