@@ -213,24 +213,37 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
             rest = rest[cut:]
         return [part for part in parts if part.strip()]
 
-    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+    # BaseMemoryBlock[str] declares str in and out, but Memory also hands over
+    # lists (see below), and another block's list must come back as it was.
+    async def atruncate(  # type: ignore[override]
+        self, content: str | list[Any], tokens_to_truncate: int
+    ) -> str | list[Any] | None:
         """Drop context entries, lowest-ranked first; keep every always-scope one.
 
         Entries are removed one at a time from the pool that holds the most
         context entries (its last, lowest-ranked one; ties: the later pool),
         until the text is ``tokens_to_truncate`` shorter or only always-scope
         entries remain. Returns None (nothing to show) only when no
-        always-scope entry was in ``content``. Text this block did not render
-        last is returned unchanged: nothing in it is known to be safe to cut.
+        always-scope entry was in ``content``.
+
+        ``content`` is whatever ``Memory`` hands over (llama-index-core 0.14,
+        ``Memory._truncate_memory_blocks``): this block's text from
+        :meth:`_aget`; ``[]`` when that text was empty (``Memory`` keeps no
+        entry for an empty block and passes its default); or, when another
+        block has the same ``name`` (``Memory`` keys the contents by name),
+        that block's str or list. Empty content returns None (nothing to
+        cut). Anything but the text this block rendered last is returned
+        unchanged: nothing in it is known to be safe to cut.
 
         Warns:
             PoolsplitWarning: the always-scope entries alone are longer than
                 what ``Memory`` leaves, so ``Memory`` may remove whole blocks.
         """
-        rendered = self._rendered.get(content)
-        if rendered is None:
+        if not content:
+            return None
+        if not isinstance(content, str) or content not in self._rendered:
             return content
-        results, missing = rendered
+        results, missing = self._rendered[content]
         kept = {name: list(chosen) for name, chosen in results.items()}
         context = {
             name: [e for e in chosen if not _is_always(e)]

@@ -10,7 +10,9 @@ framework fails.
 
 import asyncio
 import os
+import random
 import warnings
+from urllib.parse import unquote
 
 import pytest
 
@@ -24,6 +26,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.store.base import InvalidNamespaceError, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from poolsplit import DEMO_NOW, Pool, demo_pools, demo_store, retrieve_pools
 from pydantic import Field
@@ -37,6 +40,7 @@ from poolsplit_memory.langgraph import (
     memory_prompt,
     remember,
     remember_tool,
+    user_label,
     user_namespace,
     with_memory,
 )
@@ -518,7 +522,7 @@ class DeletesBetweenPages(InMemoryStore):
 @pytest.mark.parametrize("run", ["sync", "async"])
 def test_a_delete_between_pages_skips_no_item(run):
     """Offset paging shifted the second page: item 500 (maybe a correction)
-    was missed. Now the read repeats until two passes agree."""
+    was missed. Now the result is one search call's, never two pages of two states."""
     store = DeletesBetweenPages()
     space = ("memories", "ada")
     for number in range(600):
@@ -532,7 +536,9 @@ def test_a_delete_between_pages_skips_no_item(run):
     assert len(alive) == 599 and got == alive
 
 
-def test_a_namespace_changing_during_every_read_is_an_error_not_a_gap():
+def test_a_namespace_changing_during_every_read_is_read_as_one_search_saw_it():
+    """Each read is one search call: what that call saw, nothing shifted."""
+
     class Churn(InMemoryStore):
         def search(self, *args, **kwargs):
             page = super().search(*args, **kwargs)
@@ -543,8 +549,208 @@ def test_a_namespace_changing_during_every_read_is_an_error_not_a_gap():
     store = Churn()
     for number in range(2000):
         store.put(("m", "u"), f"k{number}", {"id": f"k{number}", "content": "x"})
-    with pytest.raises(RuntimeError, match="changed during each of 4 reads"):
-        load_entries(store, ("m", "u"))
+    got = load_entries(store, ("m", "u"))
+    # Three reads (500, 1,000, 2,000 items asked), a delete after each.
+    assert sorted(e["id"] for e in got) == sorted(f"k{n}" for n in range(2, 2000))
+
+
+# --- stores that reorder or refuse offsets -----------------------------------
+
+
+class Unordered(InMemoryStore):
+    """LangGraph's PostgresStore, modelled: it orders a search by
+    ``updated_at`` alone, so items written in one batch (one ``updated_at``)
+    come back in a new order on each call, before ``offset`` and ``limit``
+    apply."""
+
+    def __init__(self, seed=0):
+        super().__init__()
+        self.random = random.Random(seed)
+
+    def batch(self, ops):
+        results = []
+        for op in ops:
+            if isinstance(op, SearchOp):
+                every = super().batch([op._replace(limit=10**9, offset=0)])[0]
+                self.random.shuffle(every)
+                results.append(every[op.offset : op.offset + op.limit])
+            else:
+                results += super().batch([op])
+        return results
+
+    async def abatch(self, ops):
+        return self.batch(ops)
+
+
+class RefusesOffset(InMemoryStore):
+    """MongoDBStore's rule (langgraph-store-mongodb 0.4): any non-zero
+    ``offset`` raises."""
+
+    def batch(self, ops):
+        ops = list(ops)
+        if any(isinstance(op, SearchOp) and op.offset for op in ops):
+            raise NotImplementedError("offset is not implemented in MongoDBStore")
+        return super().batch(ops)
+
+    async def abatch(self, ops):
+        return self.batch(ops)
+
+
+def fill(store, count, space=("memories", "ada")):
+    """``count`` notes in ``space`` in one batch, and a longer namespace's."""
+    store.batch(
+        [
+            PutOp(space, f"e{n:04}", {"id": f"e{n:04}", "content": f"note {n}"})
+            for n in range(count)
+        ]
+        + [PutOp((*space, "archive"), "old", {"id": "old", "content": "x"})]
+    )
+    return sorted(f"e{n:04}" for n in range(count))
+
+
+def read_ids(store, space, run):
+    if run == "sync":
+        return sorted(e["id"] for e in load_entries(store, space))
+    return sorted(i.key for i in asyncio.run(adapter._aload_items(store, space)))
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+@pytest.mark.parametrize("store_class", [Unordered, RefusesOffset])
+def test_a_store_that_reorders_or_refuses_offsets_is_read_whole(store_class, run):
+    """Offset pages over a store that reorders between calls skipped some
+    items and repeated others; a store that refuses ``offset`` failed every
+    turn past one page."""
+    store = store_class()
+    expected = fill(store, 1234)
+    assert read_ids(store, ("memories", "ada"), run) == expected
+
+
+class Counting(InMemoryStore):
+    """Counts the limits of its search calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.limits = []
+
+    def batch(self, ops):
+        ops = list(ops)
+        self.limits += [op.limit for op in ops if isinstance(op, SearchOp)]
+        return super().batch(ops)
+
+
+class Unhashable(Counting):
+    __hash__ = None  # a store that cannot key the size hint
+
+
+@pytest.mark.parametrize("store_class", [Counting, Unhashable])
+def test_a_namespace_read_again_takes_one_search_unless_it_doubled(store_class):
+    """The first read doubles its limit up from 500; the next read of the
+    same store asks for twice the size it saw, at once. Without a hint (an
+    unhashable store) every read doubles up again, with the same items."""
+    store = store_class()
+    expected = fill(store, 1500)
+    for _ in range(2):
+        assert read_ids(store, ("memories", "ada"), "sync") == expected
+    hinted = store_class is Counting
+    assert store.limits == [500, 1000, 2000] + ([3002] if hinted else [500, 1000, 2000])
+    fill(store, 3100)  # now more than twice: the hinted read doubles once
+    assert read_ids(store, ("memories", "ada"), "sync") == sorted(
+        f"e{n:04}" for n in range(3100)
+    )
+    assert store.limits[-2:] == ([3002, 6004] if hinted else [2000, 4000])
+
+
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_langgraphs_postgres_store_is_read_whole(pg_url, run):
+    """The real PostgresStore on PostgreSQL: 6,000 items put in one batch
+    share one ``updated_at``, the store's only order, and offset pages read
+    5,996 of them, the same on every read."""
+    import psycopg
+    from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+
+    space = ("memories", "ada")
+    with PostgresStore.from_conn_string(pg_url) as store:
+        store.setup()
+        expected = fill(store, 6000)
+        if run == "sync":
+            assert read_ids(store, space, run) == expected
+    with psycopg.connect(pg_url) as conn:  # the premise: one updated_at
+        stamps = conn.execute("SELECT count(DISTINCT updated_at) FROM store").fetchone()
+    assert stamps == (1,)
+    if run == "async":
+
+        async def read():
+            async with AsyncPostgresStore.from_conn_string(pg_url) as store:
+                return await adapter._aload_items(store, space)
+
+        assert sorted(i.key for i in asyncio.run(read())) == expected
+
+
+# --- any user id, a valid namespace of its own -------------------------------
+
+
+def test_an_email_user_id_reads_and_writes_its_memories():
+    """LangGraph refuses "." in a namespace label: every model call of the
+    user ``ada@example.com`` failed with InvalidNamespaceError."""
+    store = InMemoryStore()
+    rule = "Answer in French from now on."
+    call = {
+        "name": "remember",
+        "args": {"content": rule, "type": "correction", "scope": "always"},
+        "id": "call-1",
+        "type": "tool_call",
+    }
+    model = recording(AIMessage("", tool_calls=[call]), AIMessage("Noted."))
+    agent = create_agent(
+        model,
+        [remember_tool()],
+        middleware=[memory_middleware()],
+        store=store,
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("In French, please.")]}, config("ada@example.com")
+    )
+    assert model.received[1][-1].status == "success"
+    agent.invoke({"messages": [HumanMessage("Hello?")]}, config("ada@example.com"))
+    assert rule in system_of(model.received[2]).text
+    agent.invoke(
+        {"messages": [HumanMessage("Hello?")]}, config("ada@example_com", "t2")
+    )
+    assert rule not in system_of(model.received[3]).text
+
+
+@pytest.mark.parametrize(
+    ("user", "label"),
+    [
+        ("ada", "ada"),  # a plain id keeps its label: stored memories stay found
+        ("ada@example.com", "ada@example%2Ecom"),
+        ("a.b", "a%2Eb"),
+        ("a_b", "a_b"),
+        ("a%2Eb", "a%252Eb"),
+        ("nul\x00", "nul%00"),
+        ("Zoë 🙂", "Zoë 🙂"),
+        (".", "%2E"),
+    ],
+)
+def test_user_label_escapes_only_what_langgraph_refuses(user, label):
+    assert user_label(user) == label
+    assert user_namespace(config(user)) == ("memories", label)
+    assert unquote(label) == user
+
+
+@pytest.mark.parametrize(
+    ("user", "error"), [("", ValueError), (None, ValueError), (7, TypeError)]
+)
+def test_user_label_refuses_what_names_no_user(user, error):
+    with pytest.raises(error, match="^user_id must be a"):
+        user_label(user)
+
+
+def test_langgraph_still_refuses_a_raw_dotted_label():
+    """The control: the escaping is needed, the store's check is real."""
+    with pytest.raises(InvalidNamespaceError):
+        InMemoryStore().put(("memories", "ada@example.com"), "k", {"id": "k"})
 
 
 def test_the_readme_snippets_run_as_written():
@@ -757,26 +963,54 @@ labels = st.sampled_from(["a", "b", "ab", "a b"])
 spaces = st.lists(labels, min_size=1, max_size=3).map(lambda ls: ("m", *ls))
 
 
+STORES = {
+    "in-memory": InMemoryStore,
+    "unordered": Unordered,
+    "no-offset": RefusesOffset,
+}
+
+
 @given(
     st.lists(st.tuples(spaces, st.integers(0, 20)), max_size=40),
     spaces,
     st.integers(1, 5),
+    st.sampled_from(sorted(STORES)),
 )
-def test_load_entries_returns_exactly_the_namespace(puts, target, page_size):
-    """Whatever the other namespaces (prefixes, extensions, lookalikes) and
-    the page size: every item of the namespace once, nothing else."""
-    store = InMemoryStore()
+def test_load_entries_returns_exactly_the_namespace(puts, target, first, kind):
+    """Whatever the other namespaces (prefixes, extensions, lookalikes), the
+    first read's limit and the store's order or refusal of ``offset``: every
+    item of the namespace once, nothing else."""
+    store = STORES[kind]()
     expected = {}
     for space, key in puts:
         store.put(space, f"k{key}", {"id": f"k{key}", "where": space})
         if space == target:
             expected[f"k{key}"] = {"id": f"k{key}", "where": space}
-    original = adapter.PAGE_SIZE
-    adapter.PAGE_SIZE = page_size  # small pages: many boundaries
+    original = adapter.FIRST_LIMIT
+    adapter.FIRST_LIMIT = first  # small limits: many reads
     try:
         got = load_entries(store, target)
     finally:
-        adapter.PAGE_SIZE = original
+        adapter.FIRST_LIMIT = original
     assert sorted(got, key=lambda e: e["id"]) == sorted(
         expected.values(), key=lambda e: e["id"]
     )
+
+
+# Any str, lone surrogates and NUL included, weighted to the escaped characters.
+user_ids = st.text(
+    st.one_of(st.sampled_from(".%_@\x002E5"), st.characters()), min_size=1
+)
+
+
+@given(user_ids, user_ids)
+def test_user_label_is_injective_reversible_and_valid_for_langgraph(one, other):
+    """Two user ids, two labels; each label passes LangGraph's own check (a
+    put and a search of InMemoryStore) and ``unquote`` gives the id back."""
+    assert (user_label(one) == user_label(other)) == (one == other)
+    for user in (one, other):
+        label = user_label(user)
+        assert unquote(label) == user
+        store = InMemoryStore()
+        store.put(("memories", label), "k", {"id": "k"})
+        assert [i.key for i in store.search(("memories", label))] == ["k"]

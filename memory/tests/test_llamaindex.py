@@ -306,6 +306,49 @@ def test_atruncate_warns_when_the_corrections_alone_pass_the_limit(demo_db):
     assert asyncio.run(block.atruncate("something else", 5)) == "something else"
 
 
+@pytest.mark.parametrize("priority", [1, 2])
+def test_an_empty_store_beside_a_larger_block_is_truncated_without_error(
+    tmp_path, priority
+):
+    """An empty store renders "", so Memory leaves the block out of its
+    contents and hands ``atruncate`` its default ``[]``: the old block raised
+    ``TypeError: unhashable type: 'list'`` on every turn. At priority 1 and 2
+    beside the larger block, so the test holds whichever order the installed
+    Memory truncates in (#23090)."""
+    with open_store(str(tmp_path / "empty.db"), namespace="ada") as store:
+        blocks = [
+            PoolsplitMemoryBlock(store=store, priority=priority, token_counter=words),
+            StaticMemoryBlock(
+                name="notes", static_content="note " * 300, priority=3 - priority
+            ),
+        ]
+        messages = run_memory(blocks, TURNS, token_limit=200)
+    assert messages[-1].content == TURNS[-1]
+    assert "note note" not in memory_text(messages)  # the larger block went
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("", None),  # the block rendered nothing
+        ([], None),  # Memory's default for a block that showed nothing
+        ("not this block's text", "not this block's text"),
+        ([ChatMessage(role="user", content="x")], "same"),  # a namesake's content
+    ],
+    ids=["empty-str", "empty-list", "foreign-str", "foreign-list"],
+)
+def test_atruncate_accepts_every_shape_memory_hands_it(tmp_path, content, expected):
+    """What llama-index-core's Memory can pass: the block's own text, ``[]``
+    when the block showed nothing, or the content of another block of the
+    same name (the contents are keyed by name). Only the block's own last
+    text is cut; empty content is nothing (None); the rest comes back as
+    it was."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        block = PoolsplitMemoryBlock(store=store, priority=1, token_counter=words)
+        result = asyncio.run(block.atruncate(content, 10))
+    assert result == (content if expected == "same" else expected)
+
+
 def test_bad_arguments_are_refused_with_the_field_named(tmp_path):
     with pytest.raises((TypeError, ValueError), match="store"):
         PoolsplitMemoryBlock(store="memory.db", priority=1)
