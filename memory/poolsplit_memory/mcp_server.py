@@ -521,7 +521,72 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
     )
+    # --- HTTP (issue 28): poolsplit_memory._http serves, _tokens keeps tokens ---
+    http = parser.add_argument_group("HTTP (poolsplit-mcp token --help for tokens)")
+    http.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at /mcp instead of stdio (e.g. 127.0.0.1:8765; "
+        "a non-loopback host needs --tokens)",
+    )
+    http.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="bearer tokens and their namespaces (poolsplit-mcp token add); "
+        "or the file's JSON in $POOLSPLIT_MCP_TOKENS",
+    )
+    http.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="processes (default 1)"
+    )
+    http.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host (and Origin) clients use, besides loopback; repeatable",
+    )
+    http.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1024 * 1024,
+        metavar="N",
+        help="largest request body (default 1048576)",
+    )
     return parser
+
+
+def _http_config(args: argparse.Namespace, url: str) -> Any:
+    """``--http``'s configuration (poolsplit_memory._http), checked before
+    any store is opened; raises ValueError with the one line."""
+    from poolsplit_memory import _http, _tokens
+
+    host, sep, port = args.http.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
+        )
+    if args.workers < 1 or args.max_body_bytes < 1:
+        raise ValueError("--workers and --max-body-bytes must be at least 1")
+    if args.ephemeral and args.workers > 1:
+        raise ValueError("--ephemeral keeps memory in one process; drop --workers")
+    tokens = _tokens.read_tokens(args.tokens)  # TokensError is a ValueError
+    if tokens is None and not _http.is_loopback(host):
+        raise ValueError(
+            f"--http {args.http}: a non-loopback address needs --tokens FILE "
+            f"(poolsplit-mcp token add NAME --namespace NS)"
+        )
+    return _http.HttpConfig(
+        url=url,
+        namespace=args.namespace,
+        pools_file=args.pools,
+        host=host,
+        port=int(port),
+        workers=args.workers,
+        tokens=None if tokens is None else tuple(tokens),
+        allowed_hosts=tuple(args.allowed_host),
+        max_body=args.max_body_bytes,
+    )
 
 
 def _fail(message: str) -> int:
@@ -531,6 +596,11 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve the store over stdio; 2 with one line on stderr if it cannot."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["token"]:  # issue 28: poolsplit-mcp token add|remove|list
+        from poolsplit_memory import _tokens
+
+        return _tokens.main(argv[1:])
     args = _parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(
@@ -545,6 +615,7 @@ def main(argv: list[str] | None = None) -> int:
                 "for the default pools"
             )
         url = _choose_db(args.db, args.ephemeral)
+        http = None if args.http is None else _http_config(args, url)  # issue 28
     except ValueError as exc:
         return _fail(str(exc))
     try:
@@ -559,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
             where = f"in {os.path.abspath(target.where)}"
         else:
             where = f"in {store.url}"
+        if http is not None:  # issue 28: the same tools over HTTP
+            from poolsplit_memory._http import serve
+
+            return serve(http, where)
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
