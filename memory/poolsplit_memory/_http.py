@@ -28,8 +28,10 @@ what a shared memory needs around it:
   over stdio: no acknowledged write is lost, ``key`` makes a retry
   idempotent, on PostgreSQL and on one SQLite file alike.
 - **Operations.** ``GET /healthz`` reads the store (200 ``{"status": "ok"}``,
-  else 503 with the one-line cause); one JSON access-log line per request on
-  stderr (never a body, header or token); a request body over
+  else 503 with the cause, such as ``database unreachable``; the whole line,
+  which names the database, goes to stderr only: the route needs no token);
+  one JSON access-log line per request on stderr (never a body, header or
+  token); a request body over
   ``--max-body-bytes`` (1 MiB by default) is 413 with a JSON-RPC error that
   says the limit; SIGTERM stops accepting, lets in-flight requests finish
   (a write commits and is answered), then closes the stores.
@@ -422,10 +424,12 @@ def _health(stores: _Stores, namespace: str) -> Route:
                 {"status": "unavailable", "error": "store did not answer in 10 s"},
                 status_code=503,
             )
-        except StoreError as exc:
+        except StoreError as exc:  # the cause only: no URL to the unauthenticated
+            line = " ".join(str(exc).split())
+            print(f"{_PROG}: /healthz: {line}", file=sys.stderr, flush=True)
+            cause = exc.cause if isinstance(exc, StoreUnavailable) else "store error"
             return JSONResponse(
-                {"status": "unavailable", "error": " ".join(str(exc).split())},
-                status_code=503,
+                {"status": "unavailable", "error": cause}, status_code=503
             )
         return JSONResponse({"status": "ok", "pid": os.getpid()})
 
