@@ -123,6 +123,9 @@ class HttpConfig:
     tokens: tuple[TokenRecord, ...] | None = None
     allowed_hosts: tuple[str, ...] = ()
     max_body: int = DEFAULT_MAX_BODY
+    verifier: str | None = None  # MODULE:NAME of a TokenVerifier (or factory)
+    issuer_url: str | None = None
+    resource_url: str | None = None
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
@@ -149,6 +152,9 @@ class HttpConfig:
             ),
             allowed_hosts=tuple(data["allowed_hosts"]),
             max_body=data["max_body"],
+            verifier=data["verifier"],
+            issuer_url=data["issuer_url"],
+            resource_url=data["resource_url"],
         )
 
 
@@ -554,6 +560,50 @@ def build_app(
     return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
 
 
+def load_verifier(config: HttpConfig) -> tuple[TokenVerifier, AuthSettings] | None:
+    """``--token-verifier MODULE:NAME``: the object NAME of MODULE (a
+    ``TokenVerifier``, its class, or a callable without arguments returning
+    one), with
+    the ``AuthSettings`` of ``--issuer-url`` and ``--resource-url``; tokens
+    must be issued for the resource URL (``AccessToken.resource``)."""
+    if config.verifier is None:
+        return None
+    import importlib
+
+    module, _, name = config.verifier.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    # an instance as it is; a class or a factory called without arguments
+    plain = hasattr(found, "verify_token") and not isinstance(found, type)
+    verifier = found if plain else found()
+    auth = AuthSettings.model_validate(
+        {
+            "issuer_url": config.issuer_url,
+            "resource_server_url": config.resource_url,
+            "validate_token_resource": True,
+        }
+    )
+    return verifier, auth
+
+
+def check_verifier(config: HttpConfig) -> None:
+    """Load ``--token-verifier`` once before serving; ValueError with one
+    line if it cannot be loaded or a URL is not one."""
+    try:
+        load_verifier(config)
+    except Exception as exc:
+        errors = getattr(exc, "errors", None)  # pydantic: name the field
+        first = (
+            "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in errors())
+            if callable(errors)
+            else (str(exc).splitlines() or [""])[0]
+        )
+        raise ValueError(
+            f"--token-verifier {config.verifier}: {type(exc).__name__}: {first}"
+        ) from None
+
+
 def _worker_app() -> Starlette:
     """The app of one spawned worker (``--workers N``), from the parent's
     configuration in ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
@@ -561,7 +611,11 @@ def _worker_app() -> Starlette:
 
     config = HttpConfig.from_json(os.environ[ENV_CONFIG])
     tenant_store: Any = _TenantStore()
-    return build_app(build_server(tenant_store), config)
+    server = build_server(tenant_store)
+    plugged = load_verifier(config)
+    if plugged is None:
+        return build_app(server, config)
+    return build_app(server, config, token_verifier=plugged[0], auth=plugged[1])
 
 
 def serve(config: HttpConfig, where: str) -> int:
@@ -591,11 +645,12 @@ def serve(config: HttpConfig, where: str) -> int:
         return 2
     port = sock.getsockname()[1]
     host = f"[{config.host}]" if ":" in config.host else config.host
-    auth = (
-        "no tokens (loopback only)"
-        if config.tokens is None
-        else (f"{len(config.tokens)} token(s)")
-    )
+    if config.verifier is not None:
+        auth = f"tokens verified by {config.verifier}"
+    elif config.tokens is not None:
+        auth = f"{len(config.tokens)} token(s)"
+    else:
+        auth = "no tokens (loopback only)"
     print(
         f"{_PROG}: serving http://{host}:{port}/mcp ({config.workers} worker(s), "
         f"stateless), memory {where}, {auth}",

@@ -546,6 +546,16 @@ def _parser() -> argparse.ArgumentParser:
         help="a Host (and Origin) clients use, besides loopback; repeatable",
     )
     http.add_argument(
+        "--token-verifier",
+        metavar="MODULE:NAME",
+        help="an authorization server's TokenVerifier (or a factory of one) "
+        "instead of --tokens; needs --issuer-url and --resource-url",
+    )
+    http.add_argument("--issuer-url", metavar="URL", help="the authorization server")
+    http.add_argument(
+        "--resource-url", metavar="URL", help="this server's public /mcp URL"
+    )
+    http.add_argument(
         "--max-body-bytes",
         type=int,
         default=1024 * 1024,
@@ -571,12 +581,19 @@ def _http_config(args: argparse.Namespace, url: str) -> Any:
     if args.ephemeral and args.workers > 1:
         raise ValueError("--ephemeral keeps memory in one process; drop --workers")
     tokens = _tokens.read_tokens(args.tokens)  # TokensError is a ValueError
-    if tokens is None and not _http.is_loopback(host):
+    plugged = (args.token_verifier, args.issuer_url, args.resource_url)
+    if any(plugged) and not all(plugged):
+        raise ValueError(
+            "--token-verifier, --issuer-url and --resource-url go together"
+        )
+    if args.token_verifier is not None and tokens is not None:
+        raise ValueError("give --tokens or --token-verifier, not both")
+    if tokens is None and args.token_verifier is None and not _http.is_loopback(host):
         raise ValueError(
             f"--http {args.http}: a non-loopback address needs --tokens FILE "
             f"(poolsplit-mcp token add NAME --namespace NS)"
         )
-    return _http.HttpConfig(
+    config = _http.HttpConfig(
         url=url,
         namespace=args.namespace,
         pools_file=args.pools,
@@ -586,7 +603,12 @@ def _http_config(args: argparse.Namespace, url: str) -> Any:
         tokens=None if tokens is None else tuple(tokens),
         allowed_hosts=tuple(args.allowed_host),
         max_body=args.max_body_bytes,
+        verifier=args.token_verifier,
+        issuer_url=args.issuer_url,
+        resource_url=args.resource_url,
     )
+    _http.check_verifier(config)
+    return config
 
 
 def _fail(message: str) -> int:

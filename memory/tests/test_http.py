@@ -461,6 +461,87 @@ def test_http_a_token_of_several_namespaces_picks_one_by_path(tmp_path):
     assert list(exported(str(db), "team", tmp_path)) == [ours]
 
 
+VERIFIER = """
+from mcp.server.auth.provider import AccessToken
+
+
+class Verifier:  # an authorization server's tokens, introspected
+    async def verify_token(self, token):
+        if token == "carol-token":
+            return AccessToken(token=token, client_id="carol",
+                               scopes=["poolsplit-write:carol", "openid"],
+                               resource="http://127.0.0.1/mcp")
+        if token == "other-audience":
+            return AccessToken(token=token, client_id="carol",
+                               scopes=["poolsplit-write:carol"],
+                               resource="http://elsewhere.example/mcp")
+        return None
+"""
+
+
+def test_http_a_real_authorization_servers_token_verifier_plugs_in(tmp_path):
+    (tmp_path / "carol_auth.py").write_text(VERIFIER)
+    os.environ["PYTHONPATH"] = str(tmp_path)  # for the server process only
+    db = tmp_path / "m.db"
+    try:
+        with serve(
+            tmp_path, db, "--token-verifier", "carol_auth:Verifier",
+            "--issuer-url", "https://auth.example",
+            "--resource-url", "http://127.0.0.1/mcp",
+        ) as server:  # fmt: skip
+            status, headers, _ = request(server.base, "POST", "/mcp", b"{}", HEADERS)
+            assert status == 401
+            assert headers["www-authenticate"].endswith(
+                'resource_metadata="http://127.0.0.1/.well-known/'
+                'oauth-protected-resource/mcp"'
+            )
+            status, _, data = request(
+                server.base, "GET", "/.well-known/oauth-protected-resource/mcp"
+            )
+            assert status == 200
+            metadata = json.loads(data)
+            assert metadata["authorization_servers"] == ["https://auth.example"]
+            assert metadata["resource"] == "http://127.0.0.1/mcp"
+            for token in ("other-audience", "nobody"):
+                assert rpc(server.base, "list", {}, token)[0] == 401
+            ident = ok(rpc(server.base, "remember", {"content": "c"}, "carol-token"))
+            status, _ = rpc(server.base, "list", {}, "carol-token", namespace="x")
+            assert status == 403
+    finally:
+        del os.environ["PYTHONPATH"]
+    assert list(exported(str(db), "carol", tmp_path)) == [ident["id"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--token-verifier", "carol_auth:Verifier"], "go together"),
+        (
+            ["--token-verifier", "no_such_module:V", "--issuer-url", "https://a.example",
+             "--resource-url", "http://127.0.0.1/mcp"],
+            "ModuleNotFoundError",
+        ),
+        (
+            ["--token-verifier", "carol_auth:Verifier", "--issuer-url", "not a url",
+             "--resource-url", "http://127.0.0.1/mcp"],
+            "issuer_url:",
+        ),
+    ],
+)  # fmt: skip
+def test_http_a_bad_token_verifier_exits_2_with_one_line(tmp_path, args, expected):
+    (tmp_path / "carol_auth.py").write_text(VERIFIER)
+    done = subprocess.run(
+        [SERVER, "--http", "127.0.0.1:0", "--db", tmp_path / "m.db", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
+
+
 # --- limits and checks --------------------------------------------------------
 
 
