@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
@@ -268,6 +270,38 @@ def test_http_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
     assert again.returncode == 2 and "exists" in again.stderr
     assert again.stdout == ""  # no second token printed
     assert json.loads(path.read_text())["tokens"] == [record]
+
+
+def test_http_tokens_grants_read_from_scopes():
+    from poolsplit_memory._tokens import grants_from_scopes
+
+    assert grants_from_scopes(
+        ["openid", "poolsplit-read:team", "poolsplit-write:a:b", "poolsplit-write:team",
+         "poolsplit-read:", "poolsplit-write", "Poolsplit-write:x"]
+    ) == {"team": True, "a:b": True}  # fmt: skip
+    assert list(grants_from_scopes(["poolsplit-read:z", "poolsplit-write:a"])) == [
+        "z",
+        "a",
+    ]  # the first grant is /mcp's
+
+
+@given(
+    tokens=st.lists(
+        st.text(min_size=1, max_size=30), min_size=1, max_size=6, unique=True
+    ),
+    probe=st.text(max_size=30),
+)
+def test_http_tokens_a_token_matches_only_its_own_record(tokens, probe):
+    from poolsplit_memory._tokens import TokenRecord, hash_token, match_token
+
+    records = [
+        TokenRecord(f"n{i}", hash_token(token), ("ns",))
+        for i, token in enumerate(tokens)
+    ]
+    for i, token in enumerate(tokens):
+        assert match_token(records, token) is records[i]
+    expected = records[tokens.index(probe)] if probe in tokens else None
+    assert match_token(records, probe) is expected
 
 
 # --- authentication -------------------------------------------------------------
