@@ -15,19 +15,22 @@ installed ``poolsplit-mcp`` two ways:
 - **http**: one ``poolsplit-mcp --http 127.0.0.1:0 --workers N`` that every
   client shares, each client its own ``mcp`` client session.
 
-For each count of concurrent clients, every client runs three untimed
-recalls, then turns of ``recall`` (a message) followed by ``remember`` (a new
-entry), ``--calls`` turns spread over the clients (at least 2 each), all
-clients at once. Reported per backend, clients and call: the median and the
-99th percentile (nearest rank) over stdio and over HTTP, and HTTP's median
-over stdio's. A recall here follows a write (the agent's loop), so its
-cost includes what the store does after a write. Nothing is asserted;
-pytest never collects this.
+For each count of concurrent clients, every client of both transports
+connects and runs three untimed recalls; then, turn by turn, all stdio
+clients at once and then all HTTP clients at once (the order alternating, so
+that both see the same store under the same load) run ``recall`` (a
+message) followed by ``remember`` (a new entry); ``--calls`` turns per
+transport, spread over the clients (at least 2 each). Reported per backend,
+clients and call: the median and the 99th percentile (nearest rank) over
+stdio and over HTTP, and HTTP's median over stdio's. A recall here follows a
+write (the agent's loop), so its cost includes what the store does after a
+write. Nothing is asserted; pytest never collects this.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -134,53 +137,71 @@ def http_server(url: str, folder: str, workers: int) -> Iterator[str]:
             proc.wait(timeout=30)
 
 
-async def client_turns(
-    target: Any, turns: int, times: dict[str, list[float]], number: int
+async def one_turn(
+    client: Client, turn: int, number: int, times: dict[str, list[float]]
 ) -> None:
-    """One client: warm-up recalls, then ``turns`` of recall then remember."""
-    async with Client(target) as client:
-        for turn in range(WARM_UP):
-            await client.call_tool("recall", {"message": MESSAGES[turn % 4]})
-        for turn in range(turns):
-            start = time.perf_counter()
-            got = await client.call_tool("recall", {"message": MESSAGES[turn % 4]})
-            times["recall"].append(time.perf_counter() - start)
-            if got.is_error:
-                raise SystemExit(f"recall failed: {got.content}")
-            start = time.perf_counter()
-            got = await client.call_tool(
-                "remember",
-                {"content": f"client {number} turn {turn}: {uuid.uuid4().hex}"},
-            )
-            times["remember"].append(time.perf_counter() - start)
-            if got.is_error:
-                raise SystemExit(f"remember failed: {got.content}")
-
-
-def run_clients(targets: list[Any], turns: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {"recall": [], "remember": []}
-
-    async def main() -> None:
-        with anyio.fail_after(1800):  # a guard against a hang
-            async with anyio.create_task_group() as group:
-                for number, target in enumerate(targets):
-                    group.start_soon(client_turns, target, turns, times, number)
-
-    anyio.run(main)
-    return times
+    """One client's turn: ``recall`` (after the last write), then ``remember``."""
+    start = time.perf_counter()
+    got = await client.call_tool("recall", {"message": MESSAGES[turn % 4]})
+    times["recall"].append(time.perf_counter() - start)
+    if got.is_error:
+        raise SystemExit(f"recall failed: {got.content}")
+    start = time.perf_counter()
+    got = await client.call_tool(
+        "remember", {"content": f"client {number} turn {turn}: {uuid.uuid4().hex}"}
+    )
+    times["remember"].append(time.perf_counter() - start)
+    if got.is_error:
+        raise SystemExit(f"remember failed: {got.content}")
 
 
 def measure(
     url: str, folder: str, clients: int, calls: int, workers: int
 ) -> dict[str, dict[str, list[float]]]:
+    """Both transports' clients connected at once; turn by turn, all stdio
+    clients then all HTTP clients (the order alternating), each side's
+    clients concurrently, so that both see the same store and the same load."""
     turns = max(2, calls // clients)
-    stdio = [
-        StdioServerParameters(command=server_command(), args=["--db", url], cwd=folder)
-        for _ in range(clients)
-    ]
-    measured = {"stdio": run_clients(list(stdio), turns)}
+    measured: dict[str, dict[str, list[float]]] = {
+        side: {"recall": [], "remember": []} for side in ("stdio", "http")
+    }
+
+    async def main(endpoint: str) -> None:
+        targets: dict[str, list[Any]] = {
+            "stdio": [
+                StdioServerParameters(
+                    command=server_command(), args=["--db", url], cwd=folder
+                )
+                for _ in range(clients)
+            ],
+            "http": [endpoint] * clients,
+        }
+        with anyio.fail_after(3600):  # a guard against a hang
+            async with contextlib.AsyncExitStack() as stack:
+                sides = {
+                    side: [
+                        await stack.enter_async_context(Client(target))
+                        for target in targets[side]
+                    ]
+                    for side in ("stdio", "http")
+                }
+                for connected in sides.values():  # warm-up, untimed
+                    for client in connected:
+                        for turn in range(WARM_UP):
+                            await client.call_tool(
+                                "recall", {"message": MESSAGES[turn % 4]}
+                            )
+                for turn in range(turns):
+                    order = ("stdio", "http") if turn % 2 == 0 else ("http", "stdio")
+                    for side in order:
+                        async with anyio.create_task_group() as group:
+                            for number, client in enumerate(sides[side]):
+                                group.start_soon(
+                                    one_turn, client, turn, number, measured[side]
+                                )
+
     with http_server(url, folder, workers) as endpoint:
-        measured["http"] = run_clients([endpoint] * clients, turns)
+        anyio.run(main, endpoint)
     return measured
 
 

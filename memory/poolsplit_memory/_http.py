@@ -39,6 +39,7 @@ what a shared memory needs around it:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import contextvars
 import dataclasses
@@ -90,6 +91,7 @@ from poolsplit_memory._tokens import (
     TokenRecord,
     grants_from_scopes,
     match_token,
+    read_tokens,
     scopes_of,
 )
 
@@ -97,6 +99,7 @@ __all__ = [
     "HttpConfig",
     "TokenFileVerifier",
     "build_app",
+    "config_from_args",
     "current_store",
     "is_loopback",
     "serve",
@@ -602,6 +605,51 @@ def check_verifier(config: HttpConfig) -> None:
         raise ValueError(
             f"--token-verifier {config.verifier}: {type(exc).__name__}: {first}"
         ) from None
+
+
+def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
+    """``--http``'s configuration from ``poolsplit-mcp``'s flags, checked
+    before any store is opened; raises ValueError with the one line."""
+
+    host, sep, port = args.http.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
+        )
+    if args.workers < 1 or args.max_body_bytes < 1:
+        raise ValueError("--workers and --max-body-bytes must be at least 1")
+    if args.ephemeral and args.workers > 1:
+        raise ValueError("--ephemeral keeps memory in one process; drop --workers")
+    tokens = read_tokens(args.tokens)  # TokensError is a ValueError
+    plugged = (args.token_verifier, args.issuer_url, args.resource_url)
+    if any(plugged) and not all(plugged):
+        raise ValueError(
+            "--token-verifier, --issuer-url and --resource-url go together"
+        )
+    if args.token_verifier is not None and tokens is not None:
+        raise ValueError("give --tokens or --token-verifier, not both")
+    if tokens is None and args.token_verifier is None and not is_loopback(host):
+        raise ValueError(
+            f"--http {args.http}: a non-loopback address needs --tokens FILE "
+            f"(poolsplit-mcp token add NAME --namespace NS)"
+        )
+    config = HttpConfig(
+        url=url,
+        namespace=args.namespace,
+        pools_file=args.pools,
+        host=host,
+        port=int(port),
+        workers=args.workers,
+        tokens=None if tokens is None else tuple(tokens),
+        allowed_hosts=tuple(args.allowed_host),
+        max_body=args.max_body_bytes,
+        verifier=args.token_verifier,
+        issuer_url=args.issuer_url,
+        resource_url=args.resource_url,
+    )
+    check_verifier(config)
+    return config
 
 
 def _worker_app() -> Starlette:

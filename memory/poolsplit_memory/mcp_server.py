@@ -497,7 +497,8 @@ def build_server(store: Store) -> MCPServer[Any]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=_PROG, description="poolsplit memory served over MCP (stdio)"
+        prog=_PROG,
+        description="poolsplit memory served over MCP (stdio, or --http)",
     )
     parser.add_argument(
         "--db",
@@ -565,52 +566,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _http_config(args: argparse.Namespace, url: str) -> Any:
-    """``--http``'s configuration (poolsplit_memory._http), checked before
-    any store is opened; raises ValueError with the one line."""
-    from poolsplit_memory import _http, _tokens
-
-    host, sep, port = args.http.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(
-            f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
-        )
-    if args.workers < 1 or args.max_body_bytes < 1:
-        raise ValueError("--workers and --max-body-bytes must be at least 1")
-    if args.ephemeral and args.workers > 1:
-        raise ValueError("--ephemeral keeps memory in one process; drop --workers")
-    tokens = _tokens.read_tokens(args.tokens)  # TokensError is a ValueError
-    plugged = (args.token_verifier, args.issuer_url, args.resource_url)
-    if any(plugged) and not all(plugged):
-        raise ValueError(
-            "--token-verifier, --issuer-url and --resource-url go together"
-        )
-    if args.token_verifier is not None and tokens is not None:
-        raise ValueError("give --tokens or --token-verifier, not both")
-    if tokens is None and args.token_verifier is None and not _http.is_loopback(host):
-        raise ValueError(
-            f"--http {args.http}: a non-loopback address needs --tokens FILE "
-            f"(poolsplit-mcp token add NAME --namespace NS)"
-        )
-    config = _http.HttpConfig(
-        url=url,
-        namespace=args.namespace,
-        pools_file=args.pools,
-        host=host,
-        port=int(port),
-        workers=args.workers,
-        tokens=None if tokens is None else tuple(tokens),
-        allowed_hosts=tuple(args.allowed_host),
-        max_body=args.max_body_bytes,
-        verifier=args.token_verifier,
-        issuer_url=args.issuer_url,
-        resource_url=args.resource_url,
-    )
-    _http.check_verifier(config)
-    return config
-
-
 def _fail(message: str) -> int:
     print(f"{_PROG}: error: {' '.join(message.split())}", file=sys.stderr)
     return 2
@@ -637,7 +592,11 @@ def main(argv: list[str] | None = None) -> int:
                 "for the default pools"
             )
         url = _choose_db(args.db, args.ephemeral)
-        http = None if args.http is None else _http_config(args, url)  # issue 28
+        http = None
+        if args.http is not None:  # issue 28: checked before any store opens
+            from poolsplit_memory._http import config_from_args
+
+            http = config_from_args(args, url)
     except ValueError as exc:
         return _fail(str(exc))
     try:
