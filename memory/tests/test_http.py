@@ -421,17 +421,23 @@ def test_http_a_tenant_cannot_reach_another_namespace_with_any_tool(tmp_path):
         assert body["error"]["message"] == (
             "namespace 'ns-zzz' is not granted to this token"
         )  # the same answer whether the namespace exists or not
-        # B's ids and cursor through A's own namespace
+        # B's ids and cursor through A's own namespace: answered exactly as
+        # an id nobody holds (so an answer cannot tell that B's exists)
+        nobody = "0123456789abcdef"
         assert ok(rpc(url, "get", {"id": b_ids[0]}, a)) == {"entry": None}
-        replies.append(
-            tool_error(rpc(url, "update", {"id": b_ids[0], "content": "x"}, a))
-        )
+        for tool, arguments in [
+            ("update", {"id": "ID", "content": "x"}),
+            ("remember", {"content": "y", "supersedes": "ID"}),
+        ]:
+
+            def with_id(ident, arguments=arguments):
+                return {k: ident if v == "ID" else v for k, v in arguments.items()}
+
+            refused = tool_error(rpc(url, tool, with_id(b_ids[2]), a))
+            unknown = tool_error(rpc(url, tool, with_id(nobody), a))
+            assert refused == unknown.replace(nobody, b_ids[2]), (refused, unknown)
+            replies.append(refused)
         assert ok(rpc(url, "forget", {"id": b_ids[1]}, a))["forgotten"] is False
-        replies.append(
-            tool_error(
-                rpc(url, "remember", {"content": "y", "supersedes": b_ids[2]}, a)
-            )
-        )
         listed = rpc(url, "list", {"cursor": b_cursor}, a)
         replies.append(listed)
         assert listed[1]["result"].get("structuredContent", {}).get("entries") in (
