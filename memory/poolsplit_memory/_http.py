@@ -102,6 +102,7 @@ __all__ = [
     "config_from_args",
     "current_store",
     "is_loopback",
+    "request_store",
     "serve",
 ]
 
@@ -109,8 +110,24 @@ DEFAULT_MAX_BODY: Final = 1024 * 1024
 ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"  # the workers' configuration
 _PROG: Final = "poolsplit-mcp"
 _TENANT_KEY: Final = "poolsplit.tenant"
-# The store methods that write; a read-only grant refuses them.
-_WRITES: Final = frozenset({"remember", "update", "forget", "import_jsonl"})
+# What a read-only grant may use of a store; anything else (remember, update,
+# forget, import_jsonl, and whatever a later release adds) is refused, so a
+# new write path is closed to it until it is listed here.
+_READS: Final = frozenset(
+    {
+        "recall",
+        "get",
+        "list",
+        "explain",
+        "export_jsonl",
+        "namespace",
+        "pools",
+        "url",
+        "scrub_pending",
+        "token_counter",
+        "max_entry_tokens",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,16 +245,27 @@ def current_store() -> Store:
 
 class _TenantStore:
     """A stand-in for the one store ``build_server`` takes: each attribute is
-    the current request's store's, and a write method on a read-only grant
-    raises ``InvalidInput("namespace", ...)`` before the store is touched."""
+    the current request's store's, looked up at each use; on a read-only
+    grant anything but a read raises ``InvalidInput("namespace", ...)``
+    before the store is touched."""
 
     def __getattr__(self, name: str) -> Any:
         tenant = _tenant.get()
-        if name in _WRITES and tenant is not None and not tenant.writable:
+        if tenant is not None and not tenant.writable and name not in _READS:
             raise InvalidInput(
                 "namespace", f"{tenant.namespace!r} is read-only for this token"
             )
         return getattr(current_store(), name)
+
+
+def request_store() -> Any:
+    """The current HTTP request's store (a :class:`_TenantStore`: read-only
+    grants enforced), or None outside an HTTP request (stdio).
+
+    For a tool resolver that cannot be handed the stand-in: ``return
+    _http.request_store() or the_one_store``.
+    """
+    return _TenantStore() if _tenant.get() is not None else None
 
 
 async def _tenant_middleware(
