@@ -304,6 +304,53 @@ def test_http_tokens_a_token_matches_only_its_own_record(tokens, probe):
     assert match_token(records, probe) is expected
 
 
+def test_http_token_list_and_remove(tmp_path):
+    path = tmp_path / "tokens.json"
+    first = add_token(tmp_path, "ada", "ada", "team")
+    add_token(tmp_path, "ci", "team", read_only=True)
+
+    def token_command(*args):
+        return subprocess.run(
+            [SERVER, "token", "--tokens", path, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    listed = token_command("list")
+    assert listed.returncode == 0
+    assert listed.stdout == "ada\tread-write\tada,team\nci\tread-only\tteam\n"
+    assert first not in listed.stdout + listed.stderr
+    assert token_command("remove", "ci").returncode == 0
+    assert token_command("list").stdout == "ada\tread-write\tada,team\n"
+    missing = token_command("remove", "ci")
+    assert missing.returncode == 2
+    assert missing.stderr.count("\n") == 1 and "no token named 'ci'" in missing.stderr
+
+
+def test_http_tokens_from_the_environment(tmp_path):
+    """$POOLSPLIT_MCP_TOKENS holds the file's JSON (a container's secret)."""
+    token = add_token(tmp_path, "ada", "ada")
+    document = (tmp_path / "tokens.json").read_text()
+    (tmp_path / "tokens.json").unlink()
+    os.environ["POOLSPLIT_MCP_TOKENS"] = document  # for the server process only
+    try:
+        both = subprocess.run(
+            [SERVER, "--http", "127.0.0.1:0", "--db", tmp_path / "m.db"]
+            + ["--tokens", tmp_path / "other.json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert both.returncode == 2 and "not both" in both.stderr
+        with serve(tmp_path, tmp_path / "m.db") as server:
+            assert rpc(server.base, "list", {})[0] == 401
+            assert ok(rpc(server.base, "remember", {"content": "c"}, token))["id"]
+    finally:
+        del os.environ["POOLSPLIT_MCP_TOKENS"]
+    assert len(exported(str(tmp_path / "m.db"), "ada", tmp_path)) == 1
+
+
 # --- authentication -------------------------------------------------------------
 
 
