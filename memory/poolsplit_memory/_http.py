@@ -308,7 +308,8 @@ class _Gate:
         namespace = asked if asked is not None else next(iter(grants), None)
         if namespace is None or namespace not in grants:
             what = "no namespace" if namespace is None else f"namespace {namespace!r}"
-            await _rpc_error(403, f"{what} is not granted to this token")(
+            whom = "this token" if name != "-" else "this server (--namespace)"
+            await _rpc_error(403, f"{what} is not granted to {whom}")(
                 scope, receive, send
             )
             return

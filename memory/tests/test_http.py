@@ -680,6 +680,26 @@ def test_http_host_and_origin_are_checked(tmp_path):
         assert status == 200
 
 
+def test_http_allowed_host_names_what_clients_use(tmp_path):
+    with serve(tmp_path, tmp_path / "m.db", "--allowed-host", "memory.example") as s:
+        for headers in (
+            {"host": "memory.example"},
+            {"host": "memory.example:443", "origin": "https://memory.example"},
+            {"host": "127.0.0.1:9", "origin": "http://localhost:3000"},
+        ):
+            assert rpc(s.base, "list", {}, headers=headers)[0] == 200, headers
+        assert rpc(s.base, "list", {}, headers={"host": "other.example"})[0] == 421
+        assert (
+            rpc(s.base, "list", {}, headers={"origin": "https://x.example"})[0] == 403
+        )
+        # without tokens only --namespace is served
+        status, body = rpc(s.base, "list", {}, namespace="someone")
+        assert status == 403
+        assert body["error"]["message"] == (
+            "namespace 'someone' is not granted to this server (--namespace)"
+        )
+
+
 def test_http_healthz_reads_the_store(tmp_path):
     url, admin = create_pg_database()
     try:
