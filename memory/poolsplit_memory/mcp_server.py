@@ -497,7 +497,8 @@ def build_server(store: Store) -> MCPServer[Any]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=_PROG, description="poolsplit memory served over MCP (stdio)"
+        prog=_PROG,
+        description="poolsplit memory served over MCP (stdio, or --http)",
     )
     parser.add_argument(
         "--db",
@@ -521,6 +522,47 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
     )
+    # --- HTTP (issue 28): poolsplit_memory._http serves, _tokens keeps tokens ---
+    http = parser.add_argument_group("HTTP (poolsplit-mcp token --help for tokens)")
+    http.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at /mcp instead of stdio (e.g. 127.0.0.1:8765; "
+        "a non-loopback host needs --tokens)",
+    )
+    http.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="bearer tokens and their namespaces (poolsplit-mcp token add); "
+        "or the file's JSON in $POOLSPLIT_MCP_TOKENS",
+    )
+    http.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="processes (default 1)"
+    )
+    http.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host (and Origin) clients use, besides loopback; repeatable",
+    )
+    http.add_argument(
+        "--token-verifier",
+        metavar="MODULE:NAME",
+        help="an authorization server's TokenVerifier (or a factory of one) "
+        "instead of --tokens; needs --issuer-url and --resource-url",
+    )
+    http.add_argument("--issuer-url", metavar="URL", help="the authorization server")
+    http.add_argument(
+        "--resource-url", metavar="URL", help="this server's public /mcp URL"
+    )
+    http.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1024 * 1024,
+        metavar="N",
+        help="largest request body (default 1048576)",
+    )
     return parser
 
 
@@ -531,6 +573,11 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve the store over stdio; 2 with one line on stderr if it cannot."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["token"]:  # issue 28: poolsplit-mcp token add|remove|list
+        from poolsplit_memory import _tokens
+
+        return _tokens.main(argv[1:])
     args = _parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(
@@ -545,6 +592,11 @@ def main(argv: list[str] | None = None) -> int:
                 "for the default pools"
             )
         url = _choose_db(args.db, args.ephemeral)
+        http = None
+        if args.http is not None:  # issue 28: checked before any store opens
+            from poolsplit_memory._http import config_from_args
+
+            http = config_from_args(args, url)
     except ValueError as exc:
         return _fail(str(exc))
     try:
@@ -559,6 +611,10 @@ def main(argv: list[str] | None = None) -> int:
             where = f"in {os.path.abspath(target.where)}"
         else:
             where = f"in {store.url}"
+        if http is not None:  # issue 28: the same tools over HTTP
+            from poolsplit_memory._http import serve
+
+            return serve(http, where)
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )

@@ -1,0 +1,295 @@
+"""Recall and remember latency over Streamable HTTP against stdio, in one run.
+
+    pip install 'poolsplit-memory[mcp,postgres]'   # or the wheels, see README
+    eval "$(bash scripts/start-postgres.sh)"        # for the PostgreSQL rows
+    python benchmarks/http_recall.py [--entries 10000] [--clients 1,4,16]
+                                     [--calls 64] [--workers 1] [--pg-dsn URL]
+    python benchmarks/http_recall.py --quick       # CI: 1,000 entries, 1 and 4
+
+For each backend (SQLite; PostgreSQL with ``--pg-dsn`` or
+``POOLSPLIT_PG_DSN``, else a line says it was skipped), a store of
+``--entries`` entries (the demo store cycled, ids unique) is served by the
+installed ``poolsplit-mcp`` two ways:
+
+- **stdio**: each client starts its own server process (what stdio is);
+- **http**: one ``poolsplit-mcp --http 127.0.0.1:0 --workers N`` that every
+  client shares, each client its own ``mcp`` client session.
+
+For each count of concurrent clients, every client of both transports
+connects and runs three untimed recalls; then, turn by turn, all stdio
+clients at once and then all HTTP clients at once (the order alternating, so
+that both see the same store under the same load) run ``recall`` (a
+message) followed by ``remember`` (a new entry); ``--calls`` turns per
+transport, spread over the clients (at least 2 each). Reported per backend,
+clients and call: the median and the 99th percentile (nearest rank) over
+stdio and over HTTP, and HTTP's median over stdio's. A recall here follows a
+write (the agent's loop), so its cost includes what the store does after a
+write. Nothing is asserted; pytest never collects this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from poolsplit_memory import open_store
+
+from poolsplit import demo_store
+
+MESSAGES = (
+    "debug the billing work",
+    "what is left on the search report",
+    "how do I roll back the checkout deploy",
+    "summarise the invoices incident",
+)
+WARM_UP = 3
+START = 120.0  # seconds for a server to come up: a guard, not a measurement
+
+
+def entries(total: int) -> Iterator[dict[str, Any]]:
+    """``total`` entries: the demo store cycled, ids unique, 8 always-scope."""
+    demo = demo_store(300)
+    for number in range(total):
+        entry = dict(demo[number % len(demo)])
+        entry["id"] = f"{entry['id']}-{number}"
+        if isinstance(entry.get("created"), (int, float)):
+            entry["created"] = time.strftime(
+                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry["created"])
+            )
+        if entry.get("scope") == "always" and number >= len(demo):
+            del entry["scope"]
+        yield entry
+
+
+def fill(url: str, total: int) -> None:
+    lines = "".join(json.dumps(entry) + "\n" for entry in entries(total))
+    with open_store(url) as store:
+        store.import_jsonl(io.StringIO(lines))
+
+
+def server_command() -> str:
+    beside = Path(sys.executable).with_name("poolsplit-mcp")
+    found = str(beside) if beside.is_file() else shutil.which("poolsplit-mcp")
+    if found is None:
+        raise SystemExit("poolsplit-mcp is not installed (pip install the wheels)")
+    return found
+
+
+def p99(samples: list[float]) -> float:
+    """The nearest-rank 99th percentile."""
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+# --- the two transports ------------------------------------------------------
+
+
+@contextmanager
+def http_server(url: str, folder: str, workers: int) -> Iterator[str]:
+    """``poolsplit-mcp --http 127.0.0.1:0``; yields its /mcp URL."""
+    log = Path(folder) / f"http-{uuid.uuid4().hex[:6]}.err"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [server_command(), "--http", "127.0.0.1:0", "--db", url]
+            + ["--workers", str(workers)],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + START
+        found = None
+        while found is None and time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SystemExit(f"the HTTP server exited:\n{log.read_text()}")
+            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", log.read_text())
+            time.sleep(0.1)
+        if found is None:
+            raise SystemExit(f"the HTTP server did not start:\n{log.read_text()}")
+        yield found.group(0)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+async def one_turn(
+    client: Client, turn: int, number: int, times: dict[str, list[float]]
+) -> None:
+    """One client's turn: ``recall`` (after the last write), then ``remember``."""
+    start = time.perf_counter()
+    got = await client.call_tool("recall", {"message": MESSAGES[turn % 4]})
+    times["recall"].append(time.perf_counter() - start)
+    if got.is_error:
+        raise SystemExit(f"recall failed: {got.content}")
+    start = time.perf_counter()
+    got = await client.call_tool(
+        "remember", {"content": f"client {number} turn {turn}: {uuid.uuid4().hex}"}
+    )
+    times["remember"].append(time.perf_counter() - start)
+    if got.is_error:
+        raise SystemExit(f"remember failed: {got.content}")
+
+
+def measure(
+    url: str, folder: str, clients: int, calls: int, workers: int
+) -> dict[str, dict[str, list[float]]]:
+    """Both transports' clients connected at once; turn by turn, all stdio
+    clients then all HTTP clients (the order alternating), each side's
+    clients concurrently, so that both see the same store and the same load."""
+    turns = max(2, calls // clients)
+    measured: dict[str, dict[str, list[float]]] = {
+        side: {"recall": [], "remember": []} for side in ("stdio", "http")
+    }
+
+    async def main(endpoint: str) -> None:
+        targets: dict[str, list[Any]] = {
+            "stdio": [
+                StdioServerParameters(
+                    command=server_command(), args=["--db", url], cwd=folder
+                )
+                for _ in range(clients)
+            ],
+            "http": [endpoint] * clients,
+        }
+        with anyio.fail_after(3600):  # a guard against a hang
+            async with contextlib.AsyncExitStack() as stack:
+                sides = {
+                    side: [
+                        await stack.enter_async_context(Client(target))
+                        for target in targets[side]
+                    ]
+                    for side in ("stdio", "http")
+                }
+                for connected in sides.values():  # warm-up, untimed
+                    for client in connected:
+                        for turn in range(WARM_UP):
+                            await client.call_tool(
+                                "recall", {"message": MESSAGES[turn % 4]}
+                            )
+                for turn in range(turns):
+                    order = ("stdio", "http") if turn % 2 == 0 else ("http", "stdio")
+                    for side in order:
+                        async with anyio.create_task_group() as group:
+                            for number, client in enumerate(sides[side]):
+                                group.start_soon(
+                                    one_turn, client, turn, number, measured[side]
+                                )
+
+    with http_server(url, folder, workers) as endpoint:
+        anyio.run(main, endpoint)
+    return measured
+
+
+# --- the backends ----------------------------------------------------------
+
+
+@contextmanager
+def postgres_database(dsn: str) -> Iterator[str]:
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:10]}"
+    base, _, _ = dsn.partition("?")
+    url = f"{base.rpartition('/')[0]}/{name}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield url
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def backend_rows(
+    name: str, url: str, folder: str, args: argparse.Namespace
+) -> list[str]:
+    started = time.perf_counter()
+    fill(url, args.entries)
+    print(
+        f"{name}: {args.entries} entries stored in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    rows = []
+    for clients in args.clients:
+        measured = measure(url, folder, clients, args.calls, args.workers)
+        for call in ("recall", "remember"):
+            s, h = measured["stdio"][call], measured["http"][call]
+            rows.append(
+                f"{name:<10} {clients:>7} {call:<8} {len(s):>5} "
+                f"{statistics.median(s) * 1e3:>9.2f} {p99(s) * 1e3:>9.2f} "
+                f"{statistics.median(h) * 1e3:>9.2f} {p99(h) * 1e3:>9.2f} "
+                f"{statistics.median(h) / statistics.median(s):>7.2f}"
+            )
+        print(rows[-2], rows[-1], sep="\n", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument(
+        "--clients",
+        type=lambda text: [int(n) for n in text.split(",")],
+        default=[1, 4, 16],
+        help="concurrent client counts, comma-separated (default 1,4,16)",
+    )
+    parser.add_argument("--calls", type=int, default=64, help="turns per count")
+    parser.add_argument("--workers", type=int, default=1, help="HTTP processes")
+    parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
+    parser.add_argument(
+        "--quick", action="store_true", help="1,000 entries, 1 and 4 clients"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.entries, args.clients, args.calls = 1_000, [1, 4], 16
+    header = (
+        f"{'backend':<10} {'clients':>7} {'call':<8} {'calls':>5} "
+        f"{'stdio med':>9} {'stdio p99':>9} {'http med':>9} {'http p99':>9} "
+        f"{'http/std':>7}"
+    )
+    print(
+        f"poolsplit-mcp over stdio vs --http ({args.workers} worker(s)), "
+        f"{args.entries} entries, milliseconds; Python {sys.version.split()[0]}",
+        flush=True,
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        rows += backend_rows("sqlite", os.path.join(folder, "memory.db"), folder, args)
+        if args.pg_dsn:
+            with postgres_database(args.pg_dsn) as url:
+                rows += backend_rows("postgresql", url, folder, args)
+        else:
+            rows.append("postgresql: skipped (pass --pg-dsn or set POOLSPLIT_PG_DSN)")
+    print()
+    print(header)
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,741 @@
+"""poolsplit-mcp --http: the same MCP server over Streamable HTTP, per tenant.
+
+    poolsplit-mcp --http 127.0.0.1:8765 [--tokens FILE] [--workers N] [--db URL]
+
+The transport is the MCP SDK's own (``StreamableHTTPSessionManager``), its
+bearer authentication the SDK's (``BearerAuthBackend`` over a
+``TokenVerifier``, ``RequireAuthMiddleware``'s 401 with
+``WWW-Authenticate``), its DNS-rebinding protection the SDK's
+(``TransportSecuritySettings``: Host and Origin checked). This module adds
+what a shared memory needs around it:
+
+- **Tenants.** Each request's token grants namespaces (``_tokens``:
+  ``poolsplit-write:NS`` / ``poolsplit-read:NS`` scopes). ``/mcp`` serves
+  the token's first namespace, ``/mcp/NS`` another one it grants; any other
+  is 403 before MCP sees the request, with the same answer whether NS exists
+  or not. No tool argument names a namespace (the tools have none, and an
+  unknown argument is refused), so a tenant reaches only its own store: ids,
+  cursors and explain tables are read inside it. A read-only grant refuses
+  every write with ``namespace: 'NS' is read-only for this token``, before
+  the store is touched. Without ``--tokens`` (loopback only) every request
+  is the one ``--namespace``, read-write, as over stdio.
+- **Several workers.** Stateless Streamable HTTP with JSON responses (the
+  SDK's ``stateless_http=True, json_response=True``): no session lives in a
+  process, so any worker answers any request, a killed worker loses no
+  session, and no stream outlives its request. ``--workers N`` runs N
+  processes on one socket (uvicorn's supervisor, which replaces a worker
+  that dies). Every write is one committed transaction before its reply, as
+  over stdio: no acknowledged write is lost, ``key`` makes a retry
+  idempotent, on PostgreSQL and on one SQLite file alike.
+- **Operations.** ``GET /healthz`` reads the store (200 ``{"status": "ok"}``,
+  else 503 with the cause, such as ``database unreachable``; the whole line,
+  which names the database, goes to stderr only: the route needs no token);
+  one JSON access-log line per request on stderr (never a body, header or
+  token); a request body over
+  ``--max-body-bytes`` (1 MiB by default) is 413 with a JSON-RPC error that
+  says the limit; SIGTERM stops accepting, lets in-flight requests finish
+  (a write commits and is answered), then closes the stores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import contextvars
+import dataclasses
+import ipaddress
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+import poolsplit
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.routes import (
+    build_resource_metadata_url,
+    create_protected_resource_routes,
+)
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from poolsplit_memory import (
+    InvalidInput,
+    Store,
+    StoreError,
+    StoreUnavailable,
+    open_store,
+)
+from poolsplit_memory._tokens import (
+    TokenRecord,
+    grants_from_scopes,
+    match_token,
+    read_tokens,
+    scopes_of,
+)
+
+__all__ = [
+    "HttpConfig",
+    "TokenFileVerifier",
+    "build_app",
+    "config_from_args",
+    "current_store",
+    "is_loopback",
+    "request_store",
+    "serve",
+]
+
+DEFAULT_MAX_BODY: Final = 1024 * 1024
+ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"  # the workers' configuration
+_PROG: Final = "poolsplit-mcp"
+_TENANT_KEY: Final = "poolsplit.tenant"
+# What a read-only grant may use of a store; anything else (remember, update,
+# forget, import_jsonl, and whatever a later release adds) is refused, so a
+# new write path is closed to it until it is listed here.
+_READS: Final = frozenset(
+    {
+        "recall",
+        "get",
+        "list",
+        "explain",
+        "export_jsonl",
+        "namespace",
+        "pools",
+        "url",
+        "scrub_pending",
+        "token_counter",
+        "max_entry_tokens",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpConfig:
+    """What ``--http`` serves; JSON-able, so that spawned workers get it."""
+
+    url: str
+    namespace: str = "default"
+    pools_file: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8765
+    workers: int = 1
+    tokens: tuple[TokenRecord, ...] | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    max_body: int = DEFAULT_MAX_BODY
+    verifier: str | None = None  # MODULE:NAME of a TokenVerifier (or factory)
+    issuer_url: str | None = None
+    resource_url: str | None = None
+
+    def to_json(self) -> str:
+        data = dataclasses.asdict(self)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> HttpConfig:
+        data = json.loads(text)
+        tokens = data["tokens"]
+        return cls(
+            url=data["url"],
+            namespace=data["namespace"],
+            pools_file=data["pools_file"],
+            host=data["host"],
+            port=data["port"],
+            workers=data["workers"],
+            tokens=None
+            if tokens is None
+            else tuple(
+                TokenRecord(
+                    t["name"], t["sha256"], tuple(t["namespaces"]), t["read_only"]
+                )
+                for t in tokens
+            ),
+            allowed_hosts=tuple(data["allowed_hosts"]),
+            max_body=data["max_body"],
+            verifier=data["verifier"],
+            issuer_url=data["issuer_url"],
+            resource_url=data["resource_url"],
+        )
+
+
+# ---------------------------------------------------------------------------
+# Tenants: the namespace of the request, and its store
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tenant:
+    """Who is asking (the token's name, "-" without tokens), which namespace
+    the request serves, and whether it may write there."""
+
+    name: str
+    namespace: str
+    writable: bool
+
+
+_tenant: contextvars.ContextVar[_Tenant | None] = contextvars.ContextVar(
+    "poolsplit_http_tenant", default=None
+)
+
+
+class _Stores:
+    """One open store per namespace in use, opened on first use (a worker
+    holds connections only for the namespaces it has served)."""
+
+    def __init__(self, url: str, pools: Sequence[poolsplit.Pool] | None) -> None:
+        self._url = url
+        self._pools = pools
+        self._open: dict[str, Store] = {}
+        self._lock = threading.Lock()
+
+    def get(self, namespace: str) -> Store:
+        with self._lock:
+            store = self._open.get(namespace)
+            if store is None:
+                store = open_store(self._url, namespace=namespace, pools=self._pools)
+                self._open[namespace] = store
+            return store
+
+    def close(self) -> None:
+        with self._lock:
+            stores, self._open = list(self._open.values()), {}
+        for store in stores:
+            store.close()
+
+
+_stores: list[_Stores] = []  # the stores of this process's app (build_app)
+
+
+def current_store() -> Store:
+    """The store of the request being served: its tenant's namespace.
+
+    The one hook of the tools over HTTP: every tool reads its store through
+    this (here through :class:`_TenantStore`). Outside an HTTP request it
+    fails closed (there is no default tenant).
+
+    Raises:
+        StoreUnavailable: called outside a request the gate let through.
+    """
+    tenant = _tenant.get()
+    if tenant is None or not _stores:
+        raise StoreUnavailable(
+            "no tenant", "this call came from outside an HTTP request"
+        )
+    return _stores[-1].get(tenant.namespace)
+
+
+class _TenantStore:
+    """A stand-in for the one store ``build_server`` takes: each attribute is
+    the current request's store's, looked up at each use; on a read-only
+    grant anything but a read raises ``InvalidInput("namespace", ...)``
+    before the store is touched."""
+
+    def __getattr__(self, name: str) -> Any:
+        tenant = _tenant.get()
+        if tenant is not None and not tenant.writable and name not in _READS:
+            raise InvalidInput(
+                "namespace", f"{tenant.namespace!r} is read-only for this token"
+            )
+        return getattr(current_store(), name)
+
+
+def request_store() -> Any:
+    """The current HTTP request's store (a :class:`_TenantStore`: read-only
+    grants enforced), or None outside an HTTP request (stdio).
+
+    For a tool resolver that cannot be handed the stand-in: ``return
+    _http.request_store() or the_one_store``.
+    """
+    return _TenantStore() if _tenant.get() is not None else None
+
+
+async def _tenant_middleware(
+    ctx: ServerRequestContext[Any, Any], call_next: CallNext
+) -> HandlerResult:
+    """Server middleware: the request's tenant (set on the HTTP scope by the
+    gate) for the handler and the tool it runs, whatever task or thread the
+    SDK runs them in."""
+    request = ctx.request
+    scope = getattr(request, "scope", None)
+    tenant = scope.get(_TENANT_KEY) if isinstance(scope, Mapping) else None
+    token = _tenant.set(tenant if isinstance(tenant, _Tenant) else None)
+    try:
+        return await call_next(ctx)
+    finally:
+        _tenant.reset(token)
+
+
+class _Gate:
+    """ASGI: the request's namespace from its path and its token's grants.
+
+    Inside the SDK's ``RequireAuthMiddleware`` (the token is valid by then):
+    ``/mcp`` is the first granted namespace, ``/mcp/NS`` must be granted,
+    else 403 (the same for a namespace that exists and one that does not).
+    """
+
+    def __init__(self, app: ASGIApp, default_namespace: str) -> None:
+        self.app = app
+        self.default_namespace = default_namespace
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user")
+        if isinstance(user, AuthenticatedUser):
+            name = user.access_token.client_id
+            grants = grants_from_scopes(user.access_token.scopes)
+        else:  # no tokens configured: loopback, the one namespace, as stdio
+            name = "-"
+            grants = {self.default_namespace: True}
+        asked = scope.get("path_params", {}).get("namespace")
+        namespace = asked if asked is not None else next(iter(grants), None)
+        if namespace is None or namespace not in grants:
+            what = "no namespace" if namespace is None else f"namespace {namespace!r}"
+            whom = "this token" if name != "-" else "this server (--namespace)"
+            await _rpc_error(403, f"{what} is not granted to {whom}")(
+                scope, receive, send
+            )
+            return
+        scope[_TENANT_KEY] = _Tenant(name, namespace, grants[namespace])
+        await self.app(scope, receive, send)
+
+
+def _rpc_error(status: int, message: str, code: int = -32600) -> Response:
+    """A JSON-RPC error (no id) with an HTTP status: one line a client shows."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status)
+
+
+# ---------------------------------------------------------------------------
+# Tokens: the file's, through the SDK's TokenVerifier protocol
+
+
+class TokenFileVerifier(TokenVerifier):
+    """The SDK's ``TokenVerifier`` over a tokens file's records.
+
+    A match is an ``AccessToken`` whose ``client_id`` is the record's name
+    and whose scopes are its grants; ``token`` holds the hash, never the
+    secret. Any other ``TokenVerifier`` (a real authorization server's) can
+    take its place: it grants namespaces by the same scopes.
+    """
+
+    def __init__(self, records: Sequence[TokenRecord]) -> None:
+        self.records = tuple(records)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        record = match_token(self.records, token)
+        if record is None:
+            return None
+        return AccessToken(
+            token=f"sha256:{record.sha256}",
+            client_id=record.name,
+            scopes=scopes_of(record),
+        )
+
+
+# ---------------------------------------------------------------------------
+# Operations: access log, body limit, health
+
+
+class _AccessLog:
+    """ASGI: one JSON line per request on stderr, after it is answered:
+    time, worker pid, method, path, status, duration, bytes in and out, and
+    the tenant's name and namespace. Never a body, a header or a query."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        facts: dict[str, int] = {"status": 0, "in": 0, "out": 0}
+
+        async def counted_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                facts["in"] += len(message.get("body", b""))
+            return message
+
+        async def watched_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                facts["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                facts["out"] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, watched_send)
+        finally:
+            tenant = scope.get(_TENANT_KEY)
+            line = {
+                "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+                "pid": os.getpid(),
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": facts["status"],
+                "ms": round((time.perf_counter() - start) * 1000, 2),
+                "in": facts["in"],
+                "out": facts["out"],
+                "tenant": tenant.name if isinstance(tenant, _Tenant) else None,
+                "namespace": tenant.namespace if isinstance(tenant, _Tenant) else None,
+            }
+            print(json.dumps(line, ensure_ascii=False), file=sys.stderr, flush=True)
+
+
+class _BodyLimit:
+    """ASGI: a body over ``limit`` bytes is 413 with a JSON-RPC error naming
+    the limit, before anything parses it (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    def _refusal(self) -> Response:
+        return _rpc_error(
+            413,
+            f"request body too large: this server accepts at most {self.limit} "
+            f"bytes (poolsplit-mcp --max-body-bytes)",
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refusal()(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                await self._refusal()(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _health(stores: _Stores, namespace: str) -> Route:
+    """``GET /healthz``: one read of the store; 503 with the cause if not."""
+
+    def check() -> None:
+        stores.get(namespace).get("healthz")
+
+    async def healthz(request: Request) -> Response:
+        try:
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(check)
+        except TimeoutError:
+            return JSONResponse(
+                {"status": "unavailable", "error": "store did not answer in 10 s"},
+                status_code=503,
+            )
+        except StoreError as exc:  # the cause only: no URL to the unauthenticated
+            line = " ".join(str(exc).split())
+            print(f"{_PROG}: /healthz: {line}", file=sys.stderr, flush=True)
+            cause = exc.cause if isinstance(exc, StoreUnavailable) else "store error"
+            return JSONResponse(
+                {"status": "unavailable", "error": cause}, status_code=503
+            )
+        return JSONResponse({"status": "ok", "pid": os.getpid()})
+
+    return Route("/healthz", healthz, methods=["GET"])
+
+
+# ---------------------------------------------------------------------------
+# The app
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _security(config: HttpConfig) -> TransportSecuritySettings:
+    """Host and Origin checks: the loopback names, the bound host unless it
+    is a wildcard (0.0.0.0, ::), and each ``--allowed-host``."""
+    hosts = ["127.0.0.1", "localhost", "[::1]"]
+    bound = config.host.strip("[]")
+    try:
+        wildcard = ipaddress.ip_address(bound).is_unspecified
+    except ValueError:  # a name
+        wildcard = False
+    if not wildcard:
+        hosts.append(f"[{bound}]" if ":" in bound else bound)
+    hosts.extend(config.allowed_hosts)
+    allowed = list(dict.fromkeys(hosts))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for host in allowed for h in (host, f"{host}:*")],
+        allowed_origins=[
+            f"{scheme}://{h}"
+            for host in allowed
+            for scheme in ("http", "https")
+            for h in (host, f"{host}:*")
+        ],
+    )
+
+
+def build_app(
+    server: MCPServer[Any],
+    config: HttpConfig,
+    *,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> Starlette:
+    """The ASGI app serving ``server`` (built over a :class:`_TenantStore`)
+    per tenant, statelessly, with the operations routes.
+
+    ``token_verifier`` defaults to the config's tokens file (none: no
+    authentication, the one ``config.namespace``); a real authorization
+    server plugs in here with ``auth`` (its ``AuthSettings``: issuer and
+    ``resource_server_url``, which also publishes the protected-resource
+    metadata that 401s point to).
+    """
+    if token_verifier is None and config.tokens is not None:
+        token_verifier = TokenFileVerifier(config.tokens)
+    pools = (
+        poolsplit.load_pools(config.pools_file)
+        if config.pools_file is not None
+        else None
+    )
+    stores = _Stores(config.url, pools)
+    _stores[:] = [stores]
+    server.middleware.append(_tenant_middleware)
+    # The SDK builds its session manager here; its routes are replaced below
+    # (the gate sits between the SDK's auth check and its transport).
+    server.streamable_http_app(
+        json_response=True,
+        stateless_http=True,
+        transport_security=_security(config),
+        max_request_body_size=config.max_body,
+    )
+    manager = server.session_manager
+    endpoint: ASGIApp = _Gate(StreamableHTTPASGIApp(manager), config.namespace)
+    middleware: list[Middleware] = [
+        Middleware(_AccessLog),
+        Middleware(_BodyLimit, limit=config.max_body),
+    ]
+    routes: list[BaseRoute] = [_health(stores, config.namespace)]
+    if token_verifier is not None:
+        resource = auth.resource_server_url if auth is not None else None
+        middleware += [
+            Middleware(
+                AuthenticationMiddleware,
+                backend=BearerAuthBackend(
+                    token_verifier,
+                    resource_server_url=resource
+                    if auth is not None and auth.validate_token_resource
+                    else None,
+                ),
+            ),
+            Middleware(AuthContextMiddleware),
+        ]
+        endpoint = RequireAuthMiddleware(
+            endpoint,
+            auth.required_scopes or [] if auth is not None else [],
+            build_resource_metadata_url(resource) if resource is not None else None,
+        )
+        if auth is not None and resource is not None:
+            routes += create_protected_resource_routes(
+                resource_url=resource,
+                authorization_servers=[auth.issuer_url],
+                scopes_supported=auth.required_scopes,
+            )
+    routes += [Route("/mcp", endpoint), Route("/mcp/{namespace:path}", endpoint)]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with manager.run():
+                yield
+        finally:  # after uvicorn has let every in-flight request finish
+            await anyio.to_thread.run_sync(stores.close)
+
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def load_verifier(config: HttpConfig) -> tuple[TokenVerifier, AuthSettings] | None:
+    """``--token-verifier MODULE:NAME``: the object NAME of MODULE (a
+    ``TokenVerifier``, its class, or a callable without arguments returning
+    one), with
+    the ``AuthSettings`` of ``--issuer-url`` and ``--resource-url``; tokens
+    must be issued for the resource URL (``AccessToken.resource``)."""
+    if config.verifier is None:
+        return None
+    import importlib
+
+    module, _, name = config.verifier.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    # an instance as it is; a class or a factory called without arguments
+    plain = hasattr(found, "verify_token") and not isinstance(found, type)
+    verifier = found if plain else found()
+    auth = AuthSettings.model_validate(
+        {
+            "issuer_url": config.issuer_url,
+            "resource_server_url": config.resource_url,
+            "validate_token_resource": True,
+        }
+    )
+    return verifier, auth
+
+
+def check_verifier(config: HttpConfig) -> None:
+    """Load ``--token-verifier`` once before serving; ValueError with one
+    line if it cannot be loaded or a URL is not one."""
+    try:
+        load_verifier(config)
+    except Exception as exc:
+        errors = getattr(exc, "errors", None)  # pydantic: name the field
+        first = (
+            "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in errors())
+            if callable(errors)
+            else (str(exc).splitlines() or [""])[0]
+        )
+        raise ValueError(
+            f"--token-verifier {config.verifier}: {type(exc).__name__}: {first}"
+        ) from None
+
+
+def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
+    """``--http``'s configuration from ``poolsplit-mcp``'s flags, checked
+    before any store is opened; raises ValueError with the one line."""
+
+    host, sep, port = args.http.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(
+            f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
+        )
+    if args.workers < 1 or args.max_body_bytes < 1:
+        raise ValueError("--workers and --max-body-bytes must be at least 1")
+    if args.ephemeral and args.workers > 1:
+        raise ValueError("--ephemeral keeps memory in one process; drop --workers")
+    tokens = read_tokens(args.tokens)  # TokensError is a ValueError
+    plugged = (args.token_verifier, args.issuer_url, args.resource_url)
+    if any(plugged) and not all(plugged):
+        raise ValueError(
+            "--token-verifier, --issuer-url and --resource-url go together"
+        )
+    if args.token_verifier is not None and tokens is not None:
+        raise ValueError("give --tokens or --token-verifier, not both")
+    if tokens is None and args.token_verifier is None and not is_loopback(host):
+        raise ValueError(
+            f"--http {args.http}: a non-loopback address needs --tokens FILE "
+            f"(poolsplit-mcp token add NAME --namespace NS)"
+        )
+    config = HttpConfig(
+        url=url,
+        namespace=args.namespace,
+        pools_file=args.pools,
+        host=host,
+        port=int(port),
+        workers=args.workers,
+        tokens=None if tokens is None else tuple(tokens),
+        allowed_hosts=tuple(args.allowed_host),
+        max_body=args.max_body_bytes,
+        verifier=args.token_verifier,
+        issuer_url=args.issuer_url,
+        resource_url=args.resource_url,
+    )
+    check_verifier(config)
+    return config
+
+
+def _worker_app() -> Starlette:
+    """The app of one spawned worker (``--workers N``), from the parent's
+    configuration in ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
+    from poolsplit_memory.mcp_server import build_server
+
+    config = HttpConfig.from_json(os.environ[ENV_CONFIG])
+    tenant_store: Any = _TenantStore()
+    server = build_server(tenant_store)
+    plugged = load_verifier(config)
+    if plugged is None:
+        return build_app(server, config)
+    return build_app(server, config, token_verifier=plugged[0], auth=plugged[1])
+
+
+def serve(config: HttpConfig, where: str) -> int:
+    """Bind, say where on stderr, and serve until SIGTERM or SIGINT."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[ENV_CONFIG] = config.to_json()
+    uv = uvicorn.Config(
+        "poolsplit_memory._http:_worker_app",
+        factory=True,
+        host=config.host,
+        port=config.port,
+        workers=config.workers,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        lifespan="on",
+        timeout_graceful_shutdown=None,  # in-flight writes always finish
+    )
+    try:
+        sock = uv.bind_socket()
+    except SystemExit:
+        print(
+            f"{_PROG}: error: cannot bind {config.host}:{config.port}", file=sys.stderr
+        )
+        return 2
+    port = sock.getsockname()[1]
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    if config.verifier is not None:
+        auth = f"tokens verified by {config.verifier}"
+    elif config.tokens is not None:
+        auth = f"{len(config.tokens)} token(s)"
+    else:
+        auth = "no tokens (loopback only)"
+    print(
+        f"{_PROG}: serving http://{host}:{port}/mcp ({config.workers} worker(s), "
+        f"stateless), memory {where}, {auth}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if config.workers > 1:
+        Multiprocess(uv, sockets=[sock]).run()
+    else:
+        uvicorn.Server(uv).run(sockets=[sock])
+    return 0

@@ -1,0 +1,348 @@
+"""Bearer tokens of the HTTP server: who may use which namespace.
+
+A tokens file is JSON, written by ``poolsplit-mcp token add`` and read by
+``poolsplit-mcp --http ... --tokens FILE`` (or given whole in the
+``POOLSPLIT_MCP_TOKENS`` environment variable)::
+
+    {"version": 1, "tokens": [
+      {"name": "ada", "sha256": "<64 hex digits>",
+       "namespaces": ["ada", "team"], "read_only": false}
+    ]}
+
+Decisions:
+
+- A token is ``psm_`` and 43 characters of ``secrets.token_urlsafe(32)`` (256
+  random bits), printed once by ``token add``; the file keeps only its
+  SHA-256. A token that random needs no salt or slow hash: nobody can search
+  2**256 values, and a fast hash keeps every request cheap.
+- A presented token is hashed and compared with every stored hash by
+  ``hmac.compare_digest``, without stopping at a match, so the time taken
+  says nothing about which hash, or how much of one, matched.
+- A token grants its namespaces all read-write or all read-only
+  (``--read-only``); the first namespace listed is the one ``/mcp`` serves
+  (``/mcp/NAME`` picks another the token grants).
+- Grants travel as OAuth scopes, ``poolsplit-write:NS`` or
+  ``poolsplit-read:NS``, so that a token from a real authorization server
+  (any ``TokenVerifier``) grants namespaces by the same rule
+  (:func:`grants_from_scopes`, the one reading of a grant).
+
+This module is the standard library only, so ``token add`` works without the
+MCP SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = [
+    "ENV_TOKENS",
+    "TokenRecord",
+    "TokensError",
+    "add_token",
+    "default_tokens_path",
+    "grants_from_scopes",
+    "hash_token",
+    "load_tokens",
+    "match_token",
+    "read_tokens",
+    "scopes_of",
+]
+
+ENV_TOKENS: Final = "POOLSPLIT_MCP_TOKENS"
+READ_SCOPE: Final = "poolsplit-read:"
+WRITE_SCOPE: Final = "poolsplit-write:"
+_PREFIX: Final = "psm_"
+_HEX: Final = frozenset("0123456789abcdef")
+_MAX_NAME: Final = 200
+
+
+class TokensError(ValueError):
+    """A tokens file or token command that cannot be used; one line."""
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """One tenant's token: its name, the token's SHA-256 (hex), the
+    namespaces it grants (the first is the default), and whether they are
+    read-only."""
+
+    name: str
+    sha256: str
+    namespaces: tuple[str, ...]
+    read_only: bool = False
+
+
+def hash_token(token: str) -> str:
+    """The hex SHA-256 of a token's UTF-8 bytes (what the file keeps)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def match_token(records: Iterable[TokenRecord], token: str) -> TokenRecord | None:
+    """The record whose hash is the token's, compared in constant time.
+
+    Every record is compared (no early exit), so the time does not depend on
+    where, or whether, the token is found.
+    """
+    digest = hash_token(token).encode("ascii")
+    found: TokenRecord | None = None
+    for record in records:
+        if hmac.compare_digest(digest, record.sha256.encode("ascii")) and not found:
+            found = record
+    return found
+
+
+def scopes_of(record: TokenRecord) -> list[str]:
+    """The record's grants as scopes, in its namespaces' order."""
+    prefix = READ_SCOPE if record.read_only else WRITE_SCOPE
+    return [prefix + namespace for namespace in record.namespaces]
+
+
+def grants_from_scopes(scopes: Iterable[str]) -> dict[str, bool]:
+    """Namespace -> writable, from a token's scopes (first grant first).
+
+    ``poolsplit-write:NS`` grants NS read-write, ``poolsplit-read:NS``
+    read-only (unless a write grant names it too); other scopes grant
+    nothing. The one rule for a token file's tokens and a real
+    authorization server's.
+    """
+    grants: dict[str, bool] = {}
+    for scope in scopes:
+        for prefix, writable in ((WRITE_SCOPE, True), (READ_SCOPE, False)):
+            if scope.startswith(prefix) and len(scope) > len(prefix):
+                namespace = scope[len(prefix) :]
+                grants[namespace] = grants.get(namespace, False) or writable
+    return grants
+
+
+# ---------------------------------------------------------------------------
+# The file
+
+
+def default_tokens_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/poolsplit/tokens.json``, else under ``~/.config``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    return root / "poolsplit" / "tokens.json"
+
+
+def _check_name(where: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_NAME:
+        raise TokensError(
+            f"{where}: must be a non-blank str of at most {_MAX_NAME} "
+            f"characters, got {value!r}"
+        )
+    return value
+
+
+def _record(index: int, item: object) -> TokenRecord:
+    where = f"tokens[{index}]"
+    if not isinstance(item, dict):
+        raise TokensError(f"{where}: must be an object, got {type(item).__name__}")
+    unknown = sorted(set(item) - {"name", "sha256", "namespaces", "read_only"})
+    if unknown:
+        raise TokensError(f"{where}.{unknown[0]}: unknown key")
+    name = _check_name(f"{where}.name", item.get("name"))
+    digest = item.get("sha256")
+    if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
+        raise TokensError(
+            f"{where}.sha256: must be 64 lowercase hex digits (the token's "
+            f"SHA-256), got {digest!r}"
+        )
+    namespaces = item.get("namespaces")
+    if not isinstance(namespaces, list) or not namespaces:
+        raise TokensError(
+            f"{where}.namespaces: must be a non-empty list of namespaces, "
+            f"got {namespaces!r}"
+        )
+    for position, namespace in enumerate(namespaces):
+        _check_name(f"{where}.namespaces[{position}]", namespace)
+    read_only = item.get("read_only", False)
+    if not isinstance(read_only, bool):
+        raise TokensError(
+            f"{where}.read_only: must be true or false, got {read_only!r}"
+        )
+    return TokenRecord(name, digest, tuple(dict.fromkeys(namespaces)), read_only)
+
+
+def load_tokens(text: str, source: str) -> list[TokenRecord]:
+    """The records of a tokens document; TokensError names ``source`` and
+    the entry at fault."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise TokensError(f"{source}: not JSON ({exc})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("tokens"), list):
+        raise TokensError(f'{source}: must be an object {{"tokens": [...]}}')
+    if document.get("version", 1) != 1:
+        raise TokensError(f"{source}: version {document['version']!r} is not 1")
+    records: list[TokenRecord] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(document["tokens"]):
+        try:
+            record = _record(index, item)
+        except TokensError as exc:
+            raise TokensError(f"{source}: {exc}") from None
+        if record.name in seen:
+            raise TokensError(
+                f"{source}: tokens[{index}].name: {record.name!r} is "
+                f"tokens[{seen[record.name]}]'s too"
+            )
+        seen[record.name] = index
+        records.append(record)
+    return records
+
+
+def read_tokens(
+    path: str | None, environ: Mapping[str, str] | None = None
+) -> list[TokenRecord] | None:
+    """The tokens of ``--tokens FILE`` or of ``$POOLSPLIT_MCP_TOKENS``;
+    None when neither is given. Both at once is a TokensError."""
+    env = os.environ if environ is None else environ
+    inline = env.get(ENV_TOKENS)
+    if path is not None and inline:
+        raise TokensError(f"give --tokens or {ENV_TOKENS}, not both")
+    if inline:
+        return load_tokens(inline, ENV_TOKENS)
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise TokensError(f"--tokens {path!r}: cannot read it: {reason}") from None
+    return load_tokens(text, path)
+
+
+def _write(path: Path, records: Sequence[TokenRecord]) -> None:
+    """Replace the file at once (a reader sees the old or the new one), 0600."""
+    document: dict[str, Any] = {
+        "version": 1,
+        "tokens": [
+            {
+                "name": r.name,
+                "sha256": r.sha256,
+                "namespaces": list(r.namespaces),
+                "read_only": r.read_only,
+            }
+            for r in records
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".tokens.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _existing(path: Path) -> list[TokenRecord]:
+    if not path.exists():
+        return []
+    return load_tokens(path.read_text(encoding="utf-8"), str(path))
+
+
+def add_token(
+    path: Path, name: str, namespaces: Sequence[str], *, read_only: bool = False
+) -> str:
+    """Add a token for ``name`` to the file (created if missing) and return
+    the token, which is stored nowhere else; an existing name is refused."""
+    _check_name("NAME", name)
+    if not namespaces:
+        raise TokensError("--namespace: give at least one")
+    for namespace in namespaces:
+        _check_name("--namespace", namespace)
+    records = _existing(path)
+    if any(r.name == name for r in records):
+        raise TokensError(
+            f"{path}: a token named {name!r} exists; `token remove {name}` first"
+        )
+    token = _PREFIX + secrets.token_urlsafe(32)
+    unique = tuple(dict.fromkeys(namespaces))
+    records.append(TokenRecord(name, hash_token(token), unique, read_only))
+    _write(path, records)
+    return token
+
+
+# ---------------------------------------------------------------------------
+# `poolsplit-mcp token ...`
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="poolsplit-mcp token",
+        description="manage the bearer tokens of poolsplit-mcp --http",
+    )
+    parser.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help=f"the tokens file (default: {default_tokens_path()})",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    add = commands.add_parser("add", help="add a token and print it once")
+    add.add_argument("name", metavar="NAME", help="who holds it (unique)")
+    add.add_argument(
+        "--namespace",
+        metavar="NS",
+        action="append",
+        required=True,
+        help="a namespace it may use; repeat for several (the first is /mcp's)",
+    )
+    add.add_argument(
+        "--read-only",
+        action="store_true",
+        help="recall, get, list and explain only",
+    )
+    remove = commands.add_parser("remove", help="delete a token by name")
+    remove.add_argument("name", metavar="NAME")
+    commands.add_parser("list", help="names and grants (never tokens)")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``poolsplit-mcp token add|remove|list``; 2 with one line on error."""
+    args = _parser().parse_args(list(argv))
+    path = Path(args.tokens) if args.tokens else default_tokens_path()
+    try:
+        if args.command == "add":
+            token = add_token(path, args.name, args.namespace, read_only=args.read_only)
+            print(token)
+            print(
+                f"poolsplit-mcp: token for {args.name!r} added to {path} (shown "
+                f"once, keep it secret); serve with --tokens {path}",
+                file=sys.stderr,
+            )
+        elif args.command == "remove":
+            records = _existing(path)
+            kept = [r for r in records if r.name != args.name]
+            if len(kept) == len(records):
+                raise TokensError(f"{path}: no token named {args.name!r}")
+            _write(path, kept)
+        else:
+            for record in _existing(path):
+                mode = "read-only" if record.read_only else "read-write"
+                print(f"{record.name}\t{mode}\t{','.join(record.namespaces)}")
+    except (TokensError, OSError, UnicodeDecodeError) as exc:
+        print(
+            f"poolsplit-mcp token: error: {' '.join(str(exc).split())}", file=sys.stderr
+        )
+        return 2
+    return 0

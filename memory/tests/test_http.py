@@ -1,0 +1,861 @@
+"""poolsplit-mcp --http end to end: the installed console script, real HTTP.
+
+Each server is the ``poolsplit-mcp`` script installed next to this
+interpreter, bound to 127.0.0.1 on a port the kernel picks (``:0``; the
+server prints it), its working directory in ``tmp_path``. Clients are plain
+HTTP (``http.client``: the exact bytes and statuses) and the ``mcp`` client's
+Streamable HTTP transport. Every loop is bounded in count and in time; no
+assertion is about time.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
+
+import anyio  # noqa: E402 (an mcp dependency)
+import httpx2  # noqa: E402 (the mcp client's HTTP library)
+from conftest import create_pg_database, drop_pg_database  # noqa: E402
+from mcp.client import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from poolsplit_memory import open_store  # noqa: E402
+
+SERVER = Path(sys.executable).with_name("poolsplit-mcp")
+TOOLS = {"remember", "recall", "get", "list", "update", "forget", "explain"}
+START = 120  # seconds: a guard for a server to come up, never a measurement
+HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+}
+
+
+# --- a server and its clients -----------------------------------------------
+
+
+class Server:
+    def __init__(self, proc, base, log):
+        self.proc, self.base, self.log = proc, base, log
+
+    def stderr(self):
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+
+@contextmanager
+def serve(tmp_path, db, *args, workers=1):
+    """``poolsplit-mcp --http 127.0.0.1:0`` over ``db``; stopped by SIGTERM."""
+    log = tmp_path / f"server-{uuid.uuid4().hex[:6]}.err"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [SERVER, "--http", "127.0.0.1:0", "--db", str(db)]
+            + [str(a) for a in args]
+            + ["--workers", str(workers)],
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
+        )
+    try:
+        base = None
+        deadline = time.monotonic() + START
+        while base is None and time.monotonic() < deadline:
+            found = re.search(r"http://127\.0\.0\.1:\d+", log.read_text())
+            base = found.group(0) if found else None
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.1)
+        assert base is not None, log.read_text()
+        server = Server(proc, base, log)
+        pids = worker_pids(server, workers)
+        assert pids, server.stderr()
+        yield server
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+
+def request(base, method, path, body=b"", headers=None, timeout=60):
+    """(status, lowercase headers, body bytes) of one plain HTTP request."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        data = response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+    finally:
+        conn.close()
+
+
+def worker_pids(server, workers):
+    """The pids /healthz reports, until ``workers`` distinct ones (bounded)."""
+    pids = set()
+    deadline = time.monotonic() + START
+    for _ in range(400):
+        if len(pids) >= workers or time.monotonic() > deadline:
+            break
+        try:
+            status, _, data = request(server.base, "GET", "/healthz", timeout=10)
+        except OSError:
+            time.sleep(0.1)
+            continue
+        if status == 200:
+            pids.add(json.loads(data)["pid"])
+        else:
+            time.sleep(0.1)
+    return pids
+
+
+def rpc(base, tool, arguments, token=None, namespace=None, headers=None):
+    """(status, body) of a tools/call over plain HTTP: the JSON-RPC reply
+    when the body is JSON, else its text."""
+    path = "/mcp" if namespace is None else f"/mcp/{namespace}"
+    sent = dict(HEADERS)
+    if token is not None:
+        sent["authorization"] = f"Bearer {token}"
+    sent.update(headers or {})
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+    ).encode()
+    status, got_headers, data = request(base, "POST", path, body, sent)
+    try:
+        return status, json.loads(data)
+    except ValueError:
+        return status, data.decode("utf-8", "replace")
+
+
+def ok(reply):
+    status, body = reply
+    assert status == 200, reply
+    result = body["result"]
+    assert not result["isError"], result
+    return result["structuredContent"]
+
+
+def tool_error(reply):
+    status, body = reply
+    assert status == 200, reply
+    result = body["result"]
+    assert result["isError"], result
+    (block,) = result["content"]
+    assert "\n" not in block["text"]
+    return block["text"]
+
+
+def add_token(tmp_path, name, *namespaces, read_only=False):
+    args = [SERVER, "token", "--tokens", tmp_path / "tokens.json", "add", name]
+    for namespace in namespaces:
+        args += ["--namespace", namespace]
+    if read_only:
+        args.append("--read-only")
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
+    return done.stdout.strip()
+
+
+def exported(url, namespace, tmp_path):
+    """The namespace's entries, by id, from export_jsonl."""
+    path = tmp_path / f"export-{namespace}-{uuid.uuid4().hex[:6]}.jsonl"
+    with open_store(url, namespace=namespace) as store:
+        store.export_jsonl(path)
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    return {entry["id"]: entry for entry in entries}
+
+
+@pytest.fixture
+def pg_db():
+    url, admin = create_pg_database()
+    yield url
+    drop_pg_database(url, admin)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_db(request, tmp_path):
+    if request.param == "sqlite":
+        yield str(tmp_path / "memory.db")
+    else:
+        url, admin = create_pg_database()
+        yield url
+        drop_pg_database(url, admin)
+
+
+# --- starting -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "[::]", "example.com"])
+def test_http_non_loopback_bind_without_tokens_exits_2_with_one_line(tmp_path, host):
+    done = subprocess.run(
+        [SERVER, "--http", f"{host}:8765", "--db", tmp_path / "m.db"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "needs --tokens" in done.stderr
+    assert not (tmp_path / "m.db").exists()  # refused before anything opened
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{", "not JSON"),
+        ('{"tokens": [{"name": "a"}]}', "tokens[0].sha256: must be 64"),
+        (
+            '{"tokens": [{"name": "a", "sha256": "'
+            + "0" * 64
+            + '", "namespaces": []}]}',
+            "tokens[0].namespaces: must be a non-empty list",
+        ),
+    ],
+)
+def test_http_bad_tokens_file_exits_2_naming_the_entry(tmp_path, content, expected):
+    (tmp_path / "tokens.json").write_text(content)
+    done = subprocess.run(
+        [SERVER, "--http", "127.0.0.1:0", "--db", tmp_path / "m.db"]
+        + ["--tokens", tmp_path / "tokens.json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
+
+
+def test_http_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
+    token = add_token(tmp_path, "ada", "ada", "team")
+    assert re.fullmatch(r"psm_[A-Za-z0-9_-]{43}", token)
+    path = tmp_path / "tokens.json"
+    text = path.read_text()
+    assert token not in text and token[4:] not in text
+    (record,) = json.loads(text)["tokens"]
+    assert record["name"] == "ada" and record["namespaces"] == ["ada", "team"]
+    assert len(record["sha256"]) == 64 and record["read_only"] is False
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = subprocess.run(
+        [SERVER, "token", "--tokens", path, "add", "ada", "--namespace", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert again.stdout == ""  # no second token printed
+    assert json.loads(path.read_text())["tokens"] == [record]
+
+
+def test_http_tokens_grants_read_from_scopes():
+    from poolsplit_memory._tokens import grants_from_scopes
+
+    assert grants_from_scopes(
+        ["openid", "poolsplit-read:team", "poolsplit-write:a:b", "poolsplit-write:team",
+         "poolsplit-read:", "poolsplit-write", "Poolsplit-write:x"]
+    ) == {"team": True, "a:b": True}  # fmt: skip
+    assert list(grants_from_scopes(["poolsplit-read:z", "poolsplit-write:a"])) == [
+        "z",
+        "a",
+    ]  # the first grant is /mcp's
+
+
+@given(
+    tokens=st.lists(
+        st.text(min_size=1, max_size=30), min_size=1, max_size=6, unique=True
+    ),
+    probe=st.text(max_size=30),
+)
+def test_http_tokens_a_token_matches_only_its_own_record(tokens, probe):
+    from poolsplit_memory._tokens import TokenRecord, hash_token, match_token
+
+    records = [
+        TokenRecord(f"n{i}", hash_token(token), ("ns",))
+        for i, token in enumerate(tokens)
+    ]
+    for i, token in enumerate(tokens):
+        assert match_token(records, token) is records[i]
+    expected = records[tokens.index(probe)] if probe in tokens else None
+    assert match_token(records, probe) is expected
+
+
+def test_http_token_list_and_remove(tmp_path):
+    path = tmp_path / "tokens.json"
+    first = add_token(tmp_path, "ada", "ada", "team")
+    add_token(tmp_path, "ci", "team", read_only=True)
+
+    def token_command(*args):
+        return subprocess.run(
+            [SERVER, "token", "--tokens", path, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    listed = token_command("list")
+    assert listed.returncode == 0
+    assert listed.stdout == "ada\tread-write\tada,team\nci\tread-only\tteam\n"
+    assert first not in listed.stdout + listed.stderr
+    assert token_command("remove", "ci").returncode == 0
+    assert token_command("list").stdout == "ada\tread-write\tada,team\n"
+    missing = token_command("remove", "ci")
+    assert missing.returncode == 2
+    assert missing.stderr.count("\n") == 1 and "no token named 'ci'" in missing.stderr
+
+
+def test_http_tokens_from_the_environment(tmp_path):
+    """$POOLSPLIT_MCP_TOKENS holds the file's JSON (a container's secret)."""
+    token = add_token(tmp_path, "ada", "ada")
+    document = (tmp_path / "tokens.json").read_text()
+    (tmp_path / "tokens.json").unlink()
+    os.environ["POOLSPLIT_MCP_TOKENS"] = document  # for the server process only
+    try:
+        both = subprocess.run(
+            [SERVER, "--http", "127.0.0.1:0", "--db", tmp_path / "m.db"]
+            + ["--tokens", tmp_path / "other.json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert both.returncode == 2 and "not both" in both.stderr
+        with serve(tmp_path, tmp_path / "m.db") as server:
+            assert rpc(server.base, "list", {})[0] == 401
+            assert ok(rpc(server.base, "remember", {"content": "c"}, token))["id"]
+    finally:
+        del os.environ["POOLSPLIT_MCP_TOKENS"]
+    assert len(exported(str(tmp_path / "m.db"), "ada", tmp_path)) == 1
+
+
+# --- authentication -------------------------------------------------------------
+
+
+def test_http_no_token_or_a_wrong_one_is_401_and_writes_nothing(tmp_path):
+    good = add_token(tmp_path, "ada", "ada")
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
+        for token in (None, "psm_" + "x" * 43, good + "x", good[:-1], "", "ada"):
+            status, body = rpc(server.base, "remember", {"content": "x"}, token)
+            assert status == 401, (token, body)
+            assert body == {
+                "error": "invalid_token",
+                "error_description": "Authentication required",
+            }
+            sent = dict(HEADERS)
+            if token is not None:
+                sent["authorization"] = f"Bearer {token}"
+            status, headers, _ = request(server.base, "POST", "/mcp", b"{}", sent)
+            assert status == 401
+            assert headers["www-authenticate"].startswith(
+                'Bearer error="invalid_token"'
+            )
+        # the right token works, and the access log holds neither it nor a body
+        assert ok(rpc(server.base, "remember", {"content": "SECRET-1"}, good))["id"]
+    log = server.stderr()  # complete once the server has stopped
+    assert [e["content"] for e in exported(str(db), "ada", tmp_path).values()] == [
+        "SECRET-1"
+    ]
+    assert good not in log and good[4:20] not in log and "SECRET-1" not in log
+    lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+    assert [x["status"] for x in lines if x["path"] == "/mcp"].count(401) == 12
+    assert lines[-1]["tenant"] == "ada" and lines[-1]["namespace"] == "ada"
+    assert set(lines[-1]) == {
+        "time", "pid", "method", "path", "status", "ms", "in", "out", "tenant",
+        "namespace",
+    }  # fmt: skip
+
+
+def test_http_mcp_client_over_streamable_http(tmp_path):
+    token = add_token(tmp_path, "ada", "ada")
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
+
+        async def body():
+            with anyio.fail_after(START):
+                async with httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {token}"}
+                ) as http_client:
+                    transport = streamable_http_client(
+                        f"{server.base}/mcp", http_client=http_client
+                    )
+                    async with Client(transport) as client:
+                        tools = await client.list_tools()
+                        assert {t.name for t in tools.tools} == TOOLS
+                        written = await client.call_tool(
+                            "remember",
+                            {
+                                "content": "Never deploy on Fridays.",
+                                "type": "correction",
+                                "scope": "always",
+                            },
+                        )
+                        assert not written.is_error, written.content
+                        recalled = await client.call_tool(
+                            "recall", {"message": "deploy"}
+                        )
+                        assert "Never deploy on Fridays." in recalled.content[0].text
+                        return written.structured_content["id"]
+
+        ident = anyio.run(body)
+    assert list(exported(str(db), "ada", tmp_path)) == [ident]
+
+
+# --- tenants ----------------------------------------------------------------
+
+
+def test_http_a_tenant_cannot_reach_another_namespace_with_any_tool(tmp_path):
+    """A's token, B's namespace, B's ids and B's cursor, in every tool:
+    refused or empty, nothing written, nothing of B's in any reply."""
+    a = add_token(tmp_path, "a", "ns-a")
+    b = add_token(tmp_path, "b", "ns-b")
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
+        url = server.base
+        b_ids = [
+            ok(rpc(url, "remember", {"content": f"SECRET-B {i}", "tags": ["b"]}, b))[
+                "id"
+            ]
+            for i in range(3)
+        ]
+        b_cursor = ok(rpc(url, "list", {"limit": 1}, b))["next_cursor"]
+        assert b_cursor is not None
+        before_b = exported(str(db), "ns-b", tmp_path)
+        calls = [
+            ("remember", {"content": "from a"}),
+            ("recall", {"message": "SECRET-B"}),
+            ("get", {"id": b_ids[0]}),
+            ("list", {}),
+            ("list", {"cursor": b_cursor}),
+            ("update", {"id": b_ids[0], "content": "overwritten by a"}),
+            ("forget", {"id": b_ids[1]}),
+            ("explain", {"message": "SECRET-B"}),
+        ]
+        replies = []
+        for tool, arguments in calls:  # B's namespace named in the path
+            for namespace in ("ns-b", "ns-b/", "NS-B", "ns-b%2F..", "ns-c"):
+                status, body = rpc(url, tool, arguments, a, namespace=namespace)
+                assert status in (403, 404), (tool, namespace, status, body)
+                replies.append(body)
+        status, body = rpc(url, "get", {"id": b_ids[0]}, a, namespace="ns-b")
+        assert body["error"]["message"] == (
+            "namespace 'ns-b' is not granted to this token"
+        )
+        status, body = rpc(url, "get", {"id": b_ids[0]}, a, namespace="ns-zzz")
+        assert body["error"]["message"] == (
+            "namespace 'ns-zzz' is not granted to this token"
+        )  # the same answer whether the namespace exists or not
+        # B's ids and cursor through A's own namespace: answered exactly as
+        # an id nobody holds (so an answer cannot tell that B's exists)
+        nobody = "0123456789abcdef"
+        assert ok(rpc(url, "get", {"id": b_ids[0]}, a)) == {"entry": None}
+        for tool, arguments in [
+            ("update", {"id": "ID", "content": "x"}),
+            ("remember", {"content": "y", "supersedes": "ID"}),
+        ]:
+
+            def with_id(ident, arguments=arguments):
+                return {k: ident if v == "ID" else v for k, v in arguments.items()}
+
+            refused = tool_error(rpc(url, tool, with_id(b_ids[2]), a))
+            unknown = tool_error(rpc(url, tool, with_id(nobody), a))
+            assert refused == unknown.replace(nobody, b_ids[2]), (refused, unknown)
+            replies.append(refused)
+        assert ok(rpc(url, "forget", {"id": b_ids[1]}, a))["forgotten"] is False
+        listed = rpc(url, "list", {"cursor": b_cursor}, a)
+        replies.append(listed)
+        assert listed[1]["result"].get("structuredContent", {}).get("entries") in (
+            None,
+            [],
+        )
+        replies.append(
+            ok(rpc(url, "recall", {"message": "SECRET-B", "tags": ["b"]}, a))
+        )
+        replies.append(rpc(url, "explain", {"message": "SECRET-B", "tags": ["b"]}, a))
+        # an argument that names a namespace is refused before any tool runs
+        for tool, arguments in calls:
+            replies.append(
+                tool_error(rpc(url, tool, {**arguments, "namespace": "ns-b"}, a))
+            )
+    log = server.stderr()
+    text = json.dumps(replies)
+    assert "SECRET-B" not in text and "overwritten" not in text
+    assert exported(str(db), "ns-b", tmp_path) == before_b
+    assert exported(str(db), "ns-a", tmp_path) == {}
+    assert "SECRET-B" not in log
+
+
+def test_http_read_only_token_reads_and_refuses_every_write(tmp_path):
+    writer = add_token(tmp_path, "w", "team")
+    reader = add_token(tmp_path, "r", "team", read_only=True)
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
+        url = server.base
+        ident = ok(rpc(url, "remember", {"content": "team rule"}, writer))["id"]
+        before = exported(str(db), "team", tmp_path)
+        assert (
+            ok(rpc(url, "get", {"id": ident}, reader))["entry"]["content"]
+            == "team rule"
+        )
+        assert (
+            "team rule"
+            in rpc(url, "recall", {"message": "team rule"}, reader)[1]["result"][
+                "content"
+            ][0]["text"]
+        )
+        for tool, arguments in [
+            ("remember", {"content": "not allowed"}),
+            ("update", {"id": ident, "content": "changed"}),
+            ("forget", {"id": ident}),
+        ]:
+            message = tool_error(rpc(url, tool, arguments, reader))
+            assert message == "namespace: 'team' is read-only for this token"
+    assert exported(str(db), "team", tmp_path) == before
+
+
+def test_http_a_token_of_several_namespaces_picks_one_by_path(tmp_path):
+    token = add_token(tmp_path, "ada", "ada", "team")
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
+        mine = ok(rpc(server.base, "remember", {"content": "mine"}, token))["id"]
+        ours = ok(
+            rpc(server.base, "remember", {"content": "ours"}, token, namespace="team")
+        )["id"]
+    assert list(exported(str(db), "ada", tmp_path)) == [mine]  # /mcp: the first
+    assert list(exported(str(db), "team", tmp_path)) == [ours]
+
+
+VERIFIER = """
+from mcp.server.auth.provider import AccessToken
+
+
+class Verifier:  # an authorization server's tokens, introspected
+    async def verify_token(self, token):
+        if token == "carol-token":
+            return AccessToken(token=token, client_id="carol",
+                               scopes=["poolsplit-write:carol", "openid"],
+                               resource="http://127.0.0.1/mcp")
+        if token == "other-audience":
+            return AccessToken(token=token, client_id="carol",
+                               scopes=["poolsplit-write:carol"],
+                               resource="http://elsewhere.example/mcp")
+        return None
+"""
+
+
+def test_http_a_real_authorization_servers_token_verifier_plugs_in(tmp_path):
+    (tmp_path / "carol_auth.py").write_text(VERIFIER)
+    os.environ["PYTHONPATH"] = str(tmp_path)  # for the server process only
+    db = tmp_path / "m.db"
+    try:
+        with serve(
+            tmp_path, db, "--token-verifier", "carol_auth:Verifier",
+            "--issuer-url", "https://auth.example",
+            "--resource-url", "http://127.0.0.1/mcp",
+        ) as server:  # fmt: skip
+            status, headers, _ = request(server.base, "POST", "/mcp", b"{}", HEADERS)
+            assert status == 401
+            assert headers["www-authenticate"].endswith(
+                'resource_metadata="http://127.0.0.1/.well-known/'
+                'oauth-protected-resource/mcp"'
+            )
+            status, _, data = request(
+                server.base, "GET", "/.well-known/oauth-protected-resource/mcp"
+            )
+            assert status == 200
+            metadata = json.loads(data)
+            assert metadata["authorization_servers"] == ["https://auth.example"]
+            assert metadata["resource"] == "http://127.0.0.1/mcp"
+            for token in ("other-audience", "nobody"):
+                assert rpc(server.base, "list", {}, token)[0] == 401
+            ident = ok(rpc(server.base, "remember", {"content": "c"}, "carol-token"))
+            status, _ = rpc(server.base, "list", {}, "carol-token", namespace="x")
+            assert status == 403
+    finally:
+        del os.environ["PYTHONPATH"]
+    assert list(exported(str(db), "carol", tmp_path)) == [ident["id"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--token-verifier", "carol_auth:Verifier"], "go together"),
+        (
+            ["--token-verifier", "no_such_module:V", "--issuer-url", "https://a.example",
+             "--resource-url", "http://127.0.0.1/mcp"],
+            "ModuleNotFoundError",
+        ),
+        (
+            ["--token-verifier", "carol_auth:Verifier", "--issuer-url", "not a url",
+             "--resource-url", "http://127.0.0.1/mcp"],
+            "issuer_url:",
+        ),
+    ],
+)  # fmt: skip
+def test_http_a_bad_token_verifier_exits_2_with_one_line(tmp_path, args, expected):
+    (tmp_path / "carol_auth.py").write_text(VERIFIER)
+    done = subprocess.run(
+        [SERVER, "--http", "127.0.0.1:0", "--db", tmp_path / "m.db", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
+
+
+# --- limits and checks --------------------------------------------------------
+
+
+def test_http_oversize_request_is_413_with_the_limit_and_writes_nothing(tmp_path):
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--max-body-bytes", "4096") as server:
+        status, body = rpc(server.base, "remember", {"content": "x" * 5000})
+        assert status == 413
+        assert body["error"]["message"] == (
+            "request body too large: this server accepts at most 4096 bytes "
+            "(poolsplit-mcp --max-body-bytes)"
+        )
+
+        # streamed without a length (chunked): the same answer
+        def chunks():
+            yield b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+            yield b'"params": {"name": "remember", "arguments": {"content": "'
+            for _ in range(10):
+                yield b"y" * 1000
+            yield b'"}}}'
+
+        host, port = server.base.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            conn.request("POST", "/mcp", body=chunks(), headers=HEADERS,
+                         encode_chunked=True)  # fmt: skip
+            response = conn.getresponse()
+            assert response.status == 413
+            assert (
+                "at most 4096 bytes" in json.loads(response.read())["error"]["message"]
+            )
+        finally:
+            conn.close()
+        assert ok(rpc(server.base, "remember", {"content": "small"}))["id"]
+    assert [e["content"] for e in exported(str(db), "default", tmp_path).values()] == [
+        "small"
+    ]
+
+
+def test_http_host_and_origin_are_checked(tmp_path):
+    with serve(tmp_path, tmp_path / "m.db") as server:
+        status, _ = rpc(
+            server.base, "list", {}, headers={"origin": "http://evil.example"}
+        )
+        assert status == 403
+        status, _ = rpc(server.base, "list", {}, headers={"host": "evil.example"})
+        assert status == 421
+        status, _ = rpc(server.base, "list", {}, headers={"origin": server.base})
+        assert status == 200
+
+
+def test_http_allowed_host_names_what_clients_use(tmp_path):
+    with serve(tmp_path, tmp_path / "m.db", "--allowed-host", "memory.example") as s:
+        for headers in (
+            {"host": "memory.example"},
+            {"host": "memory.example:443", "origin": "https://memory.example"},
+            {"host": "127.0.0.1:9", "origin": "http://localhost:3000"},
+        ):
+            assert rpc(s.base, "list", {}, headers=headers)[0] == 200, headers
+        assert rpc(s.base, "list", {}, headers={"host": "other.example"})[0] == 421
+        assert (
+            rpc(s.base, "list", {}, headers={"origin": "https://x.example"})[0] == 403
+        )
+        # without tokens only --namespace is served
+        status, body = rpc(s.base, "list", {}, namespace="someone")
+        assert status == 403
+        assert body["error"]["message"] == (
+            "namespace 'someone' is not granted to this server (--namespace)"
+        )
+
+
+def test_http_healthz_reads_the_store(tmp_path):
+    url, admin = create_pg_database()
+    try:
+        with serve(tmp_path, url) as server:
+            status, _, data = request(server.base, "GET", "/healthz")
+            assert status == 200 and json.loads(data)["status"] == "ok"
+            drop_pg_database(url, admin)  # the database goes away under it
+            status, _, data = request(server.base, "GET", "/healthz")
+            assert status == 503, data
+            answer = json.loads(data)
+            assert answer["status"] == "unavailable"
+            assert answer["error"] == "database unreachable"
+        assert url.rsplit("/", 1)[1] in server.stderr()  # the whole line: stderr
+    finally:
+        drop_pg_database(url, admin)
+
+
+# --- several workers ------------------------------------------------------------
+
+
+def remember_acknowledged(base, token, content, key, deadline, gone):
+    """The id once the server acknowledges it, retrying with the same key
+    (at most 40 tries, until ``deadline``); None if it never did, or if the
+    connection fails once ``gone`` is set (the server was stopped)."""
+    for _ in range(40):
+        if time.monotonic() > deadline:
+            return None
+        try:
+            status, body = rpc(
+                base, "remember", {"content": content, "key": key}, token
+            )
+        except (OSError, http.client.HTTPException):  # a worker died mid-request
+            if gone.is_set():
+                return None
+            time.sleep(0.1)
+            continue
+        if status == 200 and not body["result"]["isError"]:
+            return body["result"]["structuredContent"]["id"]
+        assert status in (200, 502, 503), (status, body)
+        text = body["result"]["content"][0]["text"] if status == 200 else ""
+        assert status != 200 or "database is locked" in text, text
+        time.sleep(0.1)
+    return None
+
+
+def write_concurrently(base, tenants, per_client, clients_per_tenant, during=None):
+    """Clients of every tenant writing at once; returns {namespace: {key: id}}
+    of acknowledged writes and {namespace: [keys tried]}."""
+    acked = {namespace: {} for namespace, _ in tenants}
+    tried = {namespace: [] for namespace, _ in tenants}
+    lock = threading.Lock()
+    deadline = time.monotonic() + 300
+    errors = []
+    gone = threading.Event()
+
+    def client(namespace, token, number):
+        try:
+            for i in range(per_client):
+                key = f"{namespace}-{number}-{i}"
+                with lock:
+                    tried[namespace].append(key)
+                ident = remember_acknowledged(
+                    base, token, f"entry {key}", key, deadline, gone
+                )
+                if ident is not None:
+                    with lock:
+                        acked[namespace][key] = ident
+        except BaseException as exc:  # reported below, not lost in a thread
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=client, args=(namespace, token, n))
+        for namespace, token in tenants
+        for n in range(clients_per_tenant)
+    ]
+    for thread in threads:
+        thread.start()
+    if during is not None:
+        during(acked, lock, gone)
+    for thread in threads:
+        thread.join(timeout=360)
+        assert not thread.is_alive()
+    assert not errors, errors[0]
+    return acked, tried
+
+
+def check_nothing_lost(url, acked, tried, tmp_path):
+    for namespace, by_key in acked.items():
+        stored = exported(url, namespace, tmp_path)
+        # every acknowledged write is there, with its content
+        for key, ident in by_key.items():
+            assert stored[ident]["content"] == f"entry {key}"
+        # a retried key stored one entry, and nothing came from elsewhere
+        contents = [entry["content"] for entry in stored.values()]
+        assert len(contents) == len(set(contents))
+        assert set(contents) <= {f"entry {key}" for key in tried[namespace]}
+
+
+def test_http_two_tenants_through_several_workers_lose_nothing(tmp_path, any_db):
+    a = add_token(tmp_path, "a", "ns-a")
+    b = add_token(tmp_path, "b", "ns-b")
+    with serve(tmp_path, any_db, "--tokens", tmp_path / "tokens.json", workers=2) as s:
+        acked, tried = write_concurrently(s.base, [("ns-a", a), ("ns-b", b)], 15, 3)
+    assert sum(len(v) for v in acked.values()) == 90  # no worker died: all answered
+    check_nothing_lost(any_db, acked, tried, tmp_path)
+
+
+def test_http_sigkill_of_a_worker_under_load_loses_no_acknowledged_write(
+    tmp_path, any_db
+):
+    a = add_token(tmp_path, "a", "ns-a")
+    b = add_token(tmp_path, "b", "ns-b")
+    killed = []
+    with serve(tmp_path, any_db, "--tokens", tmp_path / "tokens.json", workers=2) as s:
+        pids = sorted(worker_pids(s, 2))
+
+        def kill_one_mid_load(acked, lock, gone):
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:  # after some writes are in
+                with lock:
+                    if sum(len(v) for v in acked.values()) >= 20:
+                        break
+                time.sleep(0.05)
+            os.kill(pids[0], signal.SIGKILL)  # one worker this test started
+            killed.append(pids[0])
+
+        acked, tried = write_concurrently(
+            s.base, [("ns-a", a), ("ns-b", b)], 20, 3, during=kill_one_mid_load
+        )
+        after = worker_pids(s, 2)  # the supervisor replaced the dead worker
+        assert pids[0] not in after or len(pids) == 1
+        assert ok(rpc(s.base, "list", {"limit": 1}, a))["entries"]
+    assert killed
+    assert sum(len(v) for v in acked.values()) > 20
+    check_nothing_lost(any_db, acked, tried, tmp_path)
+
+
+def test_http_sigterm_lets_in_flight_writes_finish(tmp_path):
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db) as server:
+
+        def stop_mid_load(acked, lock, gone):
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                with lock:
+                    if len(acked["default"]) >= 10:
+                        break
+                time.sleep(0.02)
+            gone.set()
+            server.proc.send_signal(signal.SIGTERM)
+
+        acked, tried = write_concurrently(
+            server.base, [("default", None)], 30, 4, during=stop_mid_load
+        )
+        # uvicorn re-raises the SIGTERM it handled once it has shut down
+        assert server.proc.wait(timeout=120) in (0, -signal.SIGTERM)
+        assert "Application shutdown complete" in server.stderr()
+    check_nothing_lost(str(db), acked, tried, tmp_path)
+    assert len(acked["default"]) >= 10
