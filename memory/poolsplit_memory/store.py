@@ -105,6 +105,7 @@ from ._index import Index
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
     "Imported",
     "InvalidInput",
@@ -157,6 +158,17 @@ def default_pools(types: Iterable[str]) -> list[Pool]:
     other = tuple(sorted(set(types) - named))
     return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
 
+
+# The remember tool's description, for the MCP server and the LangGraph tool
+# alike: what the model reads before it writes a memory.
+REMEMBER_DESCRIPTION: Final = """Save a memory that later turns will see.
+
+Use type "correction" with scope "always" for a rule the user gave you that
+must apply on every turn; "task" for open work, "fact" for a durable fact,
+"skill" for a how-to, "episode" for what happened. Returns the memory's id
+and any warnings about it; saving a memory already stored (the same content,
+type and scope) returns its id with an "idempotent" warning and writes
+nothing."""
 
 # Longest namespace, id, key and type (they are indexed columns).
 _MAX_NAME: Final = 200
