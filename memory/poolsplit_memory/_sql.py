@@ -114,6 +114,16 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
+    def containing(self, kind: str, text: str) -> list[Stored]:
+        """The active rows of type ``kind`` whose body contains ``text`` (any
+        case on SQLite, whose LIKE folds ASCII; the caller compares exactly)."""
+        pattern = "%" + "".join("\\" + c if c in "%_\\" else c for c in text) + "%"
+        sql = (
+            f"{_READ} WHERE namespace = ? AND status = 'active' AND type = ? "
+            "AND body LIKE ? ESCAPE '\\'"
+        )
+        return self._rows(sql, (self._namespace, kind, pattern))
+
     def existing(self, idents: Sequence[str]) -> set[str]:
         """Which of these ids this namespace holds (reads the id index only)."""
         found: set[str] = set()

@@ -28,7 +28,7 @@ Decisions where the issue is silent:
   store's or server process's, is refused).
 - Identical memories: a ``remember`` (or an ``import_jsonl`` line) whose
   content after whitespace normalisation, type and scope equal an active
-  entry of the namespace writes nothing and returns that entry's id with an
+  entry stored in the namespace writes nothing and returns that entry's id with an
   ``idempotent`` warning (a ``supersedes`` then retires its target in
   favour of that entry). An ``update`` that would make an active entry the
   same memory as another active one is refused (InvalidInput naming the
@@ -722,6 +722,7 @@ class WriteTx(Protocol):
     def superseding(self, idents: Sequence[str]) -> list[str]: ...
     def existing(self, idents: Sequence[str]) -> set[str]: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
+    def containing(self, kind: str, text: str) -> list[Stored]: ...
 
 
 class ReadTx(Protocol):
@@ -873,18 +874,19 @@ def _duplicate(
     """The active stored entry that is the same memory as ``entry`` (see
     :func:`_memory_key`), read in the write's own transaction; None if none.
 
-    Reads the active rows of the entry's type: a body that cannot hold the
-    content's longest word (when JSON writes that word as it is) is passed
-    over without parsing it."""
+    Reads only the active rows of the entry's type whose body holds the
+    content's longest word."""
     key = _memory_key(entry)
     if key is None:
         return None
-    words = key[2].split()
-    needle = max(words, key=len) if words else ""
-    plain = json.dumps(needle, ensure_ascii=False)[1:-1] == needle
+    # The body holds each word of the content as _dumps writes it: a row
+    # without the longest one cannot be the same memory, and the database
+    # leaves it out without sending it.
+    word = max(key[2].split(), key=len)
+    needle = json.dumps(word, ensure_ascii=False)[1:-1]
     skip = set(ignore)
-    for stored in tx.candidates([key[0]]):
-        if stored.id in skip or (plain and needle not in stored.body):
+    for stored in tx.containing(key[0], needle):
+        if stored.id in skip:
             continue
         value = _parse(stored)
         if isinstance(value, dict) and _memory_key(value) == key:
@@ -1447,10 +1449,11 @@ class Store:
         ``replace=True`` (the later line wins; a stored entry is
         overwritten). A ``superseded_by`` must name another id of the file or
         of this namespace. A line that is the same memory (content after
-        whitespace normalisation, type and scope) as an active stored entry
-        or an earlier active line is not written, as ``remember`` does: an
-        ``idempotent`` warning names it and the entry kept, and a
-        ``superseded_by`` naming it is pointed at the kept one. Other
+        whitespace normalisation, type and scope) as an active entry already
+        stored is not written, as ``remember`` does: an ``idempotent``
+        warning names the line and the stored entry, and a ``superseded_by``
+        naming the line is pointed at the stored entry (the file's own lines
+        are not compared: a backup is restored as it was). Other
         warnings are not returned; every recall still reports the
         always-scope total.
 
@@ -1492,34 +1495,28 @@ class Store:
         entries: dict[str, dict[str, Any]],
         lines: dict[str, int],
     ) -> tuple[dict[str, dict[str, Any]], builtins.list[str]]:
-        """The lines to write: each one that repeats an active memory (stored,
-        or an earlier line) left out with an ``idempotent`` warning, and a
-        ``superseded_by`` naming a left-out line pointed at the entry kept."""
+        """The lines to write: each one that repeats an active memory already
+        stored is left out with an ``idempotent`` warning, and a
+        ``superseded_by`` naming a left-out line is pointed at the stored
+        entry. Lines of one file are not compared with each other: a backup
+        is restored as it was written."""
         keys = {ident: _memory_key(entry) for ident, entry in entries.items()}
         kinds = sorted({key[0] for key in keys.values() if key is not None})
-        seen: dict[tuple[str, object, str], str] = {}
-        for stored in tx.candidates(kinds) if kinds else ():
-            value = _parse(stored)
+        stored: dict[tuple[str, object, str], str] = {}
+        for row in tx.candidates(kinds) if kinds else ():
+            value = _parse(row)
             key = _memory_key(value) if isinstance(value, dict) else None
-            if key is not None and stored.id not in entries:
-                seen.setdefault(key, stored.id)
-        same_as: dict[str, str] = {}
-        warnings: builtins.list[str] = []
-        for ident, key in keys.items():
-            if key is None:
-                continue
-            first = seen.get(key)
-            if first is None:
-                seen[key] = ident
-                continue
-            same_as[ident] = first
-            if first in lines:
-                warnings.append(
-                    f"line {lines[ident]}: idempotent: the same content, type and "
-                    f"scope as line {lines[first]} ({first!r}); not written twice"
-                )
-            else:
-                warnings.append(f"line {lines[ident]}: {_idempotent(first)}")
+            if key is not None and row.id not in entries:
+                stored.setdefault(key, row.id)
+        same_as = {
+            ident: stored[key]
+            for ident, key in keys.items()
+            if key is not None and key in stored
+        }
+        warnings = [
+            f"line {lines[ident]}: {_idempotent(first)}"
+            for ident, first in same_as.items()
+        ]
         kept = {}
         for ident, entry in entries.items():
             if ident in same_as:

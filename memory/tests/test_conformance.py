@@ -1220,6 +1220,67 @@ def test_property_any_value_is_stored_exactly_or_refused_as_invalid_input(
 # --- a stateful model: the store against a plain dict ------------------------------
 
 
+def same_memory(model, content, kind, scope, skip=None):
+    """The active model entry that is this memory (README: content with
+    whitespace normalised, type and scope), or None."""
+    wanted = (" ".join(content.split()), kind, scope)
+    for ident, entry in model.items():
+        if not poolsplit.default_is_active(entry) or ident == skip:
+            continue
+        if (
+            " ".join(entry["content"].split()),
+            entry["type"],
+            entry.get("scope"),
+        ) == wanted:
+            return ident
+    return None
+
+
+def remember_in_model(store, model, content, kind, scope, key):
+    """A new memory joins the model; the same memory again returns the
+    stored id with an idempotent warning (then None: nothing new)."""
+    written = store.remember(content, type=kind, scope=scope, key=key, now=NOW)
+    same = same_memory(model, content, kind, scope)
+    if same is not None:
+        assert written.id == same
+        assert written.warnings[-1].startswith("idempotent:")
+        return None
+    model[written.id] = written.entry
+    return written.id
+
+
+def supersede_in_model(store, model, old, content):
+    """``old`` retired by a new entry, or by the stored one holding the same
+    memory (by itself: nothing changes)."""
+    kind = model[old]["type"]
+    same = same_memory(model, content, kind, None)
+    written = store.remember(content, type=kind, supersedes=old, now=NOW)
+    if same == old:
+        assert written.id == old
+        return
+    model[old] = {**model[old], "superseded_by": written.id}
+    if same is not None:
+        assert written.id == same
+    else:
+        model[written.id] = written.entry
+
+
+def update_in_model(store, model, ident, content):
+    """The update, unless it would make an active entry repeat another."""
+    entry = model[ident]
+    if poolsplit.default_is_active(entry) and same_memory(
+        model, content, entry["type"], None, ident
+    ):
+        with pytest.raises(InvalidInput):
+            store.update(ident, content=content, scope=None)
+        return
+    updated = store.update(ident, content=content, scope=None)
+    expected = {**entry, "content": content}
+    expected.pop("scope", None)
+    assert updated.entry == expected
+    model[ident] = expected
+
+
 def test_stateful_store_matches_a_dict_model(store_url):
     """Random remember / supersede / keyed retry / update / forget / import
     sequences; after every step the store lists exactly the model's entries in
@@ -1276,31 +1337,23 @@ def test_stateful_store_matches_a_dict_model(store_url):
                 )
                 assert again.id == self.keys[key]
                 return
-            written = self.store.remember(
-                content, type=kind, scope=scope, key=key, now=NOW
+            written = remember_in_model(
+                self.store, self.model, content, kind, scope, key
             )
-            self.model[written.id] = written.entry
-            if key is not None:
-                self.keys[key] = written.id
+            if key is not None and written is not None:
+                self.keys[key] = written
 
         @precondition(lambda self: self.active())
         @rule(data=st.data(), content=st.sampled_from(["new alpha", "new beta"]))
         def supersede(self, data, content):
             old = data.draw(st.sampled_from(self.active()))
-            kind = self.model[old]["type"]
-            written = self.store.remember(content, type=kind, supersedes=old, now=NOW)
-            self.model[old] = {**self.model[old], "superseded_by": written.id}
-            self.model[written.id] = written.entry
+            supersede_in_model(self.store, self.model, old, content)
 
         @precondition(lambda self: self.model)
         @rule(data=st.data(), content=st.sampled_from(["edited", "edited billing"]))
         def update(self, data, content):
             ident = data.draw(st.sampled_from(list(self.model)))
-            updated = self.store.update(ident, content=content, scope=None)
-            expected = {**self.model[ident], "content": content}
-            expected.pop("scope", None)
-            assert updated.entry == expected
-            self.model[ident] = expected
+            update_in_model(self.store, self.model, ident, content)
 
         @precondition(lambda self: self.model)
         @rule(data=st.data())
