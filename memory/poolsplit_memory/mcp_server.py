@@ -527,6 +527,14 @@ def _bounded(text: str, limit: int) -> tuple[str, bool]:
     return "".join(kept) + note, True
 
 
+# The shared guidance, and what only the store does: identical memories.
+_REMEMBER = (
+    REMEMBER_DESCRIPTION
+    + " Saving a memory already stored (the same content, type and scope)"
+    ' returns its id with an "idempotent" warning and writes nothing.'
+)
+
+
 def _tools() -> list[Tool]:
     """Each tool, and what it promises a client (MCP tool annotations):
     reading tools change nothing; remember, update and forget repeated with
@@ -542,7 +550,7 @@ def _tools() -> list[Tool]:
         )
 
     chosen = (
-        (remember, "remember", REMEMBER_DESCRIPTION, hints(False)),
+        (remember, "remember", _REMEMBER, hints(False)),
         (recall, "recall", None, hints(True)),
         (get, "get", None, hints(True)),
         (list_, "list", None, hints(True)),

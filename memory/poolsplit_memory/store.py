@@ -166,9 +166,7 @@ REMEMBER_DESCRIPTION: Final = """Save a memory that later turns will see.
 Use type "correction" with scope "always" for a rule the user gave you that
 must apply on every turn; "task" for open work, "fact" for a durable fact,
 "skill" for a how-to, "episode" for what happened. Returns the memory's id
-and any warnings about it; saving a memory already stored (the same content,
-type and scope) returns its id with an "idempotent" warning and writes
-nothing."""
+and any warnings about it."""
 
 # Longest namespace, id, key and type (they are indexed columns).
 _MAX_NAME: Final = 200
