@@ -91,7 +91,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
@@ -808,6 +808,29 @@ def _copied(value: Any) -> Any:
     return value
 
 
+def _explain_filters(
+    ids: Iterable[str] | None,
+    types: Iterable[str] | None,
+    outcomes: Iterable[str] | None,
+    summary: object,
+) -> dict[str, builtins.list[str] | None]:
+    """``explain``'s filters checked (InvalidInput naming the bad one)."""
+    filters = {
+        "ids": _filter("ids", ids),
+        "types": _filter("types", types),
+        "outcomes": _filter("outcomes", outcomes),
+    }
+    unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
+    if unknown:
+        raise InvalidInput(
+            "outcomes",
+            f"must be among {', '.join(poolsplit.OUTCOMES)}, got {unknown[0]!r}",
+        )
+    if type(summary) is not bool:
+        raise InvalidInput("summary", f"must be a bool, got {summary!r}")
+    return filters
+
+
 def _filter(field: str, values: Iterable[str] | None) -> builtins.list[str] | None:
     """An explain filter: None, or a list of str (not a bare str)."""
     if values is None:
@@ -890,6 +913,23 @@ def _duplicate(
         if isinstance(value, dict) and _memory_key(value) == key:
             return value
     return None
+
+
+def _stored_memories(
+    tx: WriteTx,
+    keys: Iterable[tuple[str, object, str] | None],
+    ignore: Container[str],
+) -> dict[tuple[str, object, str], str]:
+    """The active stored entries of the keys' types (not ``ignore``d), by
+    memory key: one read for a whole import."""
+    kinds = sorted({key[0] for key in keys if key is not None})
+    stored: dict[tuple[str, object, str], str] = {}
+    for row in tx.candidates(kinds) if kinds else ():
+        value = _parse(row)
+        key = _memory_key(value) if isinstance(value, dict) else None
+        if key is not None and row.id not in ignore:
+            stored.setdefault(key, row.id)
+    return stored
 
 
 def _idempotent(ident: str) -> str:
@@ -1321,19 +1361,7 @@ class Store:
             InvalidInput: a bad context or filter (named).
         """
         context = _context(message, tags, project)
-        filters = {
-            "ids": _filter("ids", ids),
-            "types": _filter("types", types),
-            "outcomes": _filter("outcomes", outcomes),
-        }
-        unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
-        if unknown:
-            raise InvalidInput(
-                "outcomes",
-                f"must be among {', '.join(poolsplit.OUTCOMES)}, got {unknown[0]!r}",
-            )
-        if type(summary) is not bool:
-            raise InvalidInput("summary", f"must be a bool, got {summary!r}")
+        filters = _explain_filters(ids, types, outcomes, summary)
         snap = self._snapshot()
         pools, unused = self._explained_pools(snap)
         report = poolsplit.explain(
@@ -1499,13 +1527,7 @@ class Store:
         entry. Lines of one file are not compared with each other: a backup
         is restored as it was written."""
         keys = {ident: _memory_key(entry) for ident, entry in entries.items()}
-        kinds = sorted({key[0] for key in keys.values() if key is not None})
-        stored: dict[tuple[str, object, str], str] = {}
-        for row in tx.candidates(kinds) if kinds else ():
-            value = _parse(row)
-            key = _memory_key(value) if isinstance(value, dict) else None
-            if key is not None and row.id not in entries:
-                stored.setdefault(key, row.id)
+        stored = _stored_memories(tx, keys.values(), entries)
         same_as = {
             ident: stored[key]
             for ident, key in keys.items()
