@@ -114,10 +114,12 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
-    def containing(self, kind: str, text: str) -> list[Stored]:
-        """The active rows of type ``kind`` whose body contains ``text`` (any
-        case on SQLite, whose LIKE folds ASCII; the caller compares exactly)."""
-        pattern = "%" + "".join("\\" + c if c in "%_\\" else c for c in text) + "%"
+    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]:
+        """The active rows of type ``kind`` whose content holds ``words`` in
+        this order (as the body spells them; SQLite's LIKE also folds ASCII
+        case): the few rows a duplicate check compares exactly."""
+        escaped = ("".join("\\" + c if c in "%_\\" else c for c in w) for w in words)
+        pattern = '%"content":"%' + "%".join(escaped) + '%"%'
         sql = (
             f"{_READ} WHERE namespace = ? AND status = 'active' AND type = ? "
             "AND body LIKE ? ESCAPE '\\'"
