@@ -15,7 +15,9 @@ from __future__ import annotations
 from poolsplit_memory.store import (
     DEFAULT_MAX_ENTRY_TOKENS,
     DEFAULT_POOLS,
+    REMEMBER_DESCRIPTION,
     SPILL_OVER,
+    Imported,
     InvalidInput,
     Loadable,
     Page,
@@ -37,7 +39,9 @@ from poolsplit_memory.store import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
+    "Imported",
     "InvalidInput",
     "Loadable",
     "Page",

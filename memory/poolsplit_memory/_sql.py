@@ -114,6 +114,18 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
+    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]:
+        """The active rows of type ``kind`` whose content holds ``words`` in
+        this order (as the body spells them; SQLite's LIKE also folds ASCII
+        case): the few rows a duplicate check compares exactly."""
+        escaped = ("".join("\\" + c if c in "%_\\" else c for c in w) for w in words)
+        pattern = '%"content":"%' + "%".join(escaped) + '%"%'
+        sql = (
+            f"{_READ} WHERE namespace = ? AND status = 'active' AND type = ? "
+            "AND body LIKE ? ESCAPE '\\'"
+        )
+        return self._rows(sql, (self._namespace, kind, pattern))
+
     def existing(self, idents: Sequence[str]) -> set[str]:
         """Which of these ids this namespace holds (reads the id index only)."""
         found: set[str] = set()

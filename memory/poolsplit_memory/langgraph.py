@@ -87,6 +87,7 @@ from poolsplit import (
 
 from poolsplit_memory import (
     DEFAULT_MAX_ENTRY_TOKENS,
+    REMEMBER_DESCRIPTION,
     InvalidInput,
     build_entry,
     check_entry,
@@ -648,12 +649,7 @@ def memory_node(
 # The agent writes memories back
 # ===========================================================================
 
-_TOOL_DESCRIPTION: Final = """Save a memory that later turns will see.
-
-Use type "correction" with scope "always" for a rule the user gave you that
-must apply on every turn; "task" for open work, "fact" for a durable fact,
-"skill" for a how-to, "episode" for what happened. Returns the memory's id
-and any warnings about it."""
+_TOOL_DESCRIPTION: Final = REMEMBER_DESCRIPTION  # the MCP tool's guidance too
 
 
 def remember_tool(

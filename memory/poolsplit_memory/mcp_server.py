@@ -1,6 +1,7 @@
 """poolsplit-mcp: the memory store served to MCP clients over stdio.
 
     poolsplit-mcp [--db URL] [--namespace NAME] [--pools FILE] [--ephemeral]
+    poolsplit-mcp --version
 
 Without ``--db`` the store is ``$XDG_DATA_HOME/poolsplit/memory.db`` (else
 ``~/.local/share/poolsplit/memory.db``), its folder created, the path printed
@@ -11,13 +12,17 @@ refused unless ``--ephemeral`` asks for it. A pools file goes through
 pools file or a ``--db`` that cannot be opened is one line on standard error
 and exit status 2, before anything is served.
 
-Tools (``mcp`` 2.x ``MCPServer``), each with an output schema; each result's
-text is the JSON of its structured content, except ``recall`` and ``explain``,
-whose text is what the model reads:
+Tools (``mcp`` 2.x ``MCPServer``), each with an input and an output schema
+and annotations; each result's text is the JSON of its structured content,
+except ``recall`` and ``explain``, whose text is what the model reads:
 
 - ``remember(content, type="note", scope=None, tags=[], project=None,
-  base_priority=None, supersedes=None, key=None)`` -> ``{"id", "warnings"}``
-- ``recall(message, tags=[], project=None)`` -> the rendered pools;
+  base_priority=None, supersedes=None, key=None)`` -> ``{"id", "warnings"}``;
+  the same content, type and scope as an active entry writes nothing and
+  returns that entry's id with an ``idempotent`` warning
+- ``recall(message, tags=[], project=None)`` -> the rendered pools, each
+  entry as ``- [id] content``, then every warning and skipped row (a plain
+  sentence when nothing is stored);
   ``{"pools": {name: [ids]}, "skipped": [{"id", "reason"}], "warnings"}``
 - ``get(id)`` -> ``{"entry": {...} or null}``
 - ``list(type=None, limit=50, cursor=None)`` -> ``{"entries", "next_cursor"}``
@@ -26,39 +31,70 @@ whose text is what the model reads:
   unchanged; ``scope``, ``tags``, ``project`` or ``base_priority`` sent as
   ``null`` removes that key
 - ``forget(id)`` -> ``{"forgotten": true or false, "warnings": [...]}``
-- ``explain(message, tags=[], project=None)`` -> the explain table;
-  ``{"table": ...}``
+- ``explain(message, tags=[], project=None, ids=None, types=None,
+  outcomes=None, summary=true)`` -> the explain table, at most
+  ``EXPLAIN_LIMIT`` characters (a longer one is cut at a line and says how
+  to ask for less); ``{"table": ..., "cut": bool}``
 
-Every failure is a tool error of one line: ``field: what is wrong`` for bad
-input (an unknown argument or a wrong type too, checked before the tool runs,
-so nothing is written), the cause for an operational failure (``database
-unreachable``, ``database is locked``, ``disk full``...), and ``internal
-error: Type: message`` for anything unexpected (its traceback on stderr).
+Arguments: a number may be sent as a string that spells it (``"9"``), a
+list as a string that spells it in JSON (``'["a"]'``); any other string for
+a number or a list is refused, and a string parameter keeps the string as
+sent (``"null"`` is the four letters). Every failure is a tool error of one
+line: ``field: what is wrong`` for bad input (an unknown argument or a wrong
+type too, checked before the tool runs, so nothing is written), the cause
+for an operational failure (``database unreachable``, ``database is
+locked``, ``disk full``...), and ``internal error: Type: message`` for
+anything unexpected (its traceback on stderr). A request line the SDK cannot
+read (invalid UTF-8, invalid JSON, a lone surrogate, nesting past what the
+SDK parses) is answered with one JSON-RPC error, never ignored.
+
+The server declares the logging capability: ``logging/setLevel`` sets the
+lowest level sent (default ``warning``), and each warning a write or recall
+returns is also sent as a ``warning`` log notification.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextvars
-import inspect
+import functools
 import json
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
 
 import poolsplit
 
-from poolsplit_memory import InvalidInput, Store, StoreError, open_store
-from poolsplit_memory.store import is_ephemeral, parse_url
+from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
+from poolsplit_memory.store import REMEMBER_DESCRIPTION, is_ephemeral, parse_url
 
 try:
+    import anyio
+    from mcp.server.connection import allowed_log_levels
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-    from mcp.server.mcpserver import MCPServer
-    from mcp_types import CallToolResult, TextContent
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp_types import (
+        INVALID_REQUEST,
+        PARSE_ERROR,
+        CallToolResult,
+        EmptyResult,
+        ErrorData,
+        JSONRPCError,
+        LoggingMessageNotification,
+        LoggingMessageNotificationParams,
+        SetLevelRequestParams,
+        TextContent,
+        ToolAnnotations,
+        jsonrpc_message_adapter,
+    )
+    from pydantic import Field, ValidationError, WithJsonSchema, WrapValidator
     from typing_extensions import TypedDict  # pydantic's TypedDict before 3.12
 
     _MCP_MISSING: ModuleNotFoundError | None = None
@@ -67,19 +103,21 @@ except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says 
 
     _MCP_MISSING = exc
 
-__all__ = ["build_server", "default_db_path", "main"]
+__all__ = ["EXPLAIN_LIMIT", "StoreResolver", "build_server", "default_db_path", "main"]
 
 _PROG = "poolsplit-mcp"
 _INSTRUCTIONS = (
     "Call recall with the user's message before answering and follow what it "
     "returns; remember corrections with type='correction' and scope='always'."
 )
+# The most characters explain returns (text and structured copy alike): about
+# 4,000 tokens, a page a chat client shows whole. A longer table is cut at a
+# line, and says so and how to ask for less.
+EXPLAIN_LIMIT = 16_000
 
-# The arguments the client actually sent with the current tools/call, set by
-# the argument check below (``update`` tells "left out" from "null" by them).
-_sent_arguments: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
-    "poolsplit_mcp_sent_arguments", default=frozenset()
-)
+# How a tool finds its store, once per request: stdio serves the one store
+# the server holds; a transport with tenants maps the request to theirs.
+StoreResolver = Callable[["Context[Any, Any]"], Store]
 
 
 # ---------------------------------------------------------------------------
@@ -175,19 +213,60 @@ def _guarded(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]
 
     The SDK would report an exception as ``Error executing tool X`` (the cause
     on the server's stderr only); a result with ``is_error`` passes unchanged.
-    The signature is kept, so the SDK builds the same schemas from it.
+    ``functools.wraps`` keeps the signature the SDK builds the schema from.
     """
 
+    @functools.wraps(fn)
     def tool(*args: Any, **kwargs: Any) -> CallToolResult:
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
             return _tool_error(_error_text(exc))
 
-    tool.__name__ = fn.__name__
-    tool.__doc__ = fn.__doc__
-    tool.__signature__ = inspect.signature(fn, eval_str=True)  # type: ignore[attr-defined]
     return tool
+
+
+def _store(ctx: Context[Any, Any]) -> Store:
+    """The store of this request, from the resolver the server holds."""
+    resolve: StoreResolver = ctx.request_context.lifespan_context
+    return resolve(ctx)
+
+
+def _sent(ctx: Context[Any, Any]) -> frozenset[str]:
+    """The argument names the client sent (``update`` tells "left out" from
+    "null" by them)."""
+    params = ctx.request_context.params or {}
+    arguments = params.get("arguments") if isinstance(params, Mapping) else None
+    return frozenset(arguments) if isinstance(arguments, Mapping) else frozenset()
+
+
+# ---------------------------------------------------------------------------
+# Argument types: what the schemas advertise is what the tools take
+
+
+def _none_or(value: Any, handler: Callable[[Any], Any]) -> Any:
+    return None if value is None else handler(value)
+
+
+if TYPE_CHECKING:
+    _Text = Optional[str]
+    _Scope = Optional[Literal["always"]]
+elif _MCP_MISSING is None:
+    # A str that may be null, declared as ``str`` so that the SDK's argument
+    # pre-parse (which reads a string as JSON for any other annotation) keeps
+    # the string "null" a string.
+    _Text = Annotated[
+        str,
+        WrapValidator(_none_or),
+        WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+    ]
+    _Scope = Annotated[
+        Optional[Literal["always"]],
+        WithJsonSchema({"anyOf": [{"enum": ["always"]}, {"type": "null"}]}),
+    ]
+
+_NUMBER_NOTE = ' (a number, or a string spelling one: "9")'
+_LIST_NOTE = " (a list, or a JSON string of one: '[\"a\"]')"
 
 
 # ---------------------------------------------------------------------------
@@ -231,6 +310,264 @@ class ForgetResult(TypedDict):
 
 class ExplainResult(TypedDict):
     table: str
+    cut: bool
+
+
+# ---------------------------------------------------------------------------
+# The tools: module-level functions over the store of each request
+
+
+@_guarded
+def remember(
+    ctx: Context[Any, Any],
+    content: Annotated[str, Field(description="what to remember")],
+    type: Annotated[
+        str,
+        Field(
+            description="entry type: correction, task, fact, skill, growth, "
+            "episode, or note (the default)"
+        ),
+    ] = "note",
+    scope: Annotated[
+        _Scope,
+        Field(
+            description='"always": loaded on every recall, outside every cap '
+            "(a rule the user gave that must apply every turn)"
+        ),
+    ] = None,
+    tags: Annotated[list[str], Field(description="tags" + _LIST_NOTE)] = [],  # noqa: B006
+    project: Annotated[_Text, Field(description="project")] = None,
+    base_priority: Annotated[
+        float | None, Field(description="priority, default 5" + _NUMBER_NOTE)
+    ] = None,
+    supersedes: Annotated[
+        _Text, Field(description="id of the active entry this one replaces")
+    ] = None,
+    key: Annotated[
+        _Text,
+        Field(
+            description="a client key: a retry with the same key and content "
+            "returns the first call's id and writes nothing"
+        ),
+    ] = None,
+) -> Annotated[CallToolResult, RememberResult]:
+    written = _store(ctx).remember(
+        content,
+        type=type,
+        scope=scope,
+        tags=tuple(tags),
+        project=project,
+        base_priority=base_priority,
+        supersedes=supersedes,
+        key=key,
+    )
+    return _result({"id": written.id, "warnings": list(written.warnings)})
+
+
+@_guarded
+def recall(
+    ctx: Context[Any, Any],
+    message: Annotated[str, Field(description="the user's message")],
+    tags: Annotated[
+        list[str], Field(description="tags of the current context" + _LIST_NOTE)
+    ] = [],  # noqa: B006 (the schema's default; never mutated)
+    project: Annotated[_Text, Field(description="the current project")] = None,
+) -> Annotated[CallToolResult, RecallResult]:
+    """The entries to inject for this context, per pool, each with its id
+    ([id]) to update or forget it, then any warnings."""
+    got = _store(ctx).recall(message, tags=tuple(tags), project=project)
+    return _result(got.to_dict(), got.chat_text())
+
+
+@_guarded
+def get(
+    ctx: Context[Any, Any],
+    id: Annotated[str, Field(description="an entry's id")],
+) -> Annotated[CallToolResult, GetResult]:
+    """One entry by id, or null when this namespace has none."""
+    return _result({"entry": _store(ctx).get(id)})
+
+
+@_guarded
+def list_(
+    ctx: Context[Any, Any],
+    type: Annotated[_Text, Field(description="only entries of this type")] = None,
+    limit: Annotated[
+        int, Field(ge=1, le=500, description="entries per page" + _NUMBER_NOTE)
+    ] = 50,
+    cursor: Annotated[
+        _Text, Field(description="next_cursor of the previous page")
+    ] = None,
+) -> Annotated[CallToolResult, ListResult]:
+    """Entries in a stable order, a page at a time; each once across pages."""
+    page = _store(ctx).list(type=type, limit=limit, cursor=cursor)
+    return _result({"entries": page.entries, "next_cursor": page.next_cursor})
+
+
+@_guarded
+def update(
+    ctx: Context[Any, Any],
+    id: Annotated[str, Field(description="the entry's id")],
+    content: Annotated[_Text, Field(description="new content")] = None,
+    type: Annotated[_Text, Field(description="new type")] = None,
+    scope: Annotated[_Scope, Field(description='"always", or null to remove')] = None,
+    tags: Annotated[
+        list[str] | None,
+        Field(description="new tags, or null to remove" + _LIST_NOTE),
+    ] = None,
+    project: Annotated[
+        _Text, Field(description="new project, or null to remove")
+    ] = None,
+    base_priority: Annotated[
+        float | None,
+        Field(description="new priority, or null to remove" + _NUMBER_NOTE),
+    ] = None,
+) -> Annotated[CallToolResult, UpdateResult]:
+    """Change fields of one entry; an argument left out stays as it is. A
+    change that would make it the same memory as another active entry is
+    refused (forget one of them instead)."""
+    sent = _sent(ctx)
+    given = {
+        "content": content,
+        "type": type,
+        "scope": scope,
+        "tags": None if tags is None else tuple(tags),
+        "project": project,
+        "base_priority": base_priority,
+    }
+    changes: dict[str, Any] = {
+        field: value
+        for field, value in given.items()
+        if value is not None or (field in sent and field not in ("content", "type"))
+    }
+    updated = _store(ctx).update(id, **changes)
+    return _result({"entry": updated.entry, "warnings": list(updated.warnings)})
+
+
+@_guarded
+def forget(
+    ctx: Context[Any, Any],
+    id: Annotated[str, Field(description="an entry's id")],
+) -> Annotated[CallToolResult, ForgetResult]:
+    """Delete an entry (and those it superseded); false if there is none."""
+    store = _store(ctx)
+    forgotten = store.forget(id)
+    warnings = []
+    if store.scrub_pending:
+        warnings.append(
+            "forget: deleted, but the content stays in the SQLite -wal file "
+            "while another connection holds a read open; the server "
+            "removes it on its next call after that read ends, or at exit"
+        )
+    return _result({"forgotten": forgotten, "warnings": warnings})
+
+
+@_guarded
+def explain(
+    ctx: Context[Any, Any],
+    message: Annotated[str, Field(description="the user's message")],
+    tags: Annotated[
+        list[str], Field(description="tags of the current context" + _LIST_NOTE)
+    ] = [],  # noqa: B006 (the schema's default; never mutated)
+    project: Annotated[_Text, Field(description="the current project")] = None,
+    ids: Annotated[
+        list[str] | None, Field(description="only these entries' rows")
+    ] = None,
+    types: Annotated[
+        list[str] | None, Field(description="only rows of these types")
+    ] = None,
+    outcomes: Annotated[
+        list[str] | None,
+        Field(
+            description="only rows with one of these outcomes: "
+            + ", ".join(poolsplit.OUTCOMES)
+        ),
+    ] = None,
+    summary: Annotated[
+        bool,
+        Field(
+            description="true (the default): the count of each outcome, the "
+            "pools and the warnings, without a row per entry"
+        ),
+    ] = True,
+) -> Annotated[CallToolResult, ExplainResult]:
+    """Why entries were or were not selected, per pool: a summary by
+    default; filter by ids, types or outcomes with summary=false for rows.
+    At most EXPLAIN_LIMIT characters."""
+    table = _store(ctx).explain(
+        message,
+        tags=tuple(tags),
+        project=project,
+        ids=ids,
+        types=types,
+        outcomes=outcomes,
+        summary=summary,
+    )
+    text, cut = _bounded(table, EXPLAIN_LIMIT)
+    return _result({"table": text, "cut": cut}, text)
+
+
+def _bounded(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut at a line to at most ``limit`` characters, the last line
+    saying what was cut and how to ask for less; and whether it was cut."""
+    if len(text) <= limit:
+        return text, False
+    lines = text.splitlines(keepends=True)
+    note = (
+        f"[cut: the table has {len(text):,} characters and {len(lines):,} lines; "
+        "the rest is left out. Ask explain for less: summary=true, or ids, "
+        "types or outcomes]\n"
+    )
+    kept, size = [], len(note)
+    for line in lines:
+        if size + len(line) > limit:
+            break
+        kept.append(line)
+        size += len(line)
+    return "".join(kept) + note, True
+
+
+# The shared guidance, and what only the store does: identical memories.
+_REMEMBER = (
+    REMEMBER_DESCRIPTION
+    + " Saving a memory already stored (the same content, type and scope)"
+    ' returns its id with an "idempotent" warning and writes nothing.'
+)
+
+
+def _tools() -> list[Tool]:
+    """Each tool, and what it promises a client (MCP tool annotations):
+    reading tools change nothing; remember, update and forget repeated with
+    the same arguments change nothing more; update overwrites, forget
+    deletes. None reaches outside the store."""
+
+    def hints(read: bool, destroys: bool = False) -> ToolAnnotations:
+        return ToolAnnotations(
+            read_only_hint=read,
+            destructive_hint=None if read else destroys,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+
+    chosen = (
+        (remember, "remember", _REMEMBER, hints(False)),
+        (recall, "recall", None, hints(True)),
+        (get, "get", None, hints(True)),
+        (list_, "list", None, hints(True)),
+        (update, "update", None, hints(False, destroys=True)),
+        (forget, "forget", None, hints(False, destroys=True)),
+        (explain, "explain", None, hints(True)),
+    )
+    return [
+        Tool.from_function(
+            fn,
+            name=name,
+            description=description,
+            annotations=annotations,
+            structured_output=True,
+        )
+        for fn, name, description, annotations in chosen
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -238,92 +575,183 @@ class ExplainResult(TypedDict):
 
 
 class _CheckArguments:
-    """Server middleware: a tools/call with bad arguments fails before the tool.
+    """Server middleware: the checks the SDK does not make, before a tool runs.
 
     The SDK ignores an argument the tool lacks, so a misspelt ``supercedes``
-    would store a second entry that retires nothing; and it reports a wrong
-    type as a multi-line pydantic dump. Here both are one-line tool errors
-    naming the field, the tool never runs, and nothing is written. The
-    arguments sent are kept for the call (``update`` reads which were sent).
+    would store a second entry that retires nothing; it reads a string sent
+    for a number or a list as JSON, so ``"null"`` became null; and it reports
+    a wrong type as a multi-line dump. Here an unknown argument is refused; a
+    string sent for a number or list parameter is read as the JSON it spells
+    only when that is a number or list the parameter takes (else refused);
+    then the SDK's own argument model of the tool validates the call, and a
+    failure is a one-line tool error naming the field. The tool never runs
+    on a refused call, so nothing is written.
     """
 
-    def __init__(self, tools: Mapping[str, Callable[..., Any]]) -> None:
-        self.parameters = {
-            name: frozenset(inspect.signature(fn).parameters)
-            for name, fn in tools.items()
-        }
-        self.models = {name: _arguments_model(name, fn) for name, fn in tools.items()}
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        params = ctx.params or {}
+        params = ctx.params
         name = params.get("name") if isinstance(params, Mapping) else None
-        if ctx.method != "tools/call" or name not in self.parameters:
+        arguments = params.get("arguments") if isinstance(params, Mapping) else None
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if ctx.method != "tools/call" or tool is None:
             return await call_next(ctx)
-        arguments = params.get("arguments") or {}
-        if not isinstance(arguments, Mapping):
-            return _tool_error(
-                f"arguments must be an object, got {type(arguments).__name__}"
-            )
-        known = self.parameters[name]
-        unknown = sorted(set(arguments) - known)
-        if unknown:
-            return _tool_error(
-                f"{unknown[0]}: unknown argument of {name}; expected "
-                f"{', '.join(sorted(known))}"
-            )
-        model = self.models[name]
+        if not isinstance(arguments, Mapping):  # absent or not an object
+            return await call_next(ctx)  # the SDK's own answer
         try:
-            model.model_validate(_json_in_strings(model, arguments))
+            read = _read_arguments(tool, arguments)
+            tool.fn_metadata.arg_model.model_validate(read)
+        except InvalidInput as exc:
+            return _tool_error(str(exc))
         except ValidationError as exc:
-            return _tool_error(
-                "; ".join(
-                    f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: "
-                    f"{error['msg']}"
-                    for error in exc.errors()
-                )
-            )
-        token = _sent_arguments.set(frozenset(arguments))
-        try:
-            return await call_next(ctx)
-        finally:
-            _sent_arguments.reset(token)
+            return _tool_error(_validation_line(exc))
+        assert isinstance(params, Mapping)
+        return await call_next(replace(ctx, params={**params, "arguments": read}))
 
 
-def _json_in_strings(
-    model: type[BaseModel], arguments: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The arguments as the SDK will validate them: a list or object sent as
-    a JSON string (some clients do) parsed, for a parameter that is not a str.
+def _read_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments with a number or list sent as a string read as its JSON.
 
-    The SDK's own rule (``FuncMetadata.pre_parse_json``), so that this check
-    and the SDK's accept the same calls.
+    Raises:
+        InvalidInput: an argument the tool lacks, or a string sent for a
+            number or list parameter that does not spell one.
     """
-    parsed = dict(arguments)
-    for key, value in arguments.items():
-        field = model.model_fields.get(key)
-        if field is None or not isinstance(value, str) or field.annotation is str:
+    properties: dict[str, Any] = tool.parameters.get("properties", {})
+    read = dict(arguments)
+    for field, value in arguments.items():
+        schema = properties.get(field)
+        if schema is None:
+            raise InvalidInput(
+                field,
+                f"unknown argument of {tool.name}; expected "
+                f"{', '.join(sorted(properties))}",
+            )
+        kinds = _kinds(schema)
+        if not isinstance(value, str) or "string" in kinds:
             continue
         try:
-            loaded = json.loads(value)
+            spelt = json.loads(value)
         except (ValueError, RecursionError):
-            continue
-        if not isinstance(loaded, (str, int, float)):
-            parsed[key] = loaded
-    return parsed
+            spelt = None
+        if _kind_of(spelt) not in kinds - {"null"}:
+            taken = " or ".join(sorted(kinds - {"null"}))
+            raise InvalidInput(
+                field,
+                f"must be {taken} (or a string spelling one), got {_quoted(value)}",
+            )
+        read[field] = spelt
+    return read
 
 
-def _arguments_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:
-    """A pydantic model of ``fn``'s parameters (the SDK's rules, one-line errors)."""
-    fields: dict[str, Any] = {}
-    for parameter in inspect.signature(fn, eval_str=True).parameters.values():
-        default = (
-            ... if parameter.default is inspect.Parameter.empty else parameter.default
+def _kinds(schema: Mapping[str, Any]) -> set[str]:
+    """The JSON types a property's schema takes (``integer`` counts as
+    ``number``; an ``enum`` of strings as ``string``)."""
+    found: set[str] = set()
+    for option in schema.get("anyOf", [schema]):
+        kind = option.get("type")
+        if kind is None and "enum" in option:
+            kind = "string"
+        if kind is not None:
+            found.add("number" if kind == "integer" else kind)
+    return found
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return "boolean" if value is not None else "null"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _quoted(value: str) -> str:
+    return (
+        repr(value)
+        if len(value) <= 40
+        else f"{value[:20]!r}...({len(value)} characters)"
+    )
+
+
+def _validation_line(exc: ValidationError) -> str:
+    """Pydantic's errors as ``field: message; field: message``."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+        for error in exc.errors()
+    )
+
+
+# ---------------------------------------------------------------------------
+# Logging: logging/setLevel, and each warning sent as a notification
+
+_LEVELS: tuple[str, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+
+class _Logging:
+    """The logging capability: the level ``logging/setLevel`` chose (per
+    server; stdio has one connection), and the server middleware that sends
+    each warning of a tool result as a ``warning`` notification when that
+    level allows it (and, on 2026-07-28 connections, the request opted in,
+    as the SDK's ``allowed_log_levels`` says)."""
+
+    def __init__(self) -> None:
+        self.level = "warning"
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        self.level = params.level
+        return EmptyResult()
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "tools/call" and self.sends("warning", ctx):
+            for warning in _warnings_of(result):
+                await ctx.session.send_notification(
+                    LoggingMessageNotification(
+                        params=LoggingMessageNotificationParams(
+                            level="warning", logger=_PROG, data=warning
+                        )
+                    ),
+                    related_request_id=ctx.request_id,
+                )
+        return result
+
+    def sends(self, level: str, ctx: ServerRequestContext[Any, Any]) -> bool:
+        allowed = allowed_log_levels(
+            ctx.protocol_version, ctx.params and ctx.params.get("_meta")
         )
-        fields[parameter.name] = (parameter.annotation, default)
-    return create_model(
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        return level in allowed and _LEVELS.index(level) >= _LEVELS.index(self.level)
+
+
+def _warnings_of(result: object) -> list[str]:
+    """The ``warnings`` of a tool result, as the wire dict or the model."""
+    structured = (
+        result.get("structuredContent")
+        if isinstance(result, Mapping)
+        else getattr(result, "structured_content", None)
+    )
+    warnings = structured.get("warnings") if isinstance(structured, Mapping) else None
+    return (
+        [w for w in warnings if isinstance(w, str)]
+        if isinstance(warnings, list)
+        else []
     )
 
 
@@ -331,164 +759,177 @@ def _arguments_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:
 # The server
 
 
-def build_server(store: Store) -> MCPServer[Any]:
-    """The MCP server with the seven memory tools over ``store``."""
+def _holding(store: Store | None) -> StoreResolver:
+    """The resolver of a server holding one store."""
+    assert store is not None
 
-    def remember(
-        content: Annotated[str, Field(description="what to remember")],
-        type: Annotated[
-            str, Field(description="entry type: correction, task, fact, skill, ...")
-        ] = "note",
-        scope: Annotated[
-            str | None,
-            Field(description='"always": loaded on every recall, outside every cap'),
-        ] = None,
-        tags: Annotated[list[str], Field(description="tags")] = [],  # noqa: B006
-        project: Annotated[str | None, Field(description="project")] = None,
-        base_priority: Annotated[
-            float | None,
-            Field(strict=True, description="priority, default 5"),
-        ] = None,
-        supersedes: Annotated[
-            str | None,
-            Field(description="id of the active entry this one replaces"),
-        ] = None,
-        key: Annotated[
-            str | None,
-            Field(
-                description="a client key: a retry with the same key and content "
-                "returns the first call's id and writes nothing"
-            ),
-        ] = None,
-    ) -> Annotated[CallToolResult, RememberResult]:
-        """Store a memory entry; returns its new id and any warnings."""
-        written = store.remember(
-            content,
-            type=type,
-            scope=scope,
-            tags=tuple(tags),
-            project=project,
-            base_priority=base_priority,
-            supersedes=supersedes,
-            key=key,
-        )
-        return _result({"id": written.id, "warnings": list(written.warnings)})
+    def resolve(_ctx: Context[Any, Any]) -> Store:
+        return store
 
-    def recall(
-        message: Annotated[str, Field(description="the user's message")],
-        tags: Annotated[
-            list[str], Field(description="tags of the current context")
-        ] = [],  # noqa: B006 (the schema's default; never mutated)
-        project: Annotated[str | None, Field(description="the current project")] = None,
-    ) -> Annotated[CallToolResult, RecallResult]:
-        """The entries to inject for this context, rendered per pool."""
-        got = store.recall(message, tags=tuple(tags), project=project)
-        return _result(got.to_dict(), got.text)
+    return resolve
 
-    def get(
-        id: Annotated[str, Field(description="an entry's id")],
-    ) -> Annotated[CallToolResult, GetResult]:
-        """One entry by id, or null when this namespace has none."""
-        return _result({"entry": store.get(id)})
 
-    def list_(
-        type: Annotated[
-            str | None,
-            Field(description="only entries of this type"),
-        ] = None,
-        limit: Annotated[
-            int, Field(strict=True, description="entries per page, 1 to 500")
-        ] = 50,
-        cursor: Annotated[
-            str | None,
-            Field(description="next_cursor of the previous page"),
-        ] = None,
-    ) -> Annotated[CallToolResult, ListResult]:
-        """Entries in a stable order, a page at a time; each once across pages."""
-        page = store.list(type=type, limit=limit, cursor=cursor)
-        return _result({"entries": page.entries, "next_cursor": page.next_cursor})
+def build_server(
+    store: Store | None = None, *, resolve: StoreResolver | None = None
+) -> MCPServer[Any]:
+    """The MCP server with the seven memory tools.
 
-    def update(
-        id: Annotated[str, Field(description="the entry's id")],
-        content: Annotated[str | None, Field(description="new content")] = None,
-        type: Annotated[str | None, Field(description="new type")] = None,
-        scope: Annotated[
-            str | None,
-            Field(description='"always", or null to remove'),
-        ] = None,
-        tags: Annotated[
-            list[str] | None,
-            Field(description="new tags, or null to remove"),
-        ] = None,
-        project: Annotated[
-            str | None,
-            Field(description="new project, or null to remove"),
-        ] = None,
-        base_priority: Annotated[
-            float | None,
-            Field(strict=True, description="new priority, or null to remove"),
-        ] = None,
-    ) -> Annotated[CallToolResult, UpdateResult]:
-        """Change fields of one entry; an argument left out stays as it is."""
-        sent = _sent_arguments.get()
-        changes: dict[str, Any] = {}
-        for field, value in (("content", content), ("type", type)):
-            if value is not None:
-                changes[field] = value
-        removable: dict[str, Any] = {
-            "scope": scope,
-            "tags": None if tags is None else tuple(tags),
-            "project": project,
-            "base_priority": base_priority,
-        }
-        for field, value in removable.items():
-            if value is not None or field in sent:
-                changes[field] = value
-        updated = store.update(id, **changes)
-        return _result({"entry": updated.entry, "warnings": list(updated.warnings)})
+    Give ``store`` (the one store every request uses, as over stdio) or
+    ``resolve``, called once per tool call with its ``Context`` to find the
+    request's store (a transport with tenants maps the caller to theirs).
 
-    def forget(
-        id: Annotated[str, Field(description="an entry's id")],
-    ) -> Annotated[CallToolResult, ForgetResult]:
-        """Delete an entry (and those it superseded); false if there is none."""
-        forgotten = store.forget(id)
-        warnings = []
-        if store.scrub_pending:
-            warnings.append(
-                "forget: deleted, but the content stays in the SQLite -wal file "
-                "while another connection holds a read open; the server "
-                "removes it on its next call after that read ends, or at exit"
-            )
-        return _result({"forgotten": forgotten, "warnings": warnings})
+    Raises:
+        ValueError: neither or both given.
+    """
+    if (store is None) == (resolve is None):
+        raise ValueError("build_server needs store or resolve, not both")
+    resolver = resolve if resolve is not None else _holding(store)
 
-    def explain(
-        message: Annotated[str, Field(description="the user's message")],
-        tags: Annotated[
-            list[str], Field(description="tags of the current context")
-        ] = [],  # noqa: B006 (the schema's default; never mutated)
-        project: Annotated[str | None, Field(description="the current project")] = None,
-    ) -> Annotated[CallToolResult, ExplainResult]:
-        """Why each stored entry was or was not selected, per pool."""
-        table = store.explain(message, tags=tuple(tags), project=project)
-        return _result({"table": table}, table)
+    @asynccontextmanager
+    async def holding(_: MCPServer[Any]) -> AsyncIterator[StoreResolver]:
+        yield resolver
 
-    tools: dict[str, Callable[..., CallToolResult]] = {
-        "remember": remember,
-        "recall": recall,
-        "get": get,
-        "list": list_,
-        "update": update,
-        "forget": forget,
-        "explain": explain,
-    }
+    tools = _tools()
+    logging = _Logging()
     server: MCPServer[Any] = MCPServer(
         "poolsplit-memory",
+        version=__version__,
         instructions=_INSTRUCTIONS,
-        middleware=[_CheckArguments(tools)],
+        tools=tools,
+        lifespan=holding,
+        middleware=[logging, _CheckArguments(tools)],
     )
-    for name, fn in tools.items():
-        server.add_tool(_guarded(fn), name=name, structured_output=True)
+    # MCPServer has no public way to add a request handler; its low-level
+    # server has (the SDK's MCPServer reaches it the same way).
+    server._lowlevel_server.add_request_handler(
+        "logging/setLevel", SetLevelRequestParams, logging.set_level
+    )
     return server
+
+
+# ---------------------------------------------------------------------------
+# Serving over stdio: every line answered
+
+
+def _top_level_id(text: str) -> str | int | None:
+    """The ``id`` member of the JSON object ``text`` starts, found without
+    parsing the rest (a request too deep or broken to parse still has one),
+    or None."""
+    depth, index, in_string = 0, 0, False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            if depth == 1 and text.startswith('"id"', index):
+                after = text[index + 4 :].lstrip()
+                if after.startswith(":"):
+                    try:
+                        value, _ = json.JSONDecoder().raw_decode(after[1:].lstrip())
+                    except ValueError:
+                        return None
+                    ok = isinstance(value, (str, int)) and not isinstance(value, bool)
+                    return value if ok else None
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        index += 1
+    return None
+
+
+def _refusal(raw: bytes) -> JSONRPCError | None:
+    """The JSON-RPC error answering a line the SDK cannot read, or None for a
+    line it reads (or a notification, which gets no answer).
+
+    Invalid UTF-8 is refused (not read with U+FFFD in place of the bytes);
+    invalid JSON is a parse error; a lone surrogate or nesting the SDK's
+    parser refuses is an invalid request, answered with the request's id.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ident = _top_level_id(raw.decode("utf-8", errors="replace"))
+        return _error(
+            ident, PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {exc.start}"
+        )
+    try:
+        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        return None
+    except ValidationError as exc:
+        reason = _unreadable_reason(exc)
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return _error(_top_level_id(text), PARSE_ERROR, f"Parse error: {exc}")
+    except RecursionError:
+        value = None
+    if isinstance(value, dict) and "id" not in value and "method" in value:
+        print(f"{_PROG}: ignored an unreadable notification: {reason}", file=sys.stderr)
+        return None
+    return _error(_top_level_id(text), INVALID_REQUEST, f"Invalid request: {reason}")
+
+
+def _unreadable_reason(exc: ValidationError) -> str:
+    """Why the SDK refused a line, in one short line: its JSON parser's
+    message (a lone surrogate, nesting past its limit), or the shape."""
+    for error in exc.errors():
+        if error["type"] == "json_invalid":
+            return " ".join(str(error["msg"]).split())
+    return "not a JSON-RPC 2.0 request, notification or response"
+
+
+def _error(ident: str | int | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(
+        jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message)
+    )
+
+
+class _Stdin:
+    """The lines of standard input the SDK's stdio transport reads: each line
+    the SDK can read passes as it is; any other is answered here, through the
+    transport's own write stream, and not passed on (the SDK would log it at
+    debug level and never answer)."""
+
+    def __init__(self) -> None:
+        self.lines = anyio.wrap_file(sys.stdin.buffer)
+        self.answer: Callable[[SessionMessage], Any] | None = None
+        self.ready = anyio.Event()
+
+    def __aiter__(self) -> _Stdin:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            raw = await self.lines.readline()
+            if not raw:
+                raise StopAsyncIteration
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():  # a blank line carries no message
+                continue
+            refusal = _refusal(line)
+            if refusal is None:
+                return str(raw.decode("utf-8"))
+            await self.ready.wait()
+            assert self.answer is not None
+            await self.answer(SessionMessage(refusal))
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdio with the SDK's transport, reading stdin through
+    :class:`_Stdin` so that every request line gets an answer."""
+    stdin = _Stdin()
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        stdin.answer = write_stream.send
+        stdin.ready.set()
+        lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
+        await lowlevel.run(
+            read_stream, write_stream, lowlevel.create_initialization_options()
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -521,6 +962,9 @@ def _parser() -> argparse.ArgumentParser:
         "--ephemeral",
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}"
     )
     # --- HTTP (issue 28): poolsplit_memory._http serves, _tokens keeps tokens ---
     http = parser.add_argument_group("HTTP (poolsplit-mcp token --help for tokens)")
@@ -618,7 +1062,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
-        build_server(store).run("stdio")
+        anyio.run(_serve_stdio, build_server(store))
     return 0
 
 

@@ -22,7 +22,18 @@ Decisions where the issue is silent:
   import with ``replace=True`` clears the key of an entry it overwrites;
   export does not carry keys.
 - ``list`` returns every entry of the namespace (retired ones included, for
-  auditing) in insertion order; the cursor is the position after the page.
+  auditing) in insertion order; the cursor is the position after the page,
+  masked and bound to the namespace by a secret of the Store object (it
+  reveals nothing of other namespaces; another namespace's, or another
+  store's or server process's, is refused).
+- Identical memories: a ``remember`` (or an ``import_jsonl`` line) whose
+  content after whitespace normalisation, type and scope equal an active
+  entry stored in the namespace writes nothing and returns that entry's id with an
+  ``idempotent`` warning (a ``supersedes`` then retires its target in
+  favour of that entry). An ``update`` that would make an active entry the
+  same memory as another active one is refused (InvalidInput naming the
+  other id): merging two entries silently would lose one's tags or
+  priority, and keeping both injects the same rule twice.
 - ``forget`` deletes the entry and every entry whose ``superseded_by`` chain
   ends at it (they never load, and usually hold what the user wants gone).
   SQLite overwrites the deleted bytes (``secure_delete``) and truncates the
@@ -66,10 +77,13 @@ Decisions where the issue is silent:
 
 from __future__ import annotations
 
+import base64
 import builtins
 import dataclasses
 import difflib
 import enum
+import hashlib
+import hmac
 import json
 import math
 import numbers
@@ -77,7 +91,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
@@ -91,7 +105,9 @@ from ._index import Index
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
+    "Imported",
     "InvalidInput",
     "Loadable",
     "Page",
@@ -142,6 +158,15 @@ def default_pools(types: Iterable[str]) -> list[Pool]:
     other = tuple(sorted(set(types) - named))
     return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
 
+
+# The remember tool's description, for the MCP server and the LangGraph tool
+# alike: what the model reads before it writes a memory.
+REMEMBER_DESCRIPTION: Final = """Save a memory that later turns will see.
+
+Use type "correction" with scope "always" for a rule the user gave you that
+must apply on every turn; "task" for open work, "fact" for a durable fact,
+"skill" for a how-to, "episode" for what happened. Returns the memory's id
+and any warnings about it."""
 
 # Longest namespace, id, key and type (they are indexed columns).
 _MAX_NAME: Final = 200
@@ -229,6 +254,19 @@ class Updated:
     warnings: list[str]
 
 
+class Imported(int):
+    """What ``import_jsonl`` returns: the count of distinct ids written (an
+    int, as before), and ``warnings``: the lines not written because an
+    active entry already holds the same memory (``line N: idempotent: ...``)."""
+
+    warnings: list[str]
+
+    def __new__(cls, count: int, warnings: Iterable[str] = ()) -> Imported:
+        made = super().__new__(cls, count)
+        made.warnings = list(warnings)
+        return made
+
+
 @dataclass(frozen=True)
 class Page:
     """One page of ``list``; ``next_cursor`` is None after the last page."""
@@ -245,6 +283,10 @@ class Recall:
     pools: dict[str, list[dict[str, Any]]]
     skipped: list[Skipped]
     warnings: list[str]
+    # The always-scope rows of ``skipped`` (and those no pool admits), and
+    # how many active entries the recall chose from.
+    always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
+    loaded: int = 0
 
     def ids(self) -> dict[str, list[str]]:
         """The ids per pool, in pool order."""
@@ -252,6 +294,31 @@ class Recall:
             name: [str(entry.get("id")) for entry in entries]
             for name, entries in self.pools.items()
         }
+
+    def chat_text(self) -> str:
+        """The recall as a chat client shows it to the model: each entry with
+        its id in brackets (``- [id] content``, so the model can update or
+        forget it), the always-scope rows that could not be loaded, every
+        warning and every skipped row; a plain sentence when nothing was
+        recalled (never "")."""
+        text = poolsplit.render(self.pools, ids=True)
+        if not text:
+            text = (
+                "Nothing is stored in this memory yet.\n"
+                if not self.loaded and not self.skipped
+                else "No stored memory was selected for this message.\n"
+            )
+        text += not_loaded(self.always_skipped)
+        named = {s.id for s in self.always_skipped}
+        lines = [f"- warning: {w}" for w in self.warnings]
+        lines += [
+            f"- row {s.id!r} skipped ({s.reason}); fix or forget it"
+            for s in self.skipped
+            if s.id not in named
+        ]
+        if lines:
+            text += "\n## Warnings\n" + "\n".join(lines) + "\n"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """``{"pools": {name: [ids]}, "skipped": [...], "warnings": [...]}``."""
@@ -388,9 +455,16 @@ def build_entry(
     return entry
 
 
-def _check_json_value(field: str, value: object) -> None:
+# Deepest nesting of lists and objects a stored value may have: far past any
+# real entry, well inside Python's recursion limit (a deeper one would fail
+# with a bare RecursionError in a reader instead of a message naming it).
+_MAX_DEPTH: Final = 100
+
+
+def _check_json_value(field: str, value: object, depth: int = 0) -> None:
     """Refuse what one backend would store and another refuse: NUL, lone
-    surrogates, non-finite floats, and values JSON has no form for."""
+    surrogates, non-finite floats, values JSON has no form for, and nesting
+    deeper than ``_MAX_DEPTH``."""
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidInput(field, "must not contain NUL characters (\\x00)")
@@ -405,21 +479,33 @@ def _check_json_value(field: str, value: object) -> None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInput(field, f"must be a finite number, got {value!r}")
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidInput(
-                    field, f"keys must be str, got {type(key).__name__} {key!r}"
-                )
-            _check_json_value(field, key)
-            _check_json_value(field, item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _check_json_value(field, item)
+    elif isinstance(value, (Mapping, list, tuple)):
+        _check_json_container(field, value, depth)
     else:
         raise InvalidInput(
             field, f"must be a JSON value, got {type(value).__name__} {value!r}"
         )
+
+
+def _check_json_container(
+    field: str,
+    value: Mapping[object, object] | list[object] | tuple[object, ...],
+    depth: int,
+) -> None:
+    """Each key and item of a list or object, at most ``_MAX_DEPTH`` deep."""
+    if depth >= _MAX_DEPTH:
+        raise InvalidInput(field, f"is nested deeper than {_MAX_DEPTH} levels")
+    if not isinstance(value, Mapping):
+        for item in value:
+            _check_json_value(field, item, depth + 1)
+        return
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise InvalidInput(
+                field, f"keys must be str, got {type(key).__name__} {key!r}"
+            )
+        _check_json_value(field, key)
+        _check_json_value(field, item, depth + 1)
 
 
 def _content_text(entry: Mapping[str, Any]) -> str:
@@ -634,6 +720,7 @@ class WriteTx(Protocol):
     def superseding(self, idents: Sequence[str]) -> list[str]: ...
     def existing(self, idents: Sequence[str]) -> set[str]: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
+    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]: ...
 
 
 class ReadTx(Protocol):
@@ -721,6 +808,62 @@ def _copied(value: Any) -> Any:
     return value
 
 
+def _explain_filters(
+    ids: Iterable[str] | None,
+    types: Iterable[str] | None,
+    outcomes: Iterable[str] | None,
+    summary: object,
+) -> dict[str, builtins.list[str] | None]:
+    """``explain``'s filters checked (InvalidInput naming the bad one)."""
+    filters = {
+        "ids": _filter("ids", ids),
+        "types": _filter("types", types),
+        "outcomes": _filter("outcomes", outcomes),
+    }
+    unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
+    if unknown:
+        raise InvalidInput(
+            "outcomes",
+            f"must be among {', '.join(poolsplit.OUTCOMES)}, got {unknown[0]!r}",
+        )
+    if type(summary) is not bool:
+        raise InvalidInput("summary", f"must be a bool, got {summary!r}")
+    return filters
+
+
+def _filter(field: str, values: Iterable[str] | None) -> builtins.list[str] | None:
+    """An explain filter: None, or a list of str (not a bare str)."""
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidInput(
+            field, f"must be a list of str or None, got {type(values).__name__}"
+        )
+    chosen = list(values)
+    for value in chosen:
+        if not isinstance(value, str):
+            raise InvalidInput(
+                field, f"must contain only str, got {type(value).__name__} {value!r}"
+            )
+    return chosen
+
+
+def _recalled(got: Mapping[str, Sequence[dict[str, Any]]], snap: _Snapshot) -> Recall:
+    """The :class:`Recall` of a selection from ``snap``: copies of the
+    entries, the text (``poolsplit.render`` and the not-loaded block), what
+    was skipped and the warnings."""
+    chosen = {name: [_copied(e) for e in entries] for name, entries in got.items()}
+    text = poolsplit.render(got) + not_loaded(snap.always_skipped)
+    return Recall(
+        text,
+        chosen,
+        list(snap.skipped),
+        list(snap.warnings),
+        list(snap.always_skipped),
+        len(snap.entries),
+    )
+
+
 def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     if not isinstance(message, str):
         raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
@@ -734,6 +877,67 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
 def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     fields = ("content", "type", "scope", "tags", "project", "base_priority")
     return all(stored.get(f) == new.get(f) for f in fields)
+
+
+def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:
+    """What makes two entries the same memory: type, scope and content with
+    its whitespace normalised; None for an entry that is not active (a
+    retired or inactive entry never loads, so a copy of it is no copy)."""
+    if not default_is_active(entry) or entry.get("superseded_by"):
+        return None
+    content = " ".join(_content_text(entry).split())
+    return (str(entry.get("type") or "note"), entry.get("scope"), content)
+
+
+def _duplicate(
+    tx: WriteTx, entry: Mapping[str, Any], ignore: Iterable[str] = ()
+) -> dict[str, Any] | None:
+    """The active stored entry that is the same memory as ``entry`` (see
+    :func:`_memory_key`), read in the write's own transaction; None if none.
+
+    Reads only the active rows of the entry's type whose body holds the
+    content's words in order."""
+    key = _memory_key(entry)
+    if key is None:
+        return None
+    # The body holds the content's words in order, each as _dumps writes it:
+    # a row without them cannot be the same memory, and the database leaves
+    # it out without sending it (reading every row of the type cost 150 ms
+    # a write at 10,000 entries).
+    words = [json.dumps(w, ensure_ascii=False)[1:-1] for w in key[2].split()]
+    skip = set(ignore)
+    for stored in tx.containing(key[0], words):
+        if stored.id in skip:
+            continue
+        value = _parse(stored)
+        if isinstance(value, dict) and _memory_key(value) == key:
+            return value
+    return None
+
+
+def _stored_memories(
+    tx: WriteTx,
+    keys: Iterable[tuple[str, object, str] | None],
+    ignore: Container[str],
+) -> dict[tuple[str, object, str], str]:
+    """The active stored entries of the keys' types (not ``ignore``d), by
+    memory key: one read for a whole import."""
+    kinds = sorted({key[0] for key in keys if key is not None})
+    stored: dict[tuple[str, object, str], str] = {}
+    for row in tx.candidates(kinds) if kinds else ():
+        value = _parse(row)
+        key = _memory_key(value) if isinstance(value, dict) else None
+        if key is not None and row.id not in ignore:
+            stored.setdefault(key, row.id)
+    return stored
+
+
+def _idempotent(ident: str) -> str:
+    """The warning of a write that found its memory already stored."""
+    return (
+        f"idempotent: an active entry with the same content, type and scope is "
+        f"stored as {ident!r}; nothing new was written"
+    )
 
 
 class Store:
@@ -757,6 +961,7 @@ class Store:
         self._max_entry_tokens = max_entry_tokens
         self._cache: dict[tuple[Pool, ...] | None, _Snapshot] = {}
         self._cache_lock = threading.Lock()
+        self._cursor_key = os.urandom(32)  # list cursors: see _cursor
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -854,6 +1059,9 @@ class Store:
                 first = tx.by_key(key)
                 if first is not None:
                     return self._replay(first, entry, key)
+            same = _duplicate(tx, entry)
+            if same is not None:
+                return self._existing(tx, same, supersedes, warnings)
             if tx.get(entry["id"]) is not None:
                 raise InvalidInput("id", f"{entry['id']!r} is already stored")
             if supersedes is not None:
@@ -871,6 +1079,20 @@ class Store:
         the commit can fail a call whose write landed."""
         snap = _load(None, tx.candidates([]), self.pools)
         return [w for w in snap.warnings if w.startswith("scope: ")]
+
+    def _existing(
+        self,
+        tx: WriteTx,
+        same: dict[str, Any],
+        supersedes: str | None,
+        warnings: builtins.list[str],
+    ) -> Written:
+        """A remember of a memory already stored: the stored entry's id, an
+        ``idempotent`` warning, and ``supersedes`` (if another entry) retired
+        in favour of the stored one."""
+        if supersedes is not None and supersedes != same["id"]:
+            tx.replace(_row(self._retire(tx, supersedes, same["id"])))
+        return Written(same["id"], [*warnings, _idempotent(same["id"])], same)
 
     def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
         stored = _parse(first)
@@ -948,6 +1170,15 @@ class Store:
                 else:
                     entry[field] = value
             warnings = self._check(entry)
+            same = _duplicate(tx, entry, ignore=(id,))
+            if same is not None:
+                raise InvalidInput(
+                    "content",
+                    f"entry {id!r} would become the same memory (content, type "
+                    f"and scope) as active entry {same['id']!r}; forget {id!r} "
+                    "instead, or make them differ",
+                    id=id,
+                )
             tx.replace(_row(entry))
             if entry.get("scope") == _ALWAYS:
                 warnings.extend(self._always_warnings(tx))
@@ -1050,7 +1281,11 @@ class Store:
             raise InvalidInput(
                 "limit", f"must be an int from 1 to {_MAX_PAGE}, got {limit!r}"
             )
-        after = 0 if cursor is None else _cursor_position(cursor)
+        after = (
+            0
+            if cursor is None
+            else _cursor_position(self._cursor_key, self.namespace, cursor)
+        )
         rows = self._backend.read(
             self.namespace, lambda tx: tx.page(type, after, limit + 1)
         )
@@ -1058,7 +1293,7 @@ class Store:
         rows = rows[:limit]
         return Page(
             [_readable(row) for row in rows],
-            str(rows[-1].seq) if more else None,
+            _cursor(self._cursor_key, self.namespace, rows[-1].seq) if more else None,
         )
 
     def recall(
@@ -1099,9 +1334,7 @@ class Store:
                 token_counter=self._token_counter,
                 now=datetime.now(timezone.utc) if now is None else now,
             )
-        chosen = {name: [_copied(e) for e in entries] for name, entries in got.items()}
-        text = poolsplit.render(got) + not_loaded(snap.always_skipped)
-        return Recall(text, chosen, list(snap.skipped), list(snap.warnings))
+        return _recalled(got, snap)
 
     def explain(
         self,
@@ -1110,22 +1343,65 @@ class Store:
         tags: Iterable[str] = (),
         project: str | None = None,
         now: datetime | None = None,
+        ids: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        outcomes: Iterable[str] | None = None,
+        summary: bool = False,
     ) -> str:
-        """``poolsplit.explain``'s table for this context, plus skipped rows."""
+        """``poolsplit.explain``'s table for this context, plus skipped rows.
+
+        ``ids``, ``types`` and ``outcomes`` keep only the matching entries'
+        rows, ``summary`` leaves the rows out (the count of each outcome, the
+        pools and the warnings stay), as in ``poolsplit.explain``. With the
+        default pools, a default pool no active entry has the type of (and
+        an empty spill-over pool) is left out of the table and named in one
+        line, instead of warning that its types are misspelt.
+
+        Raises:
+            InvalidInput: a bad context or filter (named).
+        """
         context = _context(message, tags, project)
+        filters = _explain_filters(ids, types, outcomes, summary)
         snap = self._snapshot()
+        pools, unused = self._explained_pools(snap)
         report = poolsplit.explain(
             snap.entries,
-            self._pools_for(snap),
+            pools,
             context,
             token_counter=self._token_counter,
             now=now,
+            ids=filters["ids"],
+            types=filters["types"],
+            outcomes=filters["outcomes"],
         )
-        text = report.render()
-        if snap.skipped:
-            lines = [f"- {s.id}: {s.reason}" for s in snap.skipped]
-            text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
+        text = report.render(summary=summary).rstrip("\n") + "\n"
+        if unused:
+            text += (
+                f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
+            )
+        skipped = [
+            s for s in snap.skipped if filters["ids"] is None or s.id in filters["ids"]
+        ]
+        if skipped and summary:
+            text += f"\nrows left out: {len(skipped)} (summary=False lists them)\n"
+        elif skipped:
+            lines = [f"- {s.id}: {s.reason}" for s in skipped]
+            text += "\nrows left out:\n" + "\n".join(lines) + "\n"
         return text
+
+    def _explained_pools(
+        self, snap: _Snapshot
+    ) -> tuple[builtins.list[Pool], builtins.list[str]]:
+        """The pools explain shows, and the default ones it leaves out: with
+        the default pools, those no active entry has a type of select nothing
+        (the default pools admit disjoint types), so leaving them out changes
+        no decision and spares a warning that a type is misspelt."""
+        pools = self._pools_for(snap)
+        if self.pools is not None:
+            return pools, []
+        shown = [p for p in pools if not snap.types.isdisjoint(p.types or ())]
+        unused = [p.name for p in pools if p not in shown]
+        return shown or pools[:1], unused
 
     def _pools_for(
         self, snap: _Snapshot, pools: Sequence[Pool] | None = None
@@ -1189,17 +1465,23 @@ class Store:
             dest.write(text)
         return len(lines)
 
-    def import_jsonl(self, source: Source, *, replace: bool = False) -> int:
+    def import_jsonl(self, source: Source, *, replace: bool = False) -> Imported:
         """Store every entry of a JSONL file, all or nothing; return the count
-        of distinct ids written.
+        of distinct ids written (an :class:`Imported`, an int with warnings).
 
         Each line is validated like ``remember``; blank lines are skipped; an
         entry without an ``id`` gets one. A duplicate id inside the file or
         against this namespace is an error naming both lines, unless
         ``replace=True`` (the later line wins; a stored entry is
-        overwritten). A ``superseded_by`` must name an id of the file or of
-        this namespace. Warnings are not returned (the count is); every
-        recall still reports the always-scope total.
+        overwritten). A ``superseded_by`` must name another id of the file or
+        of this namespace. A line that is the same memory (content after
+        whitespace normalisation, type and scope) as an active entry already
+        stored is not written, as ``remember`` does: an ``idempotent``
+        warning names the line and the stored entry, and a ``superseded_by``
+        naming the line is pointed at the stored entry (the file's own lines
+        are not compared: a backup is restored as it was). Other
+        warnings are not returned; every recall still reports the
+        always-scope total.
 
         Raises:
             InvalidInput: the first bad line (``line`` and ``field`` set);
@@ -1208,7 +1490,7 @@ class Store:
         """
         entries, lines = self._read_jsonl(source, replace)
 
-        def work(tx: WriteTx) -> int:
+        def work(tx: WriteTx) -> Imported:
             ids = list(entries)
             stored = tx.existing(ids)
             if stored and not replace:
@@ -1220,31 +1502,82 @@ class Store:
                     line=lines[ident],
                     id=ident,
                 )
-            targets = {
-                e["superseded_by"]: i
-                for i, e in entries.items()
-                if isinstance(e.get("superseded_by"), str) and e["superseded_by"]
-            }
-            known = set(ids) | tx.existing([t for t in targets if t not in entries])
-            for target, ident in targets.items():
-                if target == ident or target not in known:
-                    raise InvalidInput(
-                        "superseded_by",
-                        f"{target!r} is not an entry of the file or of namespace "
-                        f"{self.namespace!r}",
-                        line=lines[ident],
-                        id=ident,
-                    )
+            kept, warnings = self._unique(tx, entries, lines)
+            self._check_targets(tx, kept, lines)
             fresh = []
-            for ident, entry in entries.items():
+            for ident, entry in kept.items():
                 if ident in stored:
                     tx.replace(_row(entry), clear_key=True)
                 else:
                     fresh.append(_row(entry))
             tx.insert_many(fresh)
-            return len(entries)
+            return Imported(len(kept), warnings)
 
         return self._backend.write(self.namespace, work)
+
+    def _unique(
+        self,
+        tx: WriteTx,
+        entries: dict[str, dict[str, Any]],
+        lines: dict[str, int],
+    ) -> tuple[dict[str, dict[str, Any]], builtins.list[str]]:
+        """The lines to write: each one that repeats an active memory already
+        stored is left out with an ``idempotent`` warning, and a
+        ``superseded_by`` naming a left-out line is pointed at the stored
+        entry. Lines of one file are not compared with each other: a backup
+        is restored as it was written."""
+        keys = {ident: _memory_key(entry) for ident, entry in entries.items()}
+        stored = _stored_memories(tx, keys.values(), entries)
+        same_as = {
+            ident: stored[key]
+            for ident, key in keys.items()
+            if key is not None and key in stored
+        }
+        warnings = [
+            f"line {lines[ident]}: {_idempotent(first)}"
+            for ident, first in same_as.items()
+        ]
+        kept = {}
+        for ident, entry in entries.items():
+            if ident in same_as:
+                continue
+            target = entry.get("superseded_by")
+            if isinstance(target, str) and target in same_as:
+                kept[ident] = {**entry, "superseded_by": same_as[target]}
+            else:
+                kept[ident] = entry
+        return kept, warnings
+
+    def _check_targets(
+        self, tx: WriteTx, entries: dict[str, dict[str, Any]], lines: dict[str, int]
+    ) -> None:
+        """Every ``superseded_by`` names another entry of the file or of this
+        namespace (checked per line: an entry retiring itself never loads)."""
+        targets = {
+            ident: entry["superseded_by"]
+            for ident, entry in entries.items()
+            if isinstance(entry.get("superseded_by"), str) and entry["superseded_by"]
+        }
+        outside = sorted({t for t in targets.values() if t not in entries})
+        known = set(entries) | tx.existing(outside)
+        for ident, target in targets.items():
+            if target == ident:
+                raise InvalidInput(
+                    "superseded_by",
+                    f"{ident!r} names the entry itself, so it would retire itself "
+                    "and never load; name the entry that replaces it, or leave "
+                    "superseded_by out",
+                    line=lines[ident],
+                    id=ident,
+                )
+            if target not in known:
+                raise InvalidInput(
+                    "superseded_by",
+                    f"{target!r} is not an entry of the file or of namespace "
+                    f"{self.namespace!r}",
+                    line=lines[ident],
+                    id=ident,
+                )
 
     def _read_jsonl(
         self, source: Source, replace: bool
@@ -1271,6 +1604,13 @@ class Store:
                 raise InvalidInput(
                     None, f"not valid JSON: {exc}", line=number
                 ) from None
+            except RecursionError:
+                raise InvalidInput(
+                    None,
+                    f"is nested too deeply to read (an entry may nest at most "
+                    f"{_MAX_DEPTH} levels)",
+                    line=number,
+                ) from None
             if not isinstance(value, dict):
                 raise InvalidInput(
                     None, f"must be a JSON object, got {_json_kind(value)}", line=number
@@ -1296,24 +1636,52 @@ class Store:
         return entries, lines
 
 
-_MAX_SEQ: Final = 2**63 - 1  # both backends' 64-bit row counter
+# A list cursor: 8 random bytes, the row's position masked by a pad drawn
+# from them, and a tag binding both to the namespace, all keyed by a secret
+# of the Store object. It reveals nothing (not the position, which counts
+# every namespace's rows), and another namespace's or store's is refused.
+_CURSOR_BYTES: Final = 24
 
 
-def _cursor_position(cursor: object) -> int:
-    """The ``seq`` a ``next_cursor`` stands for: a decimal of 1 to 2**63-1
-    without leading zeros, as ``list`` writes it; anything else was not
-    issued by a store (SQLite overflowed on a larger number, PostgreSQL
-    returned an empty page)."""
-    if (
-        isinstance(cursor, str)
-        and cursor.isascii()
-        and cursor.isdigit()
-        and not cursor.startswith("0")
-        and len(cursor) <= len(str(_MAX_SEQ))
-        and int(cursor) <= _MAX_SEQ
-    ):
-        return int(cursor)
-    raise InvalidInput("cursor", f"must be a next_cursor of list, got {cursor!r}")
+def _keyed(key: bytes, label: bytes, *parts: bytes) -> bytes:
+    return hmac.new(key, label + b"\x00".join(parts), hashlib.sha256).digest()[:8]
+
+
+def _cursor(key: bytes, namespace: str, seq: int) -> str:
+    """The ``next_cursor`` standing for the position after row ``seq``."""
+    nonce = os.urandom(8)
+    pad = _keyed(key, b"pad", nonce, namespace.encode())
+    masked = bytes(a ^ b for a, b in zip(seq.to_bytes(8, "big"), pad))
+    tag = _keyed(key, b"tag", nonce, masked, namespace.encode())
+    return base64.urlsafe_b64encode(nonce + masked + tag).decode("ascii")
+
+
+def _cursor_position(key: bytes, namespace: str, cursor: object) -> int:
+    """The position a ``next_cursor`` of this store and namespace stands for.
+
+    Raises:
+        InvalidInput: anything else (another namespace's cursor, another
+            store's or server process's, an edited one).
+    """
+    raw = b""
+    if isinstance(cursor, str) and cursor.isascii():
+        try:
+            raw = base64.urlsafe_b64decode(cursor.encode("ascii"))
+        except ValueError:
+            raw = b""
+    if len(raw) == _CURSOR_BYTES:
+        nonce, masked, tag = raw[:8], raw[8:16], raw[16:]
+        if hmac.compare_digest(
+            tag, _keyed(key, b"tag", nonce, masked, namespace.encode())
+        ):
+            pad = _keyed(key, b"pad", nonce, namespace.encode())
+            return int.from_bytes(bytes(a ^ b for a, b in zip(masked, pad)), "big")
+    raise InvalidInput(
+        "cursor",
+        f"must be a next_cursor that list gave in this namespace, got "
+        f"{_short(cursor)}; a cursor lasts as long as the store (server process) "
+        "that gave it: list again with no cursor",
+    )
 
 
 def _replace_file(path: str, text: str) -> None:

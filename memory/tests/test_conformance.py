@@ -126,7 +126,7 @@ def test_no_operation_crosses_namespaces_that_share_a_prefix(open_, one, other):
 def test_the_same_key_and_id_live_apart_in_two_namespaces(open_, one, other):
     a, b = open_(one), open_(other)
     first = a.remember("same words", key="k", now=NOW)
-    second = b.remember("same words", key="k", now=NOW)
+    second = b.remember("other words", key="k", now=NOW)
     assert first.id != second.id
     out = io.StringIO()
     a.export_jsonl(out)
@@ -593,11 +593,23 @@ def test_bad_list_arguments_are_refused(open_, kwargs, field):
     assert info.value.field == field
 
 
-def test_the_largest_cursor_a_store_could_issue_is_an_empty_last_page(open_):
-    store = open_("ada")
-    store.remember("one", now=NOW)
-    page = store.list(cursor=str(2**63 - 1))
-    assert page.entries == [] and page.next_cursor is None
+def test_a_cursor_belongs_to_its_namespace_and_reveals_no_position(open_):
+    """A cursor of one namespace is refused in another: it is not a position
+    in the file (which would count every namespace's rows)."""
+    ada, bob = open_("ada"), open_("bob")
+    for number in range(3):
+        bob.remember(f"bob {number}", now=NOW)
+    for number in range(3):
+        ada.remember(f"ada {number}", now=NOW)
+    cursor = ada.list(limit=1).next_cursor
+    assert cursor is not None and not cursor.isdigit()
+    with pytest.raises(InvalidInput) as info:
+        bob.list(limit=1, cursor=cursor)
+    assert info.value.field == "cursor"
+    again = ada.list(limit=1).next_cursor
+    assert again != cursor  # no counter: two cursors of one position differ
+    rest = ada.list(limit=5, cursor=again).entries
+    assert [e["content"] for e in rest] == ["ada 1", "ada 2"]
 
 
 @given(
@@ -913,7 +925,7 @@ def test_a_token_count_is_held_to_the_per_entry_limit_and_dropped_by_new_content
 
 def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypatch):
     store = open_("ada")
-    store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    store.remember("x" * 7200, type="correction", scope="always", now=NOW)
     store.remember("y" * 7200, type="correction", scope="always", now=NOW)
     old = store.remember("old", type="correction", now=NOW)
 
@@ -922,7 +934,7 @@ def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypat
 
     monkeypatch.setattr(store._backend, "read", down)
     monkeypatch.setattr(store._backend, "version", down)
-    third = store.remember("y" * 7200, type="correction", scope="always", now=NOW)
+    third = store.remember("z" * 7200, type="correction", scope="always", now=NOW)
     assert any("4000" in w for w in third.warnings)  # read inside the write
     updated = store.update(old.id, scope="always")
     assert any("4000" in w for w in updated.warnings)
@@ -933,11 +945,11 @@ def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypat
 
 def test_always_entries_past_4000_tokens_warn_on_the_write_and_every_recall(open_):
     store = open_("ada")
-    block = "y" * 7200  # 1800 tokens each
-    first = store.remember(block, type="correction", scope="always", now=NOW)
-    second = store.remember(block, type="correction", scope="always", now=NOW)
+    # 1800 tokens each, three memories (the same one twice would be written once)
+    first = store.remember("x" * 7200, type="correction", scope="always", now=NOW)
+    second = store.remember("y" * 7200, type="correction", scope="always", now=NOW)
     assert not any("4000" in w for w in first.warnings + second.warnings)
-    third = store.remember(block, type="correction", scope="always", now=NOW)
+    third = store.remember("z" * 7200, type="correction", scope="always", now=NOW)
     assert any("4000" in w for w in third.warnings)
     for _ in range(2):
         assert any("4000" in w for w in store.recall("x", now=NOW).warnings)
@@ -1208,6 +1220,67 @@ def test_property_any_value_is_stored_exactly_or_refused_as_invalid_input(
 # --- a stateful model: the store against a plain dict ------------------------------
 
 
+def same_memory(model, content, kind, scope, skip=None):
+    """The active model entry that is this memory (README: content with
+    whitespace normalised, type and scope), or None."""
+    wanted = (" ".join(content.split()), kind, scope)
+    for ident, entry in model.items():
+        if not poolsplit.default_is_active(entry) or ident == skip:
+            continue
+        if (
+            " ".join(entry["content"].split()),
+            entry["type"],
+            entry.get("scope"),
+        ) == wanted:
+            return ident
+    return None
+
+
+def remember_in_model(store, model, content, kind, scope, key):
+    """A new memory joins the model; the same memory again returns the
+    stored id with an idempotent warning (then None: nothing new)."""
+    written = store.remember(content, type=kind, scope=scope, key=key, now=NOW)
+    same = same_memory(model, content, kind, scope)
+    if same is not None:
+        assert written.id == same
+        assert written.warnings[-1].startswith("idempotent:")
+        return None
+    model[written.id] = written.entry
+    return written.id
+
+
+def supersede_in_model(store, model, old, content):
+    """``old`` retired by a new entry, or by the stored one holding the same
+    memory (by itself: nothing changes)."""
+    kind = model[old]["type"]
+    same = same_memory(model, content, kind, None)
+    written = store.remember(content, type=kind, supersedes=old, now=NOW)
+    if same == old:
+        assert written.id == old
+        return
+    model[old] = {**model[old], "superseded_by": written.id}
+    if same is not None:
+        assert written.id == same
+    else:
+        model[written.id] = written.entry
+
+
+def update_in_model(store, model, ident, content):
+    """The update, unless it would make an active entry repeat another."""
+    entry = model[ident]
+    if poolsplit.default_is_active(entry) and same_memory(
+        model, content, entry["type"], None, ident
+    ):
+        with pytest.raises(InvalidInput):
+            store.update(ident, content=content, scope=None)
+        return
+    updated = store.update(ident, content=content, scope=None)
+    expected = {**entry, "content": content}
+    expected.pop("scope", None)
+    assert updated.entry == expected
+    model[ident] = expected
+
+
 def test_stateful_store_matches_a_dict_model(store_url):
     """Random remember / supersede / keyed retry / update / forget / import
     sequences; after every step the store lists exactly the model's entries in
@@ -1264,31 +1337,23 @@ def test_stateful_store_matches_a_dict_model(store_url):
                 )
                 assert again.id == self.keys[key]
                 return
-            written = self.store.remember(
-                content, type=kind, scope=scope, key=key, now=NOW
+            written = remember_in_model(
+                self.store, self.model, content, kind, scope, key
             )
-            self.model[written.id] = written.entry
-            if key is not None:
-                self.keys[key] = written.id
+            if key is not None and written is not None:
+                self.keys[key] = written
 
         @precondition(lambda self: self.active())
         @rule(data=st.data(), content=st.sampled_from(["new alpha", "new beta"]))
         def supersede(self, data, content):
             old = data.draw(st.sampled_from(self.active()))
-            kind = self.model[old]["type"]
-            written = self.store.remember(content, type=kind, supersedes=old, now=NOW)
-            self.model[old] = {**self.model[old], "superseded_by": written.id}
-            self.model[written.id] = written.entry
+            supersede_in_model(self.store, self.model, old, content)
 
         @precondition(lambda self: self.model)
         @rule(data=st.data(), content=st.sampled_from(["edited", "edited billing"]))
         def update(self, data, content):
             ident = data.draw(st.sampled_from(list(self.model)))
-            updated = self.store.update(ident, content=content, scope=None)
-            expected = {**self.model[ident], "content": content}
-            expected.pop("scope", None)
-            assert updated.entry == expected
-            self.model[ident] = expected
+            update_in_model(self.store, self.model, ident, content)
 
         @precondition(lambda self: self.model)
         @rule(data=st.data())

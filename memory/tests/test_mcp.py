@@ -252,8 +252,10 @@ def test_every_tool_with_its_output_schema(tmp_path):
                 )["entry"]
             )
 
-            table = await client.call_tool("explain", {"message": "debug billing"})
-            assert ok(table) == {"table": text(table)}
+            table = await client.call_tool(
+                "explain", {"message": "debug billing", "summary": False}
+            )
+            assert ok(table) == {"table": text(table), "cut": False}
             assert fact["id"] in text(table)
 
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
@@ -355,7 +357,9 @@ def test_two_namespaces_on_one_file_never_see_each_other(tmp_path):
                 ids = {i for pool in ok(recalled)["pools"].values() for i in pool}
                 assert ids == {own["id"]}
                 assert other["id"] not in text(
-                    await client.call_tool("explain", {"message": "drinks"})
+                    await client.call_tool(
+                        "explain", {"message": "drinks", "summary": False}
+                    )
                 )
                 message = error(
                     await client.call_tool(

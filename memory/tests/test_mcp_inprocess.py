@@ -174,3 +174,65 @@ def test_forget_says_when_a_reader_holds_the_content_in_the_wal(tmp_path):
         assert warning.startswith("forget: deleted, but the content stays in")
         again = call(store, "forget", {"id": written.id})  # the reader is gone
         assert again.structured_content == {"forgotten": False, "warnings": []}
+
+
+def test_each_tool_call_finds_its_store_through_the_resolver(tmp_path):
+    """build_server(resolve=...): one call per tool call, with its context,
+    so a transport with tenants can map each request to its namespace."""
+    with (
+        open_store(str(tmp_path / "m.db"), namespace="ada") as ada,
+        open_store(str(tmp_path / "m.db"), namespace="bob") as bob,
+    ):
+        calls = []
+
+        def resolve(ctx):
+            calls.append(ctx.request_id)
+            return ada if len(calls) % 2 else bob
+
+        async def body():
+            async with Client(build_server(resolve=resolve)) as client:
+                await client.list_tools()
+                assert calls == []  # listing tools needs no store
+                first = await client.call_tool("remember", {"content": "for ada"})
+                second = await client.call_tool("remember", {"content": "for bob"})
+                assert not first.is_error and not second.is_error
+            assert len(calls) == 2
+            assert [e["content"] for e in ada.list().entries] == ["for ada"]
+            assert [e["content"] for e in bob.list().entries] == ["for bob"]
+
+        anyio.run(body)
+
+
+def test_build_server_takes_a_store_or_a_resolver():
+    with pytest.raises(ValueError):
+        build_server()
+    with pytest.raises(ValueError):
+        build_server(Failing(RuntimeError()), resolve=lambda ctx: None)
+
+
+def test_warnings_reach_a_client_that_asks_for_log_messages(tmp_path):
+    """A client that opts in to log messages at "warning" receives each
+    warning of a write as a notification (any protocol era)."""
+    received = []
+
+    async def on_log(params):
+        received.append(params)
+
+    with open_store(str(tmp_path / "m.db")) as store:
+
+        async def body():
+            async with Client(
+                build_server(store), logging_callback=on_log, log_level="warning"
+            ) as client:
+                got = await client.call_tool(
+                    "remember", {"content": "x", "type": "corection"}
+                )
+                [warning] = got.structured_content["warnings"]
+                for _ in range(100):  # bounded: the notification may trail
+                    if received:
+                        break
+                    await anyio.sleep(0.01)
+            assert [p.data for p in received] == [warning]
+            assert received[0].level == "warning"
+
+        anyio.run(body)

@@ -116,8 +116,8 @@ def test_disk_full_by_max_page_count(tmp_path):
         pages = store._backend._writer.execute("PRAGMA page_count").fetchone()[0]
         store._backend._writer.execute(f"PRAGMA max_page_count={pages}")
         with pytest.raises(StoreUnavailable) as info:
-            for _ in range(50):
-                store.remember("x" * 7000, now=NOW)
+            for number in range(50):  # distinct: the same memory is stored once
+                store.remember(f"{number} " + "x" * 7000, now=NOW)
         assert str(info.value).startswith("disk full: ")
         assert store.get(kept.id) is not None  # reads still work
         store._backend._writer.execute("PRAGMA max_page_count=1073741823")
@@ -151,8 +151,8 @@ def test_disk_full_on_a_real_small_filesystem(small_disk):
         kept = store.remember("first", now=NOW)
         written = 0
         with pytest.raises(StoreUnavailable) as info:
-            for _ in range(200):  # 200 * 7 KB is far more than 256 KiB
-                store.remember("y" * 7000, now=NOW)
+            for number in range(200):  # 200 * 7 KB is far more than 256 KiB
+                store.remember(f"{number} " + "y" * 7000, now=NOW)
                 written += 1
         assert str(info.value).startswith("disk full: ")
         assert 0 < written < 200
@@ -459,8 +459,8 @@ def test_an_export_onto_a_full_disk_keeps_the_previous_backup(small_disk, tmp_pa
         store.remember("small", now=NOW)
         assert store.export_jsonl(backup) == 1
         before = backup.read_bytes()
-        for _ in range(60):  # 60 * 7 KB: more than the 256 KiB disk holds
-            store.remember("y" * 7000, now=NOW)
+        for number in range(60):  # 60 * 7 KB: more than the 256 KiB disk holds
+            store.remember(f"{number} " + "y" * 7000, now=NOW)
         with pytest.raises(StoreUnavailable) as info:
             store.export_jsonl(backup)
         assert str(info.value).startswith("cannot write export: ")
