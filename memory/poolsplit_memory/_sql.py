@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from poolsplit_memory.store import Row, Stored
+from poolsplit_memory.store import KEEP_CHANGES, Row, Stored, StoreUnavailable
 
 TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
@@ -22,11 +22,76 @@ _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
 
+SCHEMA_TABLE = "poolsplit_schema"
+
+
+def migrate(
+    execute: Execute,
+    migrations: Sequence[Sequence[str]],
+    has_table: Callable[[str], bool],
+    where: str,
+) -> int:
+    """Apply the migrations a database lacks, in the caller's transaction
+    (which holds the lock that orders concurrent opens); return the version
+    it had. A database without the version table is 0.1.0's (version 1)
+    when it holds the entries table, else empty (version 0).
+
+    Raises:
+        StoreUnavailable: ``database is newer``: written by a later
+            poolsplit-memory, whose schema this one does not know.
+    """
+    found = stored_version(execute, has_table)
+    latest = len(migrations)
+    if found > latest:
+        raise StoreUnavailable(
+            "database is newer",
+            where,
+            f"schema version {found}, this poolsplit-memory reads up to {latest}; "
+            "upgrade poolsplit-memory",
+        )
+    for number in range(found, latest):
+        for statement in migrations[number]:
+            execute(statement, ())
+    if found < latest:
+        execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)", ()
+        )
+        execute(f"DELETE FROM {SCHEMA_TABLE}", ())
+        execute(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES ({latest})", ())
+    return found
+
+
+def stored_version(execute: Execute, has_table: Callable[[str], bool]) -> int:
+    """The schema version a database holds (see :func:`migrate`)."""
+    if has_table(SCHEMA_TABLE):
+        row = execute(f"SELECT max(version) FROM {SCHEMA_TABLE}", ()).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
+    return 1 if has_table(TABLE) else 0
+
 
 class Counter:
     """Entry rows fetched so far (the warm-recall tests read it)."""
 
     rows_read = 0
+
+
+class ChangeLog:
+    """A backend's statements over the change log (positions differ: see
+    the module docstring)."""
+
+    def __init__(
+        self, position: str, changed: str, prune: str, *, per_namespace: bool
+    ) -> None:
+        self.position = position
+        self.changed = changed
+        self.prune = prune
+        self._per_namespace = per_namespace
+
+    def args(self, namespace: str) -> tuple[str, ...]:
+        return (namespace,) if self._per_namespace else ()
+
+    def prune_args(self, namespace: str, keep: int) -> tuple[Any, ...]:
+        return (*self.args(namespace), *self.args(namespace), keep)
 
 
 class SqlTx:
@@ -39,12 +104,14 @@ class SqlTx:
         namespace: str,
         counter: Counter,
         version: Callable[[], object],
+        log: ChangeLog,
     ) -> None:
         self._execute = execute
         self._mark = mark
         self._namespace = namespace
         self._counter = counter
         self._version = version
+        self._log = log
         self.scrubbed = False  # a body was deleted or overwritten
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
@@ -64,6 +131,46 @@ class SqlTx:
 
     def version(self) -> object:
         return self._version()
+
+    def position(self) -> int:
+        """The change log's position this transaction sees."""
+        row = self._run(self._log.position, self._log.args(self._namespace)).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
+
+    def changed(self, after: int) -> list[str | None]:
+        """The ids of this namespace changed after position ``after`` (None:
+        every row may have changed, as after a TRUNCATE)."""
+        rows = self._run(self._log.changed, (self._namespace, after)).fetchall()
+        return [row[0] for row in rows]
+
+    def candidates_among(
+        self, idents: Sequence[str], types: Sequence[str] | None
+    ) -> list[Stored]:
+        """The rows of ``candidates(types)`` whose id is one of these."""
+        ns = self._namespace
+        found: list[Stored] = []
+        where = ""
+        extra: tuple[str, ...] = ()
+        if types is not None:
+            where = " AND scope = 'always'"
+            if types:
+                where = (
+                    f" AND (type IN ({self._marks(len(types))}) OR scope = 'always')"
+                )
+                extra = tuple(types)
+        for start in range(0, len(idents), _CHUNK):
+            chunk = list(idents[start : start + _CHUNK])
+            sql = (
+                f"{_READ} WHERE namespace = ? AND status = 'active' "
+                f"AND id IN ({self._marks(len(chunk))}){where}"
+            )
+            found.extend(self._rows(sql, (ns, *chunk, *extra)))
+        found.sort(key=lambda row: row.seq)
+        return found
+
+    def prune(self) -> None:
+        """Drop the change log's rows more than KEEP_CHANGES positions old."""
+        self._run(self._log.prune, self._log.prune_args(self._namespace, KEEP_CHANGES))
 
     def get(self, ident: str) -> Stored | None:
         rows = self._rows(

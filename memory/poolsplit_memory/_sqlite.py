@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from poolsplit_memory._sql import Counter, SqlTx
+from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate
 from poolsplit_memory.store import (
     DEFAULT_BUSY_MS,
     ReadTx,
@@ -35,7 +35,8 @@ T = TypeVar("T")
 _SCRUB_WAIT_MS = 1_000
 _MEMORY = ":memory:"
 
-SCHEMA = (
+# Migration 1: the schema of poolsplit-memory 0.1.0.
+SCHEMA_0_1_0 = (
     """CREATE TABLE IF NOT EXISTS poolsplit_entries (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         namespace TEXT NOT NULL,
@@ -61,6 +62,45 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
     "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
 )
+# Migration 2: the change log (see _sql.py), one row per entry row changed,
+# written by triggers so that a hand edit or another tool is logged too.
+CHANGE_LOG = (
+    """CREATE TABLE poolsplit_changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        id TEXT
+    )""",
+    "CREATE INDEX poolsplit_changes_namespace ON poolsplit_changes (namespace, seq)",
+    """CREATE TRIGGER poolsplit_entries_inserted AFTER INSERT ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, id) VALUES (NEW.namespace, NEW.id);
+    END""",
+    """CREATE TRIGGER poolsplit_entries_updated AFTER UPDATE ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, id) VALUES (OLD.namespace, OLD.id);
+        INSERT INTO poolsplit_changes (namespace, id) SELECT NEW.namespace, NEW.id
+        WHERE NEW.namespace IS NOT OLD.namespace OR NEW.id IS NOT OLD.id;
+    END""",
+    """CREATE TRIGGER poolsplit_entries_deleted AFTER DELETE ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, id) VALUES (OLD.namespace, OLD.id);
+    END""",
+)
+MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG)
+_LOG = ChangeLog(
+    "SELECT max(seq) FROM poolsplit_changes",
+    "SELECT DISTINCT id FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
+    "DELETE FROM poolsplit_changes "
+    "WHERE seq <= (SELECT max(seq) FROM poolsplit_changes) - ?",
+    per_namespace=False,
+)
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
 
 
 def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
@@ -182,16 +222,21 @@ class SQLiteBackend:
             raise sqlite3.OperationalError(f"cannot use WAL (journal_mode {mode})")
 
     def _setup(self, conn: sqlite3.Connection, memory: bool) -> None:
-        """WAL, secure_delete, FULL sync, and the schema in one transaction
-        (concurrent first starts: the write lock lets one create it)."""
+        """WAL, secure_delete, FULL sync, and the missing migrations in one
+        transaction (concurrent first starts: the write lock lets one apply
+        them; the other then finds the version current)."""
         if not memory:
             self._use_wal(conn)
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in SCHEMA:
-                conn.execute(statement)
+            migrate(
+                conn.execute,
+                MIGRATIONS,
+                lambda name: _has_table(conn, name),
+                self._where,
+            )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -225,7 +270,12 @@ class SQLiteBackend:
             self._check_open()
             conn = self._reader
             tx = SqlTx(
-                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+                conn.execute,
+                "?",
+                namespace,
+                self._counter,
+                self._version_of(conn),
+                _LOG,
             )
             try:
                 conn.execute("BEGIN")
@@ -243,12 +293,18 @@ class SQLiteBackend:
             self._check_open()
             conn = self._writer
             tx = SqlTx(
-                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+                conn.execute,
+                "?",
+                namespace,
+                self._counter,
+                self._version_of(conn),
+                _LOG,
             )
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(tx)
+                    tx.prune()
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
