@@ -85,10 +85,10 @@ class ChangeLog:
         self.position = position
         self.changed = changed
         self.prune = prune
-        self._per_namespace = per_namespace
+        self.per_namespace = per_namespace
 
     def args(self, namespace: str) -> tuple[str, ...]:
-        return (namespace,) if self._per_namespace else ()
+        return (namespace,) if self.per_namespace else ()
 
     def prune_args(self, namespace: str, keep: int) -> tuple[Any, ...]:
         return (*self.args(namespace), *self.args(namespace), keep)
@@ -132,41 +132,40 @@ class SqlTx:
     def version(self) -> object:
         return self._version()
 
-    def position(self) -> int:
-        """The change log's position this transaction sees."""
+    def state(self) -> tuple[object, int]:
+        """The backend's version and the change log's position this
+        transaction sees (on PostgreSQL one number: the namespace's version)."""
         row = self._run(self._log.position, self._log.args(self._namespace)).fetchone()
-        return 0 if row is None or row[0] is None else int(row[0])
+        position = 0 if row is None or row[0] is None else int(row[0])
+        return (position if self._log.per_namespace else self._version()), position
 
-    def changed(self, after: int) -> list[str | None]:
+    def changes(
+        self, after: int, types: Sequence[str] | None
+    ) -> tuple[list[str | None], list[Stored]]:
         """The ids of this namespace changed after position ``after`` (None:
-        every row may have changed, as after a TRUNCATE)."""
-        rows = self._run(self._log.changed, (self._namespace, after)).fetchall()
-        return [row[0] for row in rows]
+        every row may have changed, as after a TRUNCATE), and those of their
+        rows that ``candidates(types)`` would read, in ``seq`` order.
 
-    def candidates_among(
-        self, idents: Sequence[str], types: Sequence[str] | None
-    ) -> list[Stored]:
-        """The rows of ``candidates(types)`` whose id is one of these."""
-        ns = self._namespace
-        found: list[Stored] = []
-        where = ""
-        extra: tuple[str, ...] = ()
-        if types is not None:
-            where = " AND scope = 'always'"
-            if types:
-                where = (
-                    f" AND (type IN ({self._marks(len(types))}) OR scope = 'always')"
-                )
-                extra = tuple(types)
-        for start in range(0, len(idents), _CHUNK):
-            chunk = list(idents[start : start + _CHUNK])
-            sql = (
-                f"{_READ} WHERE namespace = ? AND status = 'active' "
-                f"AND id IN ({self._marks(len(chunk))}){where}"
-            )
-            found.extend(self._rows(sql, (ns, *chunk, *extra)))
-        found.sort(key=lambda row: row.seq)
-        return found
+        One statement (the log joined to the rows by the (namespace, id)
+        index), filtered here by the candidates' condition: with it in SQL
+        PostgreSQL read every active row by the status index instead."""
+        sql = (
+            "SELECT c.id, e.seq, e.scope, e.body, e.status, e.type "
+            f"FROM ({self._log.changed}) c LEFT JOIN {TABLE} e "
+            "ON e.namespace = ? AND e.id = c.id"
+        )
+        found = self._run(sql, (self._namespace, after, self._namespace)).fetchall()
+        self._counter.rows_read += sum(1 for r in found if r[1] is not None)
+        kinds = None if types is None else frozenset(types)
+        rows = [
+            Stored(int(r[1]), r[0], r[2], r[3])
+            for r in found
+            if r[1] is not None
+            and r[4] == "active"
+            and (kinds is None or r[5] in kinds or r[2] == "always")
+        ]
+        rows.sort(key=lambda row: row.seq)
+        return [r[0] for r in found], rows
 
     def prune(self) -> None:
         """Drop the change log's rows more than KEEP_CHANGES positions old."""

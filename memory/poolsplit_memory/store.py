@@ -643,13 +643,12 @@ class ReadTx(Protocol):
     """The statements of one read transaction (a consistent snapshot)."""
 
     def version(self) -> object: ...
-    def position(self) -> int: ...
-    def changed(self, after: int) -> list[str | None]: ...
+    def state(self) -> tuple[object, int]: ...
+    def changes(
+        self, after: int, types: Sequence[str] | None
+    ) -> tuple[list[str | None], list[Stored]]: ...
     def get(self, ident: str) -> Stored | None: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
-    def candidates_among(
-        self, idents: Sequence[str], types: Sequence[str] | None
-    ) -> list[Stored]: ...
     def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
     def every(self) -> list[Stored]: ...
 
@@ -1242,13 +1241,15 @@ class Store:
         if pools is not None and all(p.types is not None for p in pools):
             types = sorted({t for p in pools for t in p.types or ()})
 
-        def work(tx: ReadTx) -> tuple[object, int, builtins.list[str] | None, Any]:
-            signal, position = tx.version(), tx.position()
+        def work(
+            tx: ReadTx,
+        ) -> tuple[object, int, builtins.list[str] | None, builtins.list[Stored]]:
+            signal, position = tx.state()
             if cached is not None and position - cached.position <= KEEP_CHANGES:
-                changed = tx.changed(cached.position)
+                changed, rows = tx.changes(cached.position, types)
                 if None not in changed and len(changed) <= len(cached.index) + 100:
                     ids = [ident for ident in changed if ident is not None]
-                    return signal, position, ids, tx.candidates_among(ids, types)
+                    return signal, position, ids, rows
             return signal, position, None, tx.candidates(types)
 
         signal, position, changed, rows = self._backend.read(self.namespace, work)
