@@ -20,10 +20,11 @@ are the same, so each later pool meets the same untaken entries.
 How the subset is found without scoring everything. An entry's score is
 priority x recency x tags x project x message. Entries of one type, priority
 and project differ only in recency, which never falls as ``created`` grows:
-sorted once by ``created`` (per snapshot), they come best first at any
-moment, as long as the message and tags do not boost them. Those the call
-can boost (their content has a significant word of the message, or a tag of
-the context: found in inverted indexes) come in streams of their own,
+kept sorted by ``created`` (an insertion or a removal keeps the order),
+they come best first at any moment, as long as the message and tags do
+not boost them. Those the call can boost (their content has a significant
+word of the message, or a tag of the context: found in inverted indexes)
+come in streams of their own,
 bounded by the largest boost any of them can get (the most message words an
 entry shares, counted at C speed); once such a stream offers an entry, the
 entry goes back in the heap with the bound of its own shares. Bounds are

@@ -7,7 +7,9 @@ never waits for a write lock (WAL lets it read the last commit). ``:memory:``
 is one connection for both (a second connection would see another database).
 The warm-recall version is the reader's ``PRAGMA data_version`` (changes when
 another connection, the writer included, commits) and its ``total_changes``
-(changes when it commits itself: the ``:memory:`` case).
+(changes when it commits itself: the ``:memory:`` case); when it moved, the
+change log (``_sql.py``; its position is a global ``seq``, writers being
+serialized by the file's lock) says which rows of the namespace changed.
 """
 
 from __future__ import annotations

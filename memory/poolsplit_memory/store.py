@@ -38,8 +38,8 @@ Decisions where the issue is silent:
 - A bad stored row is recognised when it is read: invalid JSON, not an
   object, a ``type`` that is not a str, or a ``poolsplit.validate`` error.
   An always-scope row (by its column or its body) is also named in the text.
-  The warm cache notices a hand edit on both backends (SQLite's
-  ``data_version``; PostgreSQL's triggers bump the namespace's version).
+  A running store notices a hand edit on both backends: triggers log
+  every changed row (``_sql.py``), and the next recall applies it.
 - The row's id is the entry's id: a body whose ``id`` is missing or differs
   is read with the row's; get, update and forget take any str id a row
   holds (a hand-written ``''`` or 300-character one too), so every row a
