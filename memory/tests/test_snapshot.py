@@ -139,12 +139,12 @@ def same_as_fresh(store: Any, url: str, message: str) -> None:
         fresh.close()
 
 
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 @settings(max_examples=25, deadline=None)
 @given(st.lists(operation, min_size=1, max_size=25), st.sampled_from(WORDS))
 def test_after_random_writes_recall_equals_a_fresh_load(
     store_url: str, index_path_always: None, steps: list[Any], message: str
 ) -> None:
-    namespace_of_run = f"{len(steps)}"  # noqa: F841 (hypothesis reuses the url)
     execute_raw(store_url, "DELETE FROM poolsplit_entries")
     store = open_store(store_url, namespace="ada")
     other = open_store(store_url, namespace="ada")
