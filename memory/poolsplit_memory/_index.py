@@ -186,6 +186,10 @@ class Index:
             raise ValueError(f"key {key!r} is already in the index")
         self._insert(key, entry, insort=True)
 
+    def has(self, key: int) -> bool:
+        """Whether an entry is under ``key``."""
+        return key in self._entries
+
     def entry(self, key: int) -> Entry:
         """The entry under ``key``."""
         return self._entries[key]

@@ -131,51 +131,52 @@ def _create_triggers() -> tuple[str, ...]:
 # also log each changed row's id under the version their bump gave the
 # namespace: the bump holds the namespace's row lock until COMMIT, so
 # versions are handed out in commit order and a reader at version v has
-# seen every change up to v. A TRUNCATE logs a NULL id: reload everything.
+# seen every change up to v. A row is named by its seq, never its id (forget
+# leaves no trace of an id); a TRUNCATE logs NULL: reload everything.
 _LOG_FUNCTION = """
 CREATE OR REPLACE FUNCTION poolsplit_bump_versions() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        WITH touched AS (SELECT DISTINCT namespace, id FROM new_rows),
+        WITH touched AS (SELECT DISTINCT namespace, seq FROM new_rows),
         bumped AS (
             INSERT INTO poolsplit_versions (namespace, version)
             SELECT DISTINCT namespace, 1 FROM touched
             ON CONFLICT (namespace)
             DO UPDATE SET version = poolsplit_versions.version + 1
             RETURNING namespace, version)
-        INSERT INTO poolsplit_changes (namespace, version, id)
-        SELECT t.namespace, b.version, t.id
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
         FROM touched t JOIN bumped b USING (namespace);
     ELSIF TG_OP = 'DELETE' THEN
-        WITH touched AS (SELECT DISTINCT namespace, id FROM old_rows),
+        WITH touched AS (SELECT DISTINCT namespace, seq FROM old_rows),
         bumped AS (
             INSERT INTO poolsplit_versions (namespace, version)
             SELECT DISTINCT namespace, 1 FROM touched
             ON CONFLICT (namespace)
             DO UPDATE SET version = poolsplit_versions.version + 1
             RETURNING namespace, version)
-        INSERT INTO poolsplit_changes (namespace, version, id)
-        SELECT t.namespace, b.version, t.id
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
         FROM touched t JOIN bumped b USING (namespace);
     ELSIF TG_OP = 'TRUNCATE' THEN
         WITH bumped AS (
             UPDATE poolsplit_versions SET version = version + 1
             RETURNING namespace, version)
-        INSERT INTO poolsplit_changes (namespace, version, id)
+        INSERT INTO poolsplit_changes (namespace, version, entry)
         SELECT namespace, version, NULL FROM bumped;
     ELSE
         WITH touched AS (
-            SELECT namespace, id FROM new_rows
-            UNION SELECT namespace, id FROM old_rows),
+            SELECT namespace, seq FROM new_rows
+            UNION SELECT namespace, seq FROM old_rows),
         bumped AS (
             INSERT INTO poolsplit_versions (namespace, version)
             SELECT DISTINCT namespace, 1 FROM touched
             ON CONFLICT (namespace)
             DO UPDATE SET version = poolsplit_versions.version + 1
             RETURNING namespace, version)
-        INSERT INTO poolsplit_changes (namespace, version, id)
-        SELECT t.namespace, b.version, t.id
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
         FROM touched t JOIN bumped b USING (namespace);
     END IF;
     RETURN NULL;
@@ -187,7 +188,7 @@ MIGRATIONS = (
         """CREATE TABLE poolsplit_changes (
             namespace text NOT NULL,
             version bigint NOT NULL,
-            id text
+            entry bigint
         )""",
         "CREATE INDEX poolsplit_changes_namespace "
         "ON poolsplit_changes (namespace, version)",
@@ -196,7 +197,7 @@ MIGRATIONS = (
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",
-    "SELECT DISTINCT id FROM poolsplit_changes WHERE namespace = ? AND version > ?",
+    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND version > ?",
     "DELETE FROM poolsplit_changes WHERE namespace = ? AND version <= "
     "(SELECT version FROM poolsplit_versions WHERE namespace = ?) - ?",
     per_namespace=True,

@@ -141,31 +141,32 @@ class SqlTx:
 
     def changes(
         self, after: int, types: Sequence[str] | None
-    ) -> tuple[list[str | None], list[Stored]]:
-        """The ids of this namespace changed after position ``after`` (None:
-        every row may have changed, as after a TRUNCATE), and those of their
-        rows that ``candidates(types)`` would read, in ``seq`` order.
+    ) -> tuple[list[int | None], list[Stored]]:
+        """The rows (by ``seq``) of this namespace changed after position
+        ``after`` (None: every row may have changed, as after a TRUNCATE),
+        and those of them that ``candidates(types)`` would read, in ``seq``
+        order.
 
-        One statement (the log joined to the rows by the (namespace, id)
-        index), filtered here by the candidates' condition: with it in SQL
+        One statement (the log joined to the rows by their primary key),
+        filtered here by the candidates' condition: with it in SQL
         PostgreSQL read every active row by the status index instead."""
         sql = (
-            "SELECT c.id, e.seq, e.scope, e.body, e.status, e.type "
+            "SELECT c.entry, e.id, e.scope, e.body, e.status, e.type "
             f"FROM ({self._log.changed}) c LEFT JOIN {TABLE} e "
-            "ON e.namespace = ? AND e.id = c.id"
+            "ON e.seq = c.entry AND e.namespace = ?"
         )
         found = self._run(sql, (self._namespace, after, self._namespace)).fetchall()
         self._counter.rows_read += sum(1 for r in found if r[1] is not None)
         kinds = None if types is None else frozenset(types)
         rows = [
-            Stored(int(r[1]), r[0], r[2], r[3])
+            Stored(int(r[0]), r[1], r[2], r[3])
             for r in found
             if r[1] is not None
             and r[4] == "active"
             and (kinds is None or r[5] in kinds or r[2] == "always")
         ]
         rows.sort(key=lambda row: row.seq)
-        return [r[0] for r in found], rows
+        return [None if r[0] is None else int(r[0]) for r in found], rows
 
     def prune(self) -> None:
         """Drop the change log's rows more than KEEP_CHANGES positions old."""

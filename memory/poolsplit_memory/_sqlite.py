@@ -65,33 +65,37 @@ SCHEMA_0_1_0 = (
     "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
 )
 # Migration 2: the change log (see _sql.py), one row per entry row changed,
-# written by triggers so that a hand edit or another tool is logged too.
+# written by triggers so that a hand edit or another tool is logged too. It
+# names the row by its seq, never its id: forget leaves no trace of an id.
 CHANGE_LOG = (
     """CREATE TABLE poolsplit_changes (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         namespace TEXT NOT NULL,
-        id TEXT
+        entry INTEGER
     )""",
     "CREATE INDEX poolsplit_changes_namespace ON poolsplit_changes (namespace, seq)",
     """CREATE TRIGGER poolsplit_entries_inserted AFTER INSERT ON poolsplit_entries
     BEGIN
-        INSERT INTO poolsplit_changes (namespace, id) VALUES (NEW.namespace, NEW.id);
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (NEW.namespace, NEW.seq);
     END""",
     """CREATE TRIGGER poolsplit_entries_updated AFTER UPDATE ON poolsplit_entries
     BEGIN
-        INSERT INTO poolsplit_changes (namespace, id) VALUES (OLD.namespace, OLD.id);
-        INSERT INTO poolsplit_changes (namespace, id) SELECT NEW.namespace, NEW.id
-        WHERE NEW.namespace IS NOT OLD.namespace OR NEW.id IS NOT OLD.id;
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (OLD.namespace, OLD.seq);
+        INSERT INTO poolsplit_changes (namespace, entry) SELECT NEW.namespace, NEW.seq
+        WHERE NEW.namespace IS NOT OLD.namespace OR NEW.seq IS NOT OLD.seq;
     END""",
     """CREATE TRIGGER poolsplit_entries_deleted AFTER DELETE ON poolsplit_entries
     BEGIN
-        INSERT INTO poolsplit_changes (namespace, id) VALUES (OLD.namespace, OLD.id);
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (OLD.namespace, OLD.seq);
     END""",
 )
 MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
-    "SELECT DISTINCT id FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
+    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
     "DELETE FROM poolsplit_changes "
     "WHERE seq <= (SELECT max(seq) FROM poolsplit_changes) - ?",
     per_namespace=False,

@@ -646,7 +646,7 @@ class ReadTx(Protocol):
     def state(self) -> tuple[object, int]: ...
     def changes(
         self, after: int, types: Sequence[str] | None
-    ) -> tuple[list[str | None], list[Stored]]: ...
+    ) -> tuple[list[int | None], list[Stored]]: ...
     def get(self, ident: str) -> Stored | None: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
@@ -695,9 +695,9 @@ class _Snapshot:
 
     It holds what :func:`loadable` finds in the candidate rows, and keeps
     it equal to ``loadable`` over the rows as they are now: :meth:`apply`
-    takes the changed ids and their current candidate rows (an id without
-    a row was deleted or is no candidate any more), forgets what it knew of
-    those ids and loads the rows by ``loadable``. Entries enter and leave
+    takes the changed rows' seqs and their current candidate rows (a seq
+    without one was deleted or is no candidate any more), forgets what it
+    knew of those seqs and loads the rows by ``loadable``. Entries enter and leave
     in one place each (:meth:`_enter`, :meth:`_leave`), which also keeps the
     recall index up to date. The always-scope state (the budget warning,
     the always-scope rows not loaded) depends on all always-scope rows
@@ -711,12 +711,11 @@ class _Snapshot:
         self.signal: object = None  # the backend's version when last checked
         self.position = 0  # the change log's position applied
         self.index = Index()
-        self._seq: dict[str, int] = {}  # id -> seq of each entry loaded
         self._types: collections.Counter[str] = collections.Counter()
-        # id -> (order key, Skipped): loadable lists the unreadable rows
+        # seq -> (order key, Skipped): loadable lists the unreadable rows
         # first, then those validate refuses, each in seq order.
-        self._skipped: dict[str, tuple[tuple[int, int], Skipped]] = {}
-        self._always: dict[str, tuple[Stored, object]] = {}  # always-scope rows
+        self._skipped: dict[int, tuple[tuple[int, int], Skipped]] = {}
+        self._always: dict[int, tuple[Stored, object]] = {}  # always-scope rows
         self.warnings: builtins.list[str] = []
         self.always_skipped: builtins.list[Skipped] = []
 
@@ -734,17 +733,18 @@ class _Snapshot:
     def skipped(self) -> builtins.list[Skipped]:
         return [item for _, item in sorted(self._skipped.values())]
 
-    def apply(self, changed: Iterable[str], rows: Sequence[Stored]) -> None:
-        """Bring the snapshot to the current state of the ids ``changed``
-        (and of the ids of ``rows``), whose current candidate rows are
-        ``rows``."""
-        touched = set(changed) | {row.id for row in rows}
+    def apply(self, changed: Iterable[int], rows: Sequence[Stored]) -> None:
+        """Bring the snapshot to the current state of the rows ``changed``
+        (by ``seq``; the rows given count as changed too), whose current
+        candidate rows are ``rows`` (a seq without one was deleted or is no
+        candidate any more)."""
+        touched = set(changed) | {row.seq for row in rows}
         always_changed = not touched.isdisjoint(self._always)
-        for ident in touched:
-            if ident in self._seq:
-                self._leave(ident)
-            self._skipped.pop(ident, None)
-            self._always.pop(ident, None)
+        for seq in touched:
+            if self.index.has(seq):
+                self._leave(seq)
+            self._skipped.pop(seq, None)
+            self._always.pop(seq, None)
         values = [_readable(row) for row in rows]
         found = loadable(
             values,
@@ -759,10 +759,10 @@ class _Snapshot:
         }
         for item in found.skipped:
             late = 0 if item.id in unreadable else 1
-            self._skipped[item.id] = ((late, seqs[item.id]), item)
+            self._skipped[seqs[item.id]] = ((late, seqs[item.id]), item)
         for row, value in zip(rows, values):
             if _ALWAYS in (row.scope, value.get("scope")):
-                self._always[row.id] = (row, value)
+                self._always[row.seq] = (row, value)
                 always_changed = True
         if always_changed:
             self._load_always()
@@ -783,14 +783,12 @@ class _Snapshot:
 
     def _enter(self, entries: Sequence[tuple[int, dict[str, Any]]]) -> None:
         """The one place entries enter the snapshot (seq, entry)."""
-        for seq, entry in entries:
-            self._seq[str(entry["id"])] = seq
+        for _, entry in entries:
             self._types[entry.get("type", "note")] += 1
         self.index.add_many(entries)
 
-    def _leave(self, ident: str) -> None:
+    def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
-        seq = self._seq.pop(ident)
         kind = self.index.entry(seq).get("type", "note")
         self._types[kind] -= 1
         if not self._types[kind]:
@@ -1243,13 +1241,13 @@ class Store:
 
         def work(
             tx: ReadTx,
-        ) -> tuple[object, int, builtins.list[str] | None, builtins.list[Stored]]:
+        ) -> tuple[object, int, builtins.list[int] | None, builtins.list[Stored]]:
             signal, position = tx.state()
             if cached is not None and position - cached.position <= KEEP_CHANGES:
                 changed, rows = tx.changes(cached.position, types)
                 if None not in changed and len(changed) <= len(cached.index) + 100:
-                    ids = [ident for ident in changed if ident is not None]
-                    return signal, position, ids, rows
+                    seqs = [seq for seq in changed if seq is not None]
+                    return signal, position, seqs, rows
             return signal, position, None, tx.candidates(types)
 
         signal, position, changed, rows = self._backend.read(self.namespace, work)
