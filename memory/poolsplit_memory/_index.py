@@ -20,10 +20,11 @@ are the same, so each later pool meets the same untaken entries.
 How the subset is found without scoring everything. An entry's score is
 priority x recency x tags x project x message. Entries of one type, priority
 and project differ only in recency, which never falls as ``created`` grows:
-sorted once by ``created`` (per snapshot), they come best first at any
-moment, as long as the message and tags do not boost them. Those the call
-can boost (their content has a significant word of the message, or a tag of
-the context: found in inverted indexes) come in streams of their own,
+kept sorted by ``created`` (an insertion or a removal keeps the order),
+they come best first at any moment, as long as the message and tags do
+not boost them. Those the call can boost (their content has a significant
+word of the message, or a tag of the context: found in inverted indexes)
+come in streams of their own,
 bounded by the largest boost any of them can get (the most message words an
 entry shares, counted at C speed); once such a stream offers an entry, the
 entry goes back in the heap with the bound of its own shares. Bounds are
@@ -49,10 +50,18 @@ raises (so that it names the store's position).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import Counter
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Container,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
@@ -90,10 +99,11 @@ GroupKey = tuple[str, Any, Any]  # (type, base_priority, project)
 
 @dataclass
 class _Stream:
-    """Candidates of one group, best first; ``boost`` None: not boostable
-    (the base is the exact score), else the bound's factor over the base."""
+    """Candidates of one group, best first (rank tuples, the key last);
+    ``boost`` None: not boostable (the base is the exact score), else the
+    bound's factor over the base."""
 
-    positions: Sequence[int]
+    ranks: Sequence[tuple[Any, ...]]
     boost: float | None
     at: int = 0
 
@@ -109,64 +119,157 @@ class _Call:
     boosted: Container[int]  # entries the message or the tags may boost
     project: Any
     now_seconds: float
-    # The largest message factor of any entry: 1 + boost x the most words an
-    # entry shares with the message, over the message's word count.
+    # The message's relevance factor (see Index._message): the entries it
+    # may boost, a bound of the factor of any of them, and of one of them.
+    message_boosted: Collection[int] = ()
     message_factor: float = 1.0
+    factor_of: Callable[[int], float] = lambda key: 1.0
 
 
 class Index:
-    """The snapshot's entries grouped and sorted for :meth:`recall`.
+    """The snapshot's entries grouped and sorted for :meth:`recall`, kept up
+    to date entry by entry (:meth:`add`, :meth:`remove`).
 
-    Built once per snapshot (O(n log n); 45 ms at 10,000 entries);
-    read-only afterwards, so threads may share it. ``usable`` is False when
-    some entry falls outside what the index models (see the module's last
-    paragraph): recall then gives the core every entry.
+    An entry is known by a key (the store's row ``seq``; for a list, its
+    position), and the keys' order is the order the core is given the
+    entries in. Building from a list is O(n log n); ``add`` and ``remove``
+    cost O(g + w) for a group of g entries and w words (a list insertion),
+    never a rebuild. Not thread-safe while it changes: the store changes and
+    reads it under one lock. ``usable`` is False while some entry falls
+    outside what the index models (see the module's last paragraph): recall
+    then gives the core every entry.
     """
 
-    def __init__(self, entries: Sequence[Entry]) -> None:
-        self.entries = entries
-        self.usable = True
-        self._special: list[int] = []  # always-scope: always in the subset
-        self._created: list[float | None] = [None] * len(entries)
-        self._priority: list[float] = [0.0] * len(entries)
-        self._content_words: list[frozenset[str]] = [frozenset()] * len(entries)
-        self._tag_sets: list[frozenset[str]] = [frozenset()] * len(entries)
-        self._members: list[list[int]] = []  # per group, best first
-        self._by_type: dict[str, list[int]] = {}
-        self._words: dict[str, dict[int, list[int]]] = {}
-        self._word_hits: dict[str, list[int]] = {}
-        self._tags: dict[str, dict[int, list[int]]] = {}
-        self._tag_hits: dict[str, list[int]] = {}
-        try:
-            self._build()
-        except _Unmodelled:
-            self.usable = False
+    def __init__(self, entries: Sequence[Entry] = ()) -> None:
+        self._entries: dict[int, Entry] = {}
+        self._ordered: list[Entry] | None = []
+        self._objects: Counter[int] = Counter()  # id() of each entry object
+        self._unmodelled: set[int] = set()
+        self._special: set[int] = set()  # always-scope: always in the subset
+        self._created: dict[int, float | None] = {}
+        self._priority: dict[int, float] = {}
+        self._content_words: dict[int, frozenset[str]] = {}
+        self._tag_sets: dict[int, frozenset[str]] = {}
+        self._place: dict[int, tuple[GroupKey, tuple[Any, ...]]] = {}
+        self._members: dict[GroupKey, list[tuple[Any, ...]]] = {}  # best first
+        self._by_type: dict[str, dict[GroupKey, None]] = {}
+        self._words: dict[str, dict[GroupKey, list[tuple[Any, ...]]]] = {}
+        self._word_hits: dict[str, set[int]] = {}
+        self._tags: dict[str, dict[GroupKey, list[tuple[Any, ...]]]] = {}
+        self._tag_hits: dict[str, set[int]] = {}
+        for position, entry in enumerate(entries):
+            self._insert(position, entry, insort=False)
+        for ranks in self._lists():
+            ranks.sort()
 
-    def _build(self) -> None:
-        if len({id(entry) for entry in self.entries}) < len(self.entries):
-            raise _Unmodelled  # an object listed twice: the core's rule
-        groups: dict[GroupKey, int] = {}
-        falling: list[bool] = []  # per group: scores fall as created grows
-        for position, entry in enumerate(self.entries):
-            if not isinstance(entry, Mapping):
-                raise _Unmodelled  # the core names it
-            scope = entry.get("scope")
-            if scope is None:
-                self._add(position, entry, groups, falling)
-            elif scope == "always" and isinstance(poolsplit.entry_type(entry), str):
-                self._special.append(position)
-            else:
-                raise _Unmodelled
-        self._sort(falling)
+    @property
+    def usable(self) -> bool:
+        """Whether every entry is one the index models (and no object is
+        given twice: the core's rule)."""
+        return not self._unmodelled and len(self._objects) == len(self._entries)
 
-    def _add(
-        self,
-        position: int,
-        entry: Entry,
-        groups: dict[GroupKey, int],
-        falling: list[bool],
-    ) -> None:
-        """Put a ranked entry in its group and in the word and tag indexes."""
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry, in key order (what the core is given)."""
+        ordered = self._ordered
+        if ordered is None:
+            ordered = [self._entries[key] for key in sorted(self._entries)]
+            self._ordered = ordered
+        return ordered
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, key: int, entry: Entry) -> None:
+        """Add an entry under a key no entry holds."""
+        if key in self._entries:
+            raise ValueError(f"key {key!r} is already in the index")
+        self._insert(key, entry, insort=True)
+
+    def has(self, key: int) -> bool:
+        """Whether an entry is under ``key``."""
+        return key in self._entries
+
+    def entry(self, key: int) -> Entry:
+        """The entry under ``key``."""
+        return self._entries[key]
+
+    def add_many(self, entries: Sequence[tuple[int, Entry]]) -> None:
+        """``add`` each (key, entry); many at once (past an eighth of the
+        index) are appended and every list sorted once instead."""
+        for key, _ in entries:
+            if key in self._entries:
+                raise ValueError(f"key {key!r} is already in the index")
+        bulk = len(entries) * 8 > len(self._entries)
+        for key, entry in entries:
+            self._insert(key, entry, insort=not bulk)
+        if bulk:
+            for ranks in self._lists():
+                ranks.sort()
+
+    def remove(self, key: int) -> None:
+        """Remove the entry under ``key`` (KeyError if none)."""
+        entry = self._entries.pop(key)
+        self._ordered = None
+        self._objects[id(entry)] -= 1
+        if not self._objects[id(entry)]:
+            del self._objects[id(entry)]
+        if key in self._unmodelled:
+            self._unmodelled.discard(key)
+            return
+        if key in self._special:
+            self._special.discard(key)
+            return
+        group, rank = self._place.pop(key)
+        _discard(self._members[group], rank)
+        if not self._members[group]:
+            del self._members[group]
+            del self._by_type[group[0]][group]
+            if not self._by_type[group[0]]:
+                del self._by_type[group[0]]
+        for names, index, hits in (
+            (self._content_words.pop(key), self._words, self._word_hits),
+            (self._tag_sets.pop(key), self._tags, self._tag_hits),
+        ):
+            for name in names:
+                by_group = index[name]
+                _discard(by_group[group], rank)
+                if not by_group[group]:
+                    del by_group[group]
+                    if not by_group:
+                        del index[name]
+                hits[name].discard(key)
+                if not hits[name]:
+                    del hits[name]
+        del self._created[key], self._priority[key]
+
+    def _lists(self) -> Iterator[list[tuple[Any, ...]]]:
+        yield from self._members.values()
+        for index in (self._words, self._tags):
+            for by_group in index.values():
+                yield from by_group.values()
+
+    def _insert(self, key: int, entry: Entry, *, insort: bool) -> None:
+        self._entries[key] = entry
+        self._ordered = None
+        self._objects[id(entry)] += 1
+        if not isinstance(entry, Mapping):
+            self._unmodelled.add(key)  # the core names it
+            return
+        scope = entry.get("scope")
+        if scope is None:
+            try:
+                self._rank(key, entry, insort)
+            except _Unmodelled:
+                self._unmodelled.add(key)
+        elif scope == "always" and isinstance(poolsplit.entry_type(entry), str):
+            self._special.add(key)
+        else:
+            self._unmodelled.add(key)
+
+    def _rank(self, key: int, entry: Entry, insort: bool) -> None:
+        """Put a ranked entry in its group and in the word and tag indexes
+        (checked whole before anything changes)."""
         kind = poolsplit.entry_type(entry)
         priority = entry.get("base_priority")
         if priority is None:
@@ -182,48 +285,35 @@ class Index:
             and _is_tag_list(tags)
         ):
             raise _Unmodelled
+        group: GroupKey = (kind, priority, entry.get("project"))
         try:
-            self._priority[position] = float(priority)
-            group = groups.setdefault(
-                (kind, priority, entry.get("project")), len(groups)
-            )
+            hash(group)
+            number = float(priority)
         except (TypeError, OverflowError):  # an unhashable project, a huge int
             raise _Unmodelled from None
-        if group == len(self._members):
-            self._members.append([])
-            self._by_type.setdefault(kind, []).append(group)
-            falling.append(priority < 0)
-        self._members[group].append(position)
-        self._created[position] = poolsplit.parse_created(entry.get("created"))
-        words = self._content_words[position] = poolsplit.significant_words(content)
-        tag_set = self._tag_sets[position] = frozenset(tags or ())
-        for word in words:
-            self._words.setdefault(word, {}).setdefault(group, []).append(position)
-        for tag in tag_set:
-            self._tags.setdefault(tag, {}).setdefault(group, []).append(position)
-
-    def _sort(self, falling: list[bool]) -> None:
-        """Each group best first, and each posting list in its group's order."""
-        rank = [0] * len(self.entries)
-        for group, members in enumerate(self._members):
-            members.sort(key=self._newest_first)
-            if falling[group]:  # a negative priority: the oldest scores most
-                members.reverse()
-            for place, position in enumerate(members):
-                rank[position] = place
-        for flat, index in (
-            (self._word_hits, self._words),
-            (self._tag_hits, self._tags),
+        seconds = poolsplit.parse_created(entry.get("created"))
+        self._priority[key] = number
+        self._created[key] = seconds
+        if priority < 0:  # a negative priority: the oldest scores most
+            rank: tuple[Any, ...] = (seconds is None, seconds or 0.0, key)
+        else:  # no ``created`` (no decay) first, then the newest
+            rank = (seconds is not None, -(seconds or 0.0), key)
+        self._place[key] = (group, rank)
+        put = bisect.insort if insort else list.append
+        members = self._members.get(group)
+        if members is None:
+            members = self._members[group] = []
+            self._by_type.setdefault(kind, {})[group] = None
+        put(members, rank)
+        words = self._content_words[key] = poolsplit.significant_words(content)
+        tag_set = self._tag_sets[key] = frozenset(tags or ())
+        for names, index, hits in (
+            (words, self._words, self._word_hits),
+            (tag_set, self._tags, self._tag_hits),
         ):
-            for name, by_group in index.items():
-                for positions in by_group.values():
-                    positions.sort(key=rank.__getitem__)
-                flat[name] = [p for positions in by_group.values() for p in positions]
-
-    def _newest_first(self, position: int) -> tuple[bool, float]:
-        """No ``created`` (no decay) first, then the newest."""
-        seconds = self._created[position]
-        return (seconds is not None, 0.0 if seconds is None else -seconds)
+            for name in names:
+                put(index.setdefault(name, {}).setdefault(group, []), rank)
+                hits.setdefault(name, set()).add(key)
 
     def recall(
         self,
@@ -237,7 +327,7 @@ class Index:
         result, reading a few entries per pool instead of every one."""
         if not (
             self.usable
-            and len(self._members) * _GROUP_SHARE <= len(self.entries)
+            and len(self._members) * _GROUP_SHARE <= len(self._entries)
             and _usual(pools, now)
             and self._always_admitted(pools)
         ):
@@ -250,7 +340,7 @@ class Index:
             pool.name: _FIRST_ROUND * min(pool.max_entries, pool.max_tokens)
             for pool in pools
         }
-        limit = len(self.entries) // _MAX_SHARE
+        limit = len(self._entries) // _MAX_SHARE
         while True:
             subset = set(self._special)
             thresholds = {}
@@ -262,7 +352,7 @@ class Index:
                         )
             except _TooMany:
                 return self._core(self.entries, pools, context, now, token_counter)
-            chosen = [self.entries[p] for p in sorted(subset)]
+            chosen = [self._entries[key] for key in sorted(subset)]
             try:
                 got = self._core(chosen, pools, context, now, token_counter)
             except Exception:
@@ -301,21 +391,33 @@ class Index:
             project=context.get("project"),
             now_seconds=_seconds(now),
         )
-        # How many of the message's words an entry shares, for each entry
-        # sharing one (a C-speed count): the most any shares bounds the boost.
-        shared = Counter(
-            chain.from_iterable(self._word_hits.get(word, ()) for word in call.words)
-        )
-        if shared:
-            most = max(shared.values())
-            call.message_factor = 1.0 + poolsplit.MESSAGE_BOOST * most / len(call.words)
-        call.boosted = shared  # its keys: a dict is a set here, and already built
+        self._message(call)
+        call.boosted = call.message_boosted
         if call.tags:
-            tagged = set(shared)
+            tagged = set(call.message_boosted)
             for tag in call.tags:
                 tagged.update(self._tag_hits.get(tag, ()))
             call.boosted = tagged
         return call
+
+    def _message(self, call: _Call) -> None:
+        """The message's factor, as the index bounds it: the one place a
+        relevance rule plugs in. It sets the entries the message may boost
+        (only entries sharing a significant word of it: the word streams
+        hold exactly those), a bound of the factor any of them gets, and a
+        bound of one entry's factor. Here the default scorer's: 1 +
+        MESSAGE_BOOST x shared words / message words; the most words any
+        entry shares is counted at C speed, one entry's on demand."""
+        shared = Counter(
+            chain.from_iterable(self._word_hits.get(word, ()) for word in call.words)
+        )
+        call.message_boosted = shared  # its keys: a dict is a set here
+        if not shared:
+            return
+        count = len(call.words)
+        most = max(shared.values())
+        call.message_factor = 1.0 + poolsplit.MESSAGE_BOOST * most / count
+        call.factor_of = lambda key: 1.0 + poolsplit.MESSAGE_BOOST * shared[key] / count
 
     def _always_admitted(self, pools: Sequence[Pool]) -> bool:
         """Whether some pool admits every always-scope entry: else the core
@@ -324,7 +426,8 @@ class Index:
             return True
         admitted = {kind for pool in pools for kind in pool.types or ()}
         return all(
-            poolsplit.entry_type(self.entries[p]) in admitted for p in self._special
+            poolsplit.entry_type(self._entries[key]) in admitted
+            for key in self._special
         )
 
     def _core(
@@ -346,8 +449,8 @@ class Index:
         tied with the last) to ``subset``; return the best bound left out
         (None when none is). Raises _TooMany once ``subset`` passes ``limit``
         (a tie of thousands: the core reads them faster than this loop)."""
-        groups = (
-            range(len(self._members))
+        groups: Sequence[GroupKey] = (
+            list(self._members)
             if pool.types is None
             else [g for kind in pool.types for g in self._by_type.get(kind, ())]
         )
@@ -364,8 +467,8 @@ class Index:
                 )
         # (-bound, kind, number): kind 0 is a stream's head (number: the
         # stream), 1 a boosted entry with the bound of its own shares
-        # (number: its position), given up by a stream whose loose bound
-        # (the largest boost) came first.
+        # (number: its key), given up by a stream whose loose bound (the
+        # largest boost) came first.
         heap: list[tuple[float, int, int]] = []
         for number, stream in enumerate(streams):
             self._push(heap, number, stream, call)
@@ -379,20 +482,20 @@ class Index:
             _, kind, number = heapq.heappop(heap)
             if kind == 0:
                 stream = streams[number]
-                position = stream.positions[stream.at]
+                key = stream.ranks[stream.at][-1]
                 stream.at += 1
                 self._push(heap, number, stream, call)
                 if stream.boost is not None:
-                    if position not in bounded:
-                        bounded.add(position)
-                        bound = self._boosted_bound(position, call)
-                        heapq.heappush(heap, (-_widened(bound), 1, position))
+                    if key not in bounded:
+                        bounded.add(key)
+                        bound = self._boosted_bound(key, call)
+                        heapq.heappush(heap, (-_widened(bound), 1, key))
                     continue
             else:
-                position = number
-            if position not in seen:
-                seen.add(position)
-                subset.add(position)
+                key = number
+            if key not in seen:
+                seen.add(key)
+                subset.add(key)
                 last = bound
                 if len(subset) > limit:
                     raise _TooMany
@@ -407,39 +510,36 @@ class Index:
     ) -> None:
         """Push the stream's next candidate's bound; a plain stream passes
         over boosted entries (their own streams hold them)."""
-        positions = stream.positions
+        ranks = stream.ranks
         if stream.boost is None:
-            while stream.at < len(positions) and positions[stream.at] in call.boosted:
+            while stream.at < len(ranks) and ranks[stream.at][-1] in call.boosted:
                 stream.at += 1
-        if stream.at == len(positions):
+        if stream.at == len(ranks):
             return
-        base = self._base(positions[stream.at], call)
+        base = self._base(ranks[stream.at][-1], call)
         bound = base * stream.boost if stream.boost is not None and base > 0 else base
         heapq.heappush(heap, (-_widened(bound), 0, number))
 
-    def _boosted_bound(self, position: int, call: _Call) -> float:
+    def _boosted_bound(self, key: int, call: _Call) -> float:
         """A bound of a boosted entry's score: its base times the message and
         tag factors of its own shares (each at least the scorer's factor)."""
-        base = self._base(position, call)
+        base = self._base(key, call)
         if base <= 0:
             return base
-        factor = 1.0
-        if call.words:
-            shared = len(call.words.intersection(self._content_words[position]))
-            factor += poolsplit.MESSAGE_BOOST * shared / len(call.words)
-        tags = self._tag_sets[position]
+        factor = call.factor_of(key) if key in call.message_boosted else 1.0
+        tags = self._tag_sets[key]
         if tags and call.tags:
             shared = len(call.tags.intersection(tags))
             factor *= 1.0 + poolsplit.TAG_BOOST * shared / len(tags)
         return base * factor
 
-    def _base(self, position: int, call: _Call) -> float:
+    def _base(self, key: int, call: _Call) -> float:
         """The score without the message and tags: priority x recency x
         project, by the scorer's published numbers. Not yet a bound: the
         scorer's own order of operations may round higher, so callers widen
         what they push (:func:`_widened`)."""
-        base = self._priority[position]
-        seconds = self._created[position]
+        base = self._priority[key]
+        seconds = self._created[key]
         if seconds is not None:
             days = (call.now_seconds - seconds) / 86400.0
             if days > 0.0:
@@ -452,11 +552,20 @@ class Index:
                     if recency > poolsplit.RECENCY_FLOOR
                     else poolsplit.RECENCY_FLOOR
                 )
-        project = self.entries[position].get("project")
+        project = self._entries[key].get("project")
         if project is not None:
             match = project == call.project
             base *= poolsplit.PROJECT_MATCH if match else poolsplit.PROJECT_MISMATCH
         return base
+
+
+def _discard(ranks: list[tuple[Any, ...]], rank: tuple[Any, ...]) -> None:
+    """Delete ``rank`` from a sorted list holding it (ranks are unique: the
+    key is their last element)."""
+    at = bisect.bisect_left(ranks, rank)
+    if at == len(ranks) or ranks[at] != rank:
+        raise KeyError(rank)
+    del ranks[at]
 
 
 def _usual(pools: Sequence[Pool], now: object) -> bool:

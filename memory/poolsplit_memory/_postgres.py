@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from poolsplit_memory._sql import Counter, SqlTx
+from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate, stored_version
 from poolsplit_memory.store import (
     DEFAULT_BUSY_MS,
     InvalidInput,
@@ -51,7 +51,8 @@ T = TypeVar("T")
 _SCHEMA_LOCK = 7_317_415_006_512_345  # pg_advisory_xact_lock key of the schema
 _CONNECT_TIMEOUT = 5  # seconds
 
-SCHEMA = (
+# Migration 1 (below): the schema of poolsplit-memory 0.1.0.
+SCHEMA_0_1_0 = (
     """CREATE TABLE IF NOT EXISTS poolsplit_entries (
         seq bigserial PRIMARY KEY,
         namespace text NOT NULL,
@@ -116,6 +117,91 @@ _TRIGGERS = {
     # TRUNCATE has no transition table: every namespace's version moves.
     "poolsplit_entries_truncated": "AFTER TRUNCATE ON poolsplit_entries",
 }
+
+
+def _create_triggers() -> tuple[str, ...]:
+    return tuple(
+        f"CREATE TRIGGER {name} {when} FOR EACH STATEMENT "
+        "EXECUTE FUNCTION poolsplit_bump_versions()"
+        for name, when in _TRIGGERS.items()
+    )
+
+
+# Migration 2: the change log (see _sql.py). The same statement triggers now
+# also log each changed row's id under the version their bump gave the
+# namespace: the bump holds the namespace's row lock until COMMIT, so
+# versions are handed out in commit order and a reader at version v has
+# seen every change up to v. A row is named by its seq, never its id (forget
+# leaves no trace of an id); a TRUNCATE logs NULL: reload everything.
+_LOG_FUNCTION = """
+CREATE OR REPLACE FUNCTION poolsplit_bump_versions() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        WITH touched AS (SELECT DISTINCT namespace, seq FROM new_rows),
+        bumped AS (
+            INSERT INTO poolsplit_versions (namespace, version)
+            SELECT DISTINCT namespace, 1 FROM touched
+            ON CONFLICT (namespace)
+            DO UPDATE SET version = poolsplit_versions.version + 1
+            RETURNING namespace, version)
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
+        FROM touched t JOIN bumped b USING (namespace);
+    ELSIF TG_OP = 'DELETE' THEN
+        WITH touched AS (SELECT DISTINCT namespace, seq FROM old_rows),
+        bumped AS (
+            INSERT INTO poolsplit_versions (namespace, version)
+            SELECT DISTINCT namespace, 1 FROM touched
+            ON CONFLICT (namespace)
+            DO UPDATE SET version = poolsplit_versions.version + 1
+            RETURNING namespace, version)
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
+        FROM touched t JOIN bumped b USING (namespace);
+    ELSIF TG_OP = 'TRUNCATE' THEN
+        WITH bumped AS (
+            UPDATE poolsplit_versions SET version = version + 1
+            RETURNING namespace, version)
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT namespace, version, NULL FROM bumped;
+    ELSE
+        WITH touched AS (
+            SELECT namespace, seq FROM new_rows
+            UNION SELECT namespace, seq FROM old_rows),
+        bumped AS (
+            INSERT INTO poolsplit_versions (namespace, version)
+            SELECT DISTINCT namespace, 1 FROM touched
+            ON CONFLICT (namespace)
+            DO UPDATE SET version = poolsplit_versions.version + 1
+            RETURNING namespace, version)
+        INSERT INTO poolsplit_changes (namespace, version, entry)
+        SELECT t.namespace, b.version, t.seq
+        FROM touched t JOIN bumped b USING (namespace);
+    END IF;
+    RETURN NULL;
+END
+$$"""
+MIGRATIONS = (
+    (*SCHEMA_0_1_0, _BUMP_FUNCTION, *_create_triggers()),
+    (
+        """CREATE TABLE poolsplit_changes (
+            namespace text NOT NULL,
+            version bigint NOT NULL,
+            entry bigint
+        )""",
+        "CREATE INDEX poolsplit_changes_namespace "
+        "ON poolsplit_changes (namespace, version)",
+        _LOG_FUNCTION,
+    ),
+)
+_LOG = ChangeLog(
+    "SELECT version FROM poolsplit_versions WHERE namespace = ?",
+    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND version > ?",
+    "DELETE FROM poolsplit_changes WHERE namespace = ? AND version <= "
+    "(SELECT version FROM poolsplit_versions WHERE namespace = ?) - ?",
+    per_namespace=True,
+)
 _BUMP = (
     "INSERT INTO poolsplit_versions (namespace, version) VALUES (%s, 1) "
     "ON CONFLICT (namespace) DO UPDATE SET version = poolsplit_versions.version + 1"
@@ -266,37 +352,35 @@ class PostgresBackend:
         except psycopg.Error:
             conn.close()
 
-    def _schema_ready(self, conn: Any) -> bool:
-        """Whether the tables and triggers exist (then no DDL runs, so a user
-        with only read and write rights can open the store)."""
-        names = list(_TRIGGERS)
+    def _has_table(self, conn: Any, name: str) -> bool:
+        """Whether the search path shows this table, by a query of
+        ``pg_class`` (its snapshot sees what a concurrent open committed
+        while this one waited for the lock; ``to_regclass`` may not)."""
         row = conn.execute(
-            "SELECT to_regclass('poolsplit_versions') IS NOT NULL AND "
-            "(SELECT count(*) FROM pg_trigger WHERE tgname = ANY(%s) "
-            "AND tgrelid = to_regclass('poolsplit_entries')) = %s",
-            (names, len(names)),
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relname = %s "
+            "AND relkind IN ('r', 'p') AND pg_catalog.pg_table_is_visible(oid))",
+            (name,),
         ).fetchone()
         return bool(row[0])
 
     def _create_schema(self, conn: Any) -> None:
+        """Apply the missing migrations in one transaction. When none is
+        missing no DDL and no lock is taken (a user with only read and write
+        rights can open the store); else under a transaction-level advisory
+        lock, so concurrent first starts wait for one another, and the
+        second finds the version current."""
         conn.execute("BEGIN")
-        if self._schema_ready(conn):
+
+        def run(sql: str, params: Any) -> Any:
+            return conn.execute(sql, params or None)
+
+        def has_table(name: str) -> bool:
+            return self._has_table(conn, name)
+
+        if stored_version(run, has_table) == len(MIGRATIONS):
             return
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for statement in SCHEMA:
-            conn.execute(statement)
-        conn.execute(_BUMP_FUNCTION)
-        for name, when in _TRIGGERS.items():
-            exists = conn.execute(
-                "SELECT 1 FROM pg_trigger WHERE tgname = %s "
-                "AND tgrelid = 'poolsplit_entries'::regclass",
-                (name,),
-            ).fetchone()
-            if exists is None:  # CREATE TRIGGER has no IF NOT EXISTS before 14
-                conn.execute(
-                    f"CREATE TRIGGER {name} {when} FOR EACH STATEMENT "
-                    "EXECUTE FUNCTION poolsplit_bump_versions()"
-                )
+        migrate(run, MIGRATIONS, has_table, self.url)
 
     def version(self, namespace: str) -> object:
         with self._locks["read"]:
@@ -322,7 +406,10 @@ class PostgresBackend:
             def run(conn: Any) -> T:
                 conn.execute("BEGIN")
                 conn.execute(_BUMP, (namespace,))
-                return work(self._tx(conn, namespace))
+                tx = self._tx(conn, namespace)
+                result = work(tx)
+                tx.prune()
+                return result
 
             return self._attempt("write", run)
 
@@ -331,7 +418,7 @@ class PostgresBackend:
             row = conn.execute(_VERSION, (namespace,)).fetchone()
             return 0 if row is None else int(row[0])
 
-        return SqlTx(conn.execute, "%s", namespace, self._counter, version)
+        return SqlTx(conn.execute, "%s", namespace, self._counter, version, _LOG)
 
     def close(self) -> None:
         with self._locks["write"], self._locks["read"]:

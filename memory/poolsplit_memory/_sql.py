@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from poolsplit_memory.store import Row, Stored
+from poolsplit_memory.store import KEEP_CHANGES, Row, Stored, StoreUnavailable
 
 TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
@@ -22,11 +22,76 @@ _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
 
+SCHEMA_TABLE = "poolsplit_schema"
+
+
+def migrate(
+    execute: Execute,
+    migrations: Sequence[Sequence[str]],
+    has_table: Callable[[str], bool],
+    where: str,
+) -> int:
+    """Apply the migrations a database lacks, in the caller's transaction
+    (which holds the lock that orders concurrent opens); return the version
+    it had. A database without the version table is 0.1.0's (version 1)
+    when it holds the entries table, else empty (version 0).
+
+    Raises:
+        StoreUnavailable: ``database is newer``: written by a later
+            poolsplit-memory, whose schema this one does not know.
+    """
+    found = stored_version(execute, has_table)
+    latest = len(migrations)
+    if found > latest:
+        raise StoreUnavailable(
+            "database is newer",
+            where,
+            f"schema version {found}, this poolsplit-memory reads up to {latest}; "
+            "upgrade poolsplit-memory",
+        )
+    for number in range(found, latest):
+        for statement in migrations[number]:
+            execute(statement, ())
+    if found < latest:
+        execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER NOT NULL)", ()
+        )
+        execute(f"DELETE FROM {SCHEMA_TABLE}", ())
+        execute(f"INSERT INTO {SCHEMA_TABLE} (version) VALUES ({latest})", ())
+    return found
+
+
+def stored_version(execute: Execute, has_table: Callable[[str], bool]) -> int:
+    """The schema version a database holds (see :func:`migrate`)."""
+    if has_table(SCHEMA_TABLE):
+        row = execute(f"SELECT max(version) FROM {SCHEMA_TABLE}", ()).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
+    return 1 if has_table(TABLE) else 0
+
 
 class Counter:
     """Entry rows fetched so far (the warm-recall tests read it)."""
 
     rows_read = 0
+
+
+class ChangeLog:
+    """A backend's statements over the change log (positions differ: see
+    the module docstring)."""
+
+    def __init__(
+        self, position: str, changed: str, prune: str, *, per_namespace: bool
+    ) -> None:
+        self.position = position
+        self.changed = changed
+        self.prune = prune
+        self.per_namespace = per_namespace
+
+    def args(self, namespace: str) -> tuple[str, ...]:
+        return (namespace,) if self.per_namespace else ()
+
+    def prune_args(self, namespace: str, keep: int) -> tuple[Any, ...]:
+        return (*self.args(namespace), *self.args(namespace), keep)
 
 
 class SqlTx:
@@ -39,12 +104,14 @@ class SqlTx:
         namespace: str,
         counter: Counter,
         version: Callable[[], object],
+        log: ChangeLog,
     ) -> None:
         self._execute = execute
         self._mark = mark
         self._namespace = namespace
         self._counter = counter
         self._version = version
+        self._log = log
         self.scrubbed = False  # a body was deleted or overwritten
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
@@ -64,6 +131,46 @@ class SqlTx:
 
     def version(self) -> object:
         return self._version()
+
+    def state(self) -> tuple[object, int]:
+        """The backend's version and the change log's position this
+        transaction sees (on PostgreSQL one number: the namespace's version)."""
+        row = self._run(self._log.position, self._log.args(self._namespace)).fetchone()
+        position = 0 if row is None or row[0] is None else int(row[0])
+        return (position if self._log.per_namespace else self._version()), position
+
+    def changes(
+        self, after: int, types: Sequence[str] | None
+    ) -> tuple[list[int | None], list[Stored]]:
+        """The rows (by ``seq``) of this namespace changed after position
+        ``after`` (None: every row may have changed, as after a TRUNCATE),
+        and those of them that ``candidates(types)`` would read, in ``seq``
+        order.
+
+        One statement (the log joined to the rows by their primary key),
+        filtered here by the candidates' condition: with it in SQL
+        PostgreSQL read every active row by the status index instead."""
+        sql = (
+            "SELECT c.entry, e.id, e.scope, e.body, e.status, e.type "
+            f"FROM ({self._log.changed}) c LEFT JOIN {TABLE} e "
+            "ON e.seq = c.entry AND e.namespace = ?"
+        )
+        found = self._run(sql, (self._namespace, after, self._namespace)).fetchall()
+        self._counter.rows_read += sum(1 for r in found if r[1] is not None)
+        kinds = None if types is None else frozenset(types)
+        rows = [
+            Stored(int(r[0]), r[1], r[2], r[3])
+            for r in found
+            if r[1] is not None
+            and r[4] == "active"
+            and (kinds is None or r[5] in kinds or r[2] == "always")
+        ]
+        rows.sort(key=lambda row: row.seq)
+        return [None if r[0] is None else int(r[0]) for r in found], rows
+
+    def prune(self) -> None:
+        """Drop the change log's rows more than KEEP_CHANGES positions old."""
+        self._run(self._log.prune, self._log.prune_args(self._namespace, KEEP_CHANGES))
 
     def get(self, ident: str) -> Stored | None:
         rows = self._rows(

@@ -7,7 +7,9 @@ never waits for a write lock (WAL lets it read the last commit). ``:memory:``
 is one connection for both (a second connection would see another database).
 The warm-recall version is the reader's ``PRAGMA data_version`` (changes when
 another connection, the writer included, commits) and its ``total_changes``
-(changes when it commits itself: the ``:memory:`` case).
+(changes when it commits itself: the ``:memory:`` case); when it moved, the
+change log (``_sql.py``; its position is a global ``seq``, writers being
+serialized by the file's lock) says which rows of the namespace changed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from poolsplit_memory._sql import Counter, SqlTx
+from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate
 from poolsplit_memory.store import (
     DEFAULT_BUSY_MS,
     ReadTx,
@@ -35,7 +37,8 @@ T = TypeVar("T")
 _SCRUB_WAIT_MS = 1_000
 _MEMORY = ":memory:"
 
-SCHEMA = (
+# Migration 1: the schema of poolsplit-memory 0.1.0.
+SCHEMA_0_1_0 = (
     """CREATE TABLE IF NOT EXISTS poolsplit_entries (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         namespace TEXT NOT NULL,
@@ -61,6 +64,49 @@ SCHEMA = (
     "CREATE UNIQUE INDEX IF NOT EXISTS poolsplit_entries_key "
     "ON poolsplit_entries (namespace, client_key) WHERE client_key IS NOT NULL",
 )
+# Migration 2: the change log (see _sql.py), one row per entry row changed,
+# written by triggers so that a hand edit or another tool is logged too. It
+# names the row by its seq, never its id: forget leaves no trace of an id.
+CHANGE_LOG = (
+    """CREATE TABLE poolsplit_changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        entry INTEGER
+    )""",
+    "CREATE INDEX poolsplit_changes_namespace ON poolsplit_changes (namespace, seq)",
+    """CREATE TRIGGER poolsplit_entries_inserted AFTER INSERT ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (NEW.namespace, NEW.seq);
+    END""",
+    """CREATE TRIGGER poolsplit_entries_updated AFTER UPDATE ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (OLD.namespace, OLD.seq);
+        INSERT INTO poolsplit_changes (namespace, entry) SELECT NEW.namespace, NEW.seq
+        WHERE NEW.namespace IS NOT OLD.namespace OR NEW.seq IS NOT OLD.seq;
+    END""",
+    """CREATE TRIGGER poolsplit_entries_deleted AFTER DELETE ON poolsplit_entries
+    BEGIN
+        INSERT INTO poolsplit_changes (namespace, entry)
+        VALUES (OLD.namespace, OLD.seq);
+    END""",
+)
+MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG)
+_LOG = ChangeLog(
+    "SELECT max(seq) FROM poolsplit_changes",
+    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
+    "DELETE FROM poolsplit_changes "
+    "WHERE seq <= (SELECT max(seq) FROM poolsplit_changes) - ?",
+    per_namespace=False,
+)
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
 
 
 def unavailable(exc: BaseException, where: str) -> StoreUnavailable:
@@ -182,16 +228,21 @@ class SQLiteBackend:
             raise sqlite3.OperationalError(f"cannot use WAL (journal_mode {mode})")
 
     def _setup(self, conn: sqlite3.Connection, memory: bool) -> None:
-        """WAL, secure_delete, FULL sync, and the schema in one transaction
-        (concurrent first starts: the write lock lets one create it)."""
+        """WAL, secure_delete, FULL sync, and the missing migrations in one
+        transaction (concurrent first starts: the write lock lets one apply
+        them; the other then finds the version current)."""
         if not memory:
             self._use_wal(conn)
         conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in SCHEMA:
-                conn.execute(statement)
+            migrate(
+                conn.execute,
+                MIGRATIONS,
+                lambda name: _has_table(conn, name),
+                self._where,
+            )
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -225,7 +276,12 @@ class SQLiteBackend:
             self._check_open()
             conn = self._reader
             tx = SqlTx(
-                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+                conn.execute,
+                "?",
+                namespace,
+                self._counter,
+                self._version_of(conn),
+                _LOG,
             )
             try:
                 conn.execute("BEGIN")
@@ -243,12 +299,18 @@ class SQLiteBackend:
             self._check_open()
             conn = self._writer
             tx = SqlTx(
-                conn.execute, "?", namespace, self._counter, self._version_of(conn)
+                conn.execute,
+                "?",
+                namespace,
+                self._counter,
+                self._version_of(conn),
+                _LOG,
             )
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(tx)
+                    tx.prune()
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:

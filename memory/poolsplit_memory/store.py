@@ -49,8 +49,8 @@ Decisions where the issue is silent:
 - A bad stored row is recognised when it is read: invalid JSON, not an
   object, a ``type`` that is not a str, or a ``poolsplit.validate`` error.
   An always-scope row (by its column or its body) is also named in the text.
-  The warm cache notices a hand edit on both backends (SQLite's
-  ``data_version``; PostgreSQL's triggers bump the namespace's version).
+  A running store notices a hand edit on both backends: triggers log
+  every changed row (``_sql.py``), and the next recall applies it.
 - The row's id is the entry's id: a body whose ``id`` is missing or differs
   is read with the row's; get, update and forget take any str id a row
   holds (a hand-written ``''`` or 300-character one too), so every row a
@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import collections
 import dataclasses
 import difflib
 import enum
@@ -174,6 +175,9 @@ _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
+# How far (in change-log positions) a snapshot may be behind and still be
+# brought forward row by row; the backends keep this much of the log.
+KEEP_CHANGES: Final = 20_000
 
 
 # ===========================================================================
@@ -727,6 +731,10 @@ class ReadTx(Protocol):
     """The statements of one read transaction (a consistent snapshot)."""
 
     def version(self) -> object: ...
+    def state(self) -> tuple[object, int]: ...
+    def changes(
+        self, after: int, types: Sequence[str] | None
+    ) -> tuple[list[int | None], list[Stored]]: ...
     def get(self, ident: str) -> Stored | None: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
@@ -769,32 +777,111 @@ _UNSET: Final = _Unset.UNSET
 Source = Union[str, "os.PathLike[str]", IO[str]]
 
 
-@dataclass(frozen=True)
 class _Snapshot:
-    """The parsed candidates of one database version, reused until it changes."""
+    """The loaded candidates of one namespace at one change-log position,
+    brought forward by the rows changed since (never re-read whole).
 
-    version: object
-    entries: list[dict[str, Any]]  # valid, active, admitted by some pool
-    types: frozenset[str]  # types of the valid active entries
-    skipped: list[Skipped]
-    always_skipped: list[Skipped]
-    warnings: list[str]
-    # The recall index, built by the second recall of this version: building
-    # it costs about three recalls by the core alone (45 ms at 10,000
-    # entries), which an agent writing between every two recalls would pay
-    # each turn for nothing.
-    # Empty before the first recall, then [None], then [the index].
-    lazy_index: list[Index | None] = dataclasses.field(
-        default_factory=list, compare=False
-    )
+    It holds what :func:`loadable` finds in the candidate rows, and keeps
+    it equal to ``loadable`` over the rows as they are now: :meth:`apply`
+    takes the changed rows' seqs and their current candidate rows (a seq
+    without one was deleted or is no candidate any more), forgets what it
+    knew of those seqs and loads the rows by ``loadable``. Entries enter and leave
+    in one place each (:meth:`_enter`, :meth:`_leave`), which also keeps the
+    recall index up to date. The always-scope state (the budget warning,
+    the always-scope rows not loaded) depends on all always-scope rows
+    together, so it is recomputed from them, few by that rule's own cap,
+    whenever one of them changes. Not thread-safe: the store changes and
+    reads it under its lock.
+    """
 
-    def index(self) -> Index | None:
-        """The recall index, or None on this version's first recall."""
-        if not self.lazy_index:
-            self.lazy_index.append(None)
-        elif self.lazy_index[0] is None:  # two threads: both build, same result
-            self.lazy_index[0] = Index(self.entries)
-        return self.lazy_index[0]
+    def __init__(self, pools: Sequence[Pool] | None) -> None:
+        self._pools = pools
+        self.signal: object = None  # the backend's version when last checked
+        self.position = 0  # the change log's position applied
+        self.index = Index()
+        self._types: collections.Counter[str] = collections.Counter()
+        # seq -> (order key, Skipped): loadable lists the unreadable rows
+        # first, then those validate refuses, each in seq order.
+        self._skipped: dict[int, tuple[tuple[int, int], Skipped]] = {}
+        self._always: dict[int, tuple[Stored, object]] = {}  # always-scope rows
+        self.warnings: builtins.list[str] = []
+        self.always_skipped: builtins.list[Skipped] = []
+
+    @property
+    def entries(self) -> builtins.list[dict[str, Any]]:
+        """The valid, active entries some pool admits, in seq order."""
+        return self.index.entries
+
+    @property
+    def types(self) -> frozenset[str]:
+        """The types of the entries (what the spill-over pool admits)."""
+        return frozenset(self._types)
+
+    @property
+    def skipped(self) -> builtins.list[Skipped]:
+        return [item for _, item in sorted(self._skipped.values())]
+
+    def apply(self, changed: Iterable[int], rows: Sequence[Stored]) -> None:
+        """Bring the snapshot to the current state of the rows ``changed``
+        (by ``seq``; the rows given count as changed too), whose current
+        candidate rows are ``rows`` (a seq without one was deleted or is no
+        candidate any more)."""
+        touched = set(changed) | {row.seq for row in rows}
+        always_changed = not touched.isdisjoint(self._always)
+        for seq in touched:
+            if self.index.has(seq):
+                self._leave(seq)
+            self._skipped.pop(seq, None)
+            self._always.pop(seq, None)
+        values = [_readable(row) for row in rows]
+        found = loadable(
+            values,
+            pools=self._pools,
+            ids=[row.id for row in rows],
+            scopes=[row.scope for row in rows],
+        )
+        seqs = {row.id: row.seq for row in rows}
+        self._enter([(seqs[entry["id"]], entry) for entry in found.entries])
+        unreadable = {
+            row.id for row, value in zip(rows, values) if _unreadable(value) is not None
+        }
+        for item in found.skipped:
+            late = 0 if item.id in unreadable else 1
+            self._skipped[seqs[item.id]] = ((late, seqs[item.id]), item)
+        for row, value in zip(rows, values):
+            if _ALWAYS in (row.scope, value.get("scope")):
+                self._always[row.seq] = (row, value)
+                always_changed = True
+        if always_changed:
+            self._load_always()
+
+    def _load_always(self) -> None:
+        """The warnings and the always-scope rows not loaded: ``loadable``
+        over every always-scope row, in seq order (what it says of them
+        does not depend on the other rows)."""
+        rows = sorted(self._always.values(), key=lambda item: item[0].seq)
+        found = loadable(
+            [value for _, value in rows],
+            pools=self._pools,
+            ids=[row.id for row, _ in rows],
+            scopes=[row.scope for row, _ in rows],
+        )
+        self.warnings = found.warnings
+        self.always_skipped = found.always_skipped
+
+    def _enter(self, entries: Sequence[tuple[int, dict[str, Any]]]) -> None:
+        """The one place entries enter the snapshot (seq, entry)."""
+        for _, entry in entries:
+            self._types[entry.get("type", "note")] += 1
+        self.index.add_many(entries)
+
+    def _leave(self, seq: int) -> None:
+        """The one place an entry leaves the snapshot."""
+        kind = self.index.entry(seq).get("type", "note")
+        self._types[kind] -= 1
+        if not self._types[kind]:
+            del self._types[kind]
+        self.index.remove(seq)
 
 
 def _copied(value: Any) -> Any:
@@ -1316,25 +1403,15 @@ class Store:
         """
         context = _context(message, tags, project)
         chosen_pools = self.pools if pools is None else _check_pools(pools)
-        snap = self._snapshot(chosen_pools)
-        pools_now = self._pools_for(snap, chosen_pools)
-        index = snap.index()
-        if index is None:
-            got = poolsplit.retrieve_pools(
-                snap.entries,
-                pools_now,
-                context,
-                token_counter=self._token_counter,
-                now=now,
-            )
-        else:
-            got = index.recall(
-                pools_now,
+        with self._cache_lock:
+            snap = self._snapshot(chosen_pools)
+            got = snap.index.recall(
+                self._pools_for(snap, chosen_pools),
                 context,
                 token_counter=self._token_counter,
                 now=datetime.now(timezone.utc) if now is None else now,
             )
-        return _recalled(got, snap)
+            return _recalled(got, snap)
 
     def explain(
         self,
@@ -1362,26 +1439,26 @@ class Store:
         """
         context = _context(message, tags, project)
         filters = _explain_filters(ids, types, outcomes, summary)
-        snap = self._snapshot()
-        pools, unused = self._explained_pools(snap)
-        report = poolsplit.explain(
-            snap.entries,
-            pools,
-            context,
-            token_counter=self._token_counter,
-            now=now,
-            ids=filters["ids"],
-            types=filters["types"],
-            outcomes=filters["outcomes"],
-        )
+        with self._cache_lock:
+            snap = self._snapshot()
+            pools, unused = self._explained_pools(snap)
+            report = poolsplit.explain(
+                snap.entries,
+                pools,
+                context,
+                token_counter=self._token_counter,
+                now=now,
+                ids=filters["ids"],
+                types=filters["types"],
+                outcomes=filters["outcomes"],
+            )
+            only = filters["ids"]
+            skipped = [s for s in snap.skipped if only is None or s.id in only]
         text = report.render(summary=summary).rstrip("\n") + "\n"
         if unused:
             text += (
                 f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
             )
-        skipped = [
-            s for s in snap.skipped if filters["ids"] is None or s.id in filters["ids"]
-        ]
         if skipped and summary:
             text += f"\nrows left out: {len(skipped)} (summary=False lists them)\n"
         elif skipped:
@@ -1412,25 +1489,50 @@ class Store:
         return default_pools(snap.types)
 
     def _snapshot(self, pools: Sequence[Pool] | None = None) -> _Snapshot:
-        """The parsed candidates for ``pools`` (None: the store's), re-read
-        only when the version changed; one cached snapshot per pools."""
+        """The loaded candidates for ``pools`` (None: the store's), one
+        cached snapshot per pools; the caller holds ``_cache_lock``.
+
+        A recall whose backend version is the one last seen reads nothing
+        more. Otherwise one read transaction gives the change log's
+        position and the ids of this namespace changed since the
+        snapshot's, and re-reads those rows only (none for a write to
+        another namespace); the namespace is read whole on the first call,
+        and when the log no longer reaches back to the snapshot or says
+        that everything changed (a TRUNCATE), or more rows changed than the
+        snapshot holds.
+        """
         pools = self.pools if pools is None else tuple(pools)
-        with self._cache_lock:
-            cached = self._cache.get(pools)
-            if cached is not None and cached.version == self._backend.version(
-                self.namespace
-            ):
-                return cached
-            types = None
-            if pools is not None and all(p.types is not None for p in pools):
-                types = sorted({t for p in pools for t in p.types or ()})
-            version, rows = self._backend.read(
-                self.namespace, lambda tx: (tx.version(), tx.candidates(types))
-            )
-            if len(self._cache) >= _MAX_CACHED and pools not in self._cache:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[pools] = _load(version, rows, pools)
-            return self._cache[pools]
+        cached = self._cache.get(pools)
+        if cached is not None and cached.signal == self._backend.version(
+            self.namespace
+        ):
+            return cached
+        types = None
+        if pools is not None and all(p.types is not None for p in pools):
+            types = sorted({t for p in pools for t in p.types or ()})
+
+        def work(
+            tx: ReadTx,
+        ) -> tuple[object, int, builtins.list[int] | None, builtins.list[Stored]]:
+            signal, position = tx.state()
+            if cached is not None and position - cached.position <= KEEP_CHANGES:
+                changed, rows = tx.changes(cached.position, types)
+                if None not in changed and len(changed) <= len(cached.index) + 100:
+                    seqs = [seq for seq in changed if seq is not None]
+                    return signal, position, seqs, rows
+            return signal, position, None, tx.candidates(types)
+
+        signal, position, changed, rows = self._backend.read(self.namespace, work)
+        snap = cached
+        if changed is None or snap is None:
+            snap = _Snapshot(pools)
+            changed = []
+        snap.apply(changed, rows)
+        snap.signal, snap.position = signal, position
+        if len(self._cache) >= _MAX_CACHED and pools not in self._cache:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[pools] = snap
+        return snap
 
     # --- import / export ---------------------------------------------------
 
@@ -1831,14 +1933,11 @@ def _kind_of(value: object) -> str:
 def _load(
     version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
 ) -> _Snapshot:
-    """Parse and check candidate rows by :func:`loadable`, the one rule."""
-    found = loadable(
-        [_readable(stored) for stored in rows],
-        pools=pools,
-        ids=[stored.id for stored in rows],
-        scopes=[stored.scope for stored in rows],
-    )
-    return _Snapshot(version, *found)
+    """A snapshot of these candidate rows, checked by :func:`loadable`."""
+    snap = _Snapshot(pools)
+    snap.apply((), rows)
+    snap.signal = version
+    return snap
 
 
 # ===========================================================================

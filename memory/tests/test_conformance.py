@@ -1031,7 +1031,20 @@ def test_a_warm_recall_reads_no_entry_rows(open_):
     assert store._backend.rows_read == before
     store.remember("one more", type="fact", now=NOW)
     store.recall("entry", now=NOW)
-    assert store._backend.rows_read == before + 21  # the write made it cold
+    assert store._backend.rows_read == before + 1  # the row written, no other
+
+
+def test_a_write_to_another_namespace_reads_no_entry_row(open_):
+    """Issue 26: on SQLite a write to another namespace of the file made the
+    next recall re-read the whole namespace."""
+    store, other = open_("ada"), open_("bob")
+    for number in range(20):
+        store.remember(f"entry {number}", type="fact", now=NOW)
+    store.recall("entry", now=NOW)
+    before = store._backend.rows_read
+    other.remember("elsewhere", type="fact", now=NOW)
+    assert [e["content"] for e in store.recall("entry 5", now=NOW).pools["facts"]]
+    assert store._backend.rows_read == before
 
 
 def test_a_write_by_another_store_is_seen_by_the_next_recall(open_):

@@ -168,8 +168,9 @@ def test_a_role_with_only_read_and_write_rights_opens_an_existing_store(pg_url):
         conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
         conn.execute(
             "GRANT SELECT, INSERT, UPDATE, DELETE ON poolsplit_entries, "
-            f"poolsplit_versions TO {role}"
+            f"poolsplit_versions, poolsplit_changes TO {role}"
         )
+        conn.execute(f"GRANT SELECT ON poolsplit_schema TO {role}")
         conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
     head, _, rest = pg_url.partition("://")
     as_role = f"{head}://{role}@{rest.split('@', 1)[1]}"
