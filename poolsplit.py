@@ -1183,85 +1183,26 @@ def _score_from(base: float, entry: Entry, query: _Query) -> float:
     return base * _message_factor(entry, query)
 
 
-def _exact_score(
-    entry: Entry,
-    index: int,
-    call: _Call,
-    base_score: Callable[[Entry], float] | None,
-) -> float:
-    """An entry's exact score: a custom scorer's result (``base_score`` None),
-    or the default score from ``base_score``, the call's base score rule."""
-    if base_score is None:  # the caller's scorer; its own errors propagate
+def _exact_score(entry: Entry, index: int, call: _Call) -> float:
+    """An entry's exact score: the caller's scorer's result, checked, or the
+    default score (base x the message factor)."""
+    query = call.query
+    if query is None:  # the caller's scorer; its own errors propagate
         value = call.scorer(entry, call.context, now=call.now)
         return _check_score(value, index, entry)
-    query = call.query
-    assert query is not None  # base_score is given for the default scorer only
     try:
-        return _score_from(base_score(entry), entry, query)
+        return _score_from(_base_score(entry, query), entry, query)
     except (TypeError, ValueError) as exc:
         raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
 
 
-class _Unusual(Exception):
-    """An entry the fast path leaves to the plain rule."""
-
-
-def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
-    """:func:`_base_score` for one call's query, with the usual types inline.
-
-    A warm turn scores every candidate of the store, and the four calls per
-    entry of the plain rule cost 12-13% of a warm turn at 100,000 entries
-    (interleaved A/B, 21 turns each, twice; CHANGELOG 0.3.0). So the usual
-    field types (an int, float or missing priority, a str or missing
-    ``created``, a list of str tags or none) are computed here by the same operations in
-    the same order, giving the same float; anything else goes to
-    :func:`_base_score`. tests/test_properties.py proves the two equal.
-    """
-    now, query_tags, query_project = query.now, query.tags, query.project
-    cached_seconds = _iso_seconds.get
-    isnan = math.isnan
-
-    def base_score(entry: Entry) -> float:
-        get = entry.get
-        priority: Any = get("base_priority")
-        created = get("created")
-        tags = get("tags")
-        number = type(priority)
-        try:
-            if (
-                not (
-                    priority is None
-                    or number is int
-                    or (number is float and not isnan(priority))
-                )
-                or (created is not None and type(created) is not str)
-                or (tags is not None and type(tags) is not list)
-            ):
-                raise _Unusual
-            if tags:
-                "".join(tags)  # raises TypeError unless every tag is a str
-            # float() raises OverflowError past the float range
-            score = DEFAULT_PRIORITY if priority is None else float(priority)
-        except (_Unusual, TypeError, OverflowError):
-            return _base_score(entry, query)
-        if created is not None:
-            seconds = cached_seconds(created)
-            if seconds is None:
-                seconds = _parse_iso(created)
-            if seconds is not None:
-                age = (now - seconds) / _SECONDS_PER_DAY
-                days = age if age > 0.0 else 0.0
-                factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-        if tags and query_tags and not query_tags.isdisjoint(tags):
-            distinct = frozenset(tags)
-            score *= 1.0 + TAG_BOOST * len(distinct & query_tags) / len(distinct)
-        project = get("project")
-        if project is not None:
-            score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
-        return score
-
-    return base_score
+def _first_score(entry: Entry, index: int, query: _Query) -> float:
+    """The default base score, every factor but the message term; it bounds
+    the exact score (see _Ranking)."""
+    try:
+        return _base_score(entry, query)
+    except (TypeError, ValueError) as exc:
+        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -1317,7 +1258,6 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
-    fast = None if query is None else _fast_base_score(query)
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
@@ -1350,13 +1290,10 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
             near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
-            if fast is None or finish:
-                scores.append(_exact_score(entry, index, call, fast))
-                continue
-            try:
-                scores.append(fast(entry))
-            except (TypeError, ValueError) as exc:
-                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
+            if query is None or finish:
+                scores.append(_exact_score(entry, index, call))
+            else:
+                scores.append(_first_score(entry, index, query))
     return _Scan(
         active, keys, always, ranked, scores, duplicates, unadmitted, near_always
     )
