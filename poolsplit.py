@@ -1239,12 +1239,12 @@ def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
     return frozenset(kind for pool in pools for kind in pool.types or ())
 
 
-def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
+def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry and score each one that some pool may rank.
 
     One pass, in input order: the first entry with a problem (not a Mapping,
-    a bad value) is the one reported. With ``repeats``, an object listed
-    again is recorded in ``duplicates`` and left out.
+    a bad value) is the one reported. An object listed again is recorded in
+    ``duplicates`` and left out: it is one entry.
     """
     count = len(store)
     active = [False] * count
@@ -1261,7 +1261,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
-    seen: dict[int, int] | None = {} if repeats else None
+    seen: dict[int, int] = {}
     # The hottest loop of a turn: one pass over the whole store, so the
     # lists are bound to locals (a third fewer attribute reads per entry).
     for index, entry in enumerate(store):
@@ -1270,11 +1270,10 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
         kind = _entry_type(entry)
         if not is_active(entry):
             continue
-        if seen is not None:
-            first = seen.setdefault(id(entry), index)
-            if first != index:
-                duplicates[index] = first
-                continue
+        first = seen.setdefault(id(entry), index)
+        if first != index:
+            duplicates[index] = first
+            continue
         active[index] = True
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
@@ -1679,28 +1678,13 @@ class _Selection:
 @dataclass
 class _Fill:
     """What filling the pools shares: the store, its scan and ranking, which
-    entries are taken, the steps (when tracing) and, when repeated objects
-    were not found up front, each object's first position as pools meet it."""
+    entries are taken and the steps (when tracing)."""
 
     store: list[Entry]
     scan: _Scan
     ranking: _Ranking
     taken: list[bool]
     steps: list[Step] | None
-    first_seen: dict[int, int] | None
-
-    def repeat(self, index: int) -> bool:
-        """Whether the entry at ``index`` is an object met earlier at another
-        position; a repeat ties with its first in every order and costs the
-        same, so the first is always met first. The repeat is then passed over
-        as if it were not in the input."""
-        if self.first_seen is None:
-            return False
-        first = self.first_seen.setdefault(id(self.store[index]), index)
-        if first == index:
-            return False
-        self.taken[index] = True
-        return True
 
 
 def _take_always(
@@ -1714,8 +1698,6 @@ def _take_always(
             continue
         if taken[index]:
             outcome = _TAKEN_EARLIER
-        elif fill.repeat(index):
-            continue
         else:
             taken[index] = True
             chosen.append(fill.store[index])
@@ -1747,8 +1729,6 @@ def _take_ranked(
             if steps is None:  # scores come best first: no later one reaches it
                 break
             outcome = _BELOW_FLOOR
-        elif fill.repeat(index):
-            continue
         else:
             cost = ranking.cost(index)
             if full:  # only reached when tracing
@@ -1780,21 +1760,9 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
     # explain() wants exact scores for all; without message words the base
     # score is already exact.
     bounded = query is not None and bool(query.words) and not trace
-    # explain() reports repeated objects, and a custom scorer must see each
-    # object once, so then repeats are found up front. Otherwise a pool finds
-    # one when it meets it: a dict operation per entry met, not per entry
-    # stored, which is a tenth of a warm turn at 100,000 entries.
-    up_front = trace or query is None
-    scan = _scan(store, call, exact=not bounded, repeats=up_front)
+    scan = _scan(store, call, exact=not bounded)
     ranking = _Ranking(store, scan, call, bounded, exhaustive=trace)
-    fill = _Fill(
-        store,
-        scan,
-        ranking,
-        [False] * len(store),
-        [] if trace else None,
-        None if up_front else {},
-    )
+    fill = _Fill(store, scan, ranking, [False] * len(store), [] if trace else None)
     results: dict[str, list[Entry]] = {}
     for pool in call.pools:
         wanted = None if pool.types is None else frozenset(pool.types)
@@ -1811,10 +1779,7 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
 
 def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     """The warning for always-scope entries that no pool admits."""
-    firsts: dict[int, int] = {}  # an object listed twice is one entry
-    for index in scan.unadmitted:
-        firsts.setdefault(id(store[index]), index)
-    unadmitted = list(firsts.values())
+    unadmitted = scan.unadmitted
     shown = ", ".join(
         f"{_label(index, store[index])} of type {_entry_type(store[index])!r}"
         for index in unadmitted[:3]
@@ -1828,19 +1793,10 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     )
 
 
-def _first_objects(store: list[Entry], positions: list[int]) -> list[int]:
-    """``positions`` without repeats of one object (an object listed twice is
-    one entry), in order."""
-    firsts: dict[int, int] = {}
-    for index in positions:
-        firsts.setdefault(id(store[index]), index)
-    return list(firsts.values())
-
-
 def _near_always_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     """The warning for active entries whose scope is "always" only after
     trimming and case-folding: they compete instead of loading."""
-    near = _first_objects(store, scan.near_always)
+    near = scan.near_always
     shown = ", ".join(
         f"{_label(index, store[index])} with scope {store[index].get('scope')!r}"
         for index in near[:3]

@@ -168,21 +168,3 @@ def test_an_entry_too_costly_for_the_pool_is_passed_over_unread_even_in_a_tie():
     # input order fails the call.
     with pytest.raises(ValueError, match=r"^entries\[0\] \(id='z50'\): cannot"):
         retrieve(store, Pool("p", 10**7, 2), {"message": "alpha"}, now=NOW)
-
-
-def test_repeats_count_toward_the_sort_cut_so_the_entries_kept_aside_stay_unread():
-    """With the default scorer a repeated object is found only when a pool
-    meets it, so the sort cut (above 16,384 ranked entries, those below the
-    sample's cutoff are kept aside) counts every listed position: here 16,000
-    entries and 1,000 repeats of an unreadable one. A's message boost puts its
-    exact score above every bound at the cutoff (10), so the pool takes A
-    without reaching the entries kept aside (README, the lazy read); the same
-    16,000 entries without the repeats are sorted whole, and the walk costs
-    the first one past the entries too costly for the pool."""
-
-    store = kept_aside_store(16_000, "alpha")
-    repeats = store + [store[1]] * 1_000
-    got = retrieve(repeats, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
-    assert ids(got) == ["A"]
-    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
-        retrieve(store, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
