@@ -144,10 +144,6 @@ _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
-# The ranking sorts every candidate of a smaller store up front; a larger
-# one sorts only the best eighth of a 1-in-16 sample's scores (see _Ranking).
-_SORT_ALL_BELOW: Final = 16384
-_SAMPLE_STEP: Final = 16
 # explain() and validate() warn when always-scope entries, which bypass every
 # cap, cost more than this many tokens together.
 _ALWAYS_TOKENS_WARNING: Final = 4000
@@ -1342,8 +1338,7 @@ class _Ranking:
         self._exhaustive = exhaustive
         self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
-        self._rest: tuple[list[int], list[float], float] | None = None
-        base = self._cut(scan.ranked, scan.scores)
+        base = dict(zip(scan.ranked, scan.scores))
         # Stable: equal scores stay in input order (a dict keeps insertion
         # order) until a walk reaches them. A larger positive base never has
         # a smaller bound, so this is also the order of the bounds.
@@ -1355,29 +1350,6 @@ class _Ranking:
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
-
-    def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
-        """The entries worth sorting now: about the best eighth, by a sample.
-
-        A turn's walks rarely go past the first few percent of the order, and
-        sorting all of a large store is a tenth of a turn. Entries below the
-        cutoff are kept aside, in input order, until a walk reaches them.
-        """
-        if len(ranked) < _SORT_ALL_BELOW:
-            return dict(zip(ranked, scores))
-        sample = sorted(scores[::_SAMPLE_STEP], reverse=True)
-        cutoff = sample[len(sample) // 8]
-        self._rest = (ranked, scores, cutoff)
-        return {index: score for index, score in zip(ranked, scores) if score >= cutoff}
-
-    def _sort_rest(self) -> None:
-        """Append the entries below the cutoff to the order, sorted the same way."""
-        assert self._rest is not None
-        ranked, scores, cutoff = self._rest
-        self._rest = None
-        rest = {index: score for index, score in zip(ranked, scores) if score < cutoff}
-        self._base.update(rest)  # also the exact scores, when they are the same
-        self._order.extend(sorted(rest, key=rest.__getitem__, reverse=True))
 
     def _limit(self, base: float) -> float:
         """No exact score of an entry with this base score can be larger."""
@@ -1516,8 +1488,6 @@ class _Ranking:
         the last one."""
         if position < len(self._order):
             return self._limit(self._base[self._order[position]])
-        if self._rest is not None:
-            return self._limit(self._rest[2])
         return None
 
     def _plain_from(
@@ -1574,14 +1544,9 @@ class _Ranking:
         order, base, runs = self._order, self._base, self._runs
         position = 0
         while True:
-            if position == len(order):
-                if self._rest is None:
-                    return
-                self._sort_rest()
-                continue
             position = self._frontier(position, keys, wanted, taken)
             if position == len(order):
-                continue
+                return
             start, end = self._reach(position)
             stop = runs.pop(start, None)
             if stop is not None:  # entries passed over may move up: look again
@@ -1639,8 +1604,6 @@ class _Ranking:
                 for item in self._score_run(start, position, keys, wanted, taken):
                     heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
-            elif self._rest is not None:
-                self._sort_rest()
             else:
                 return
 

@@ -126,8 +126,8 @@ def test_unprintable_tag_is_an_error_without_context_tags():
 
 def kept_aside_store(size, content):
     """A (priority 20, ``content``) first, then ``size - 1`` entries: every
-    16th of the first 4,800 too costly for any pool (priority 10, the sort's
-    cutoff), the others unreadable at priority 1 (kept aside past 16,384)."""
+    16th of the first 4,800 too costly for any pool (priority 10), the others
+    unreadable at priority 1."""
     store = [{"id": "A", "base_priority": 20, "content": content}]
     for i in range(1, size):
         if i % 16 == 0 and i < 16 * 300:
@@ -137,12 +137,10 @@ def kept_aside_store(size, content):
     return store
 
 
-def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
-    """Above 16,384 ranked entries those below the sample's cutoff (here 10)
-    are kept aside until a walk needs them. The pool takes A (20), skips the
-    entries at the cutoff (too costly for its room) and is full: the entries
-    kept aside (1) are never read, so an unreadable content among them does
-    not fail the call (README, the lazy read)."""
+def test_a_pool_full_before_the_lower_entries_never_reads_them():
+    """The pool takes A (20), passes over the entries at 10 (too costly for
+    its room) and is full: the entries at 1 are never read, so an unreadable
+    content among them does not fail the call (README, the lazy read)."""
 
     store = kept_aside_store(17_000, "a")
     assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
