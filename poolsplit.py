@@ -52,21 +52,17 @@ import dataclasses
 import heapq
 import math
 import numbers
-import operator
 import re
 import sys
-import threading
 import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from itertools import compress, islice
-from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
+from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
-    "DEFAULT_CACHE_BUDGET",
     "DEFAULT_MAX_BYTES",
     "OUTCOMES",
     "ActivePredicate",
@@ -99,7 +95,6 @@ __all__ = [
     "render",
     "retrieve",
     "retrieve_pools",
-    "set_cache_budget",
     "significant_words",
     "validate",
 ]
@@ -135,11 +130,6 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
-# Cross-call caches hold at most this many bytes together (keys and values,
-# by sys.getsizeof), unless set_cache_budget() says otherwise: enough for a
-# 100,000-entry store of 300-character contents in every shape (about 0.9 KB
-# per content and 0.15 KB per timestamp string).
-DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -496,82 +486,6 @@ _COMMON_ISO_RE: Final = re.compile(
     re.ASCII | re.IGNORECASE,
 )
 
-K = TypeVar("K")
-V = TypeVar("V")
-# Bytes of one cache slot beyond its key and value: the dict's entry and its
-# share of the table (a third empty).
-_SLOT_BYTES: Final = 64
-# A content item's (words, size) pair and its int.
-_PAIR_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40)
-
-
-class _Cache(Generic[K, V]):
-    """A dict of computed values that holds at most its share of the budget.
-
-    A hit is one ``dict`` lookup (the LRU bookkeeping of lru_cache touches
-    three more objects), which matters when every entry of a large store is
-    looked up on every turn. ``size`` estimates an item's bytes (key, value
-    and slot, by sys.getsizeof). Past the limit, the oldest items go until a
-    quarter of it is free; an item larger than the limit is not kept, so no
-    key (a content string) outlives the call beyond the budget. Lookups and
-    insertions are atomic dict operations; an eviction takes a lock and works
-    on a copy. Threads inserting at once may leave the count of bytes off by
-    the items they raced on, until the cache is emptied.
-    """
-
-    def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
-        self.data: dict[K, V] = {}
-        self.held = 0  # estimated bytes of the items in data
-        self.share = share  # of the budget
-        self.limit = int(DEFAULT_CACHE_BUDGET * share)
-        self.size = size
-        self.lock = threading.Lock()
-
-    def put(self, key: K, value: V, cost: int) -> None:
-        """Keep ``value`` for ``key`` if its ``cost`` (its size) fits the limit."""
-        if cost <= self.limit:
-            self.data[key] = value
-            self.held += cost
-            if self.held > self.limit:
-                self.shrink(self.limit - self.limit // 4)
-
-    def shrink(self, target: int) -> None:
-        """Drop the oldest items until at most ``target`` bytes are held."""
-        with self.lock:
-            while self.held > target and self.data:
-                # The oldest quarter, copied in one step: other threads may
-                # insert meanwhile. Only what is dropped is sized, so an
-                # eviction costs what it frees (a million-entry store cycles
-                # through the timestamp cache every turn).
-                batch = list(islice(self.data.items(), len(self.data) // 4 + 1))
-                for key, value in batch:
-                    if self.held <= target:
-                        break
-                    self.held -= self.size(key, value)
-                    self.data.pop(key, None)
-            if not self.data:
-                self.held = 0  # a count two threads raced on is right again
-
-    def clear(self) -> None:
-        with self.lock:
-            self.data.clear()
-            self.held = 0
-
-
-_budget: Final = [DEFAULT_CACHE_BUDGET]  # a list, so that it can be set
-_TIMESTAMP_BYTES: Final = sys.getsizeof(0.0) + _SLOT_BYTES  # beyond the key
-
-
-def _timestamp_bytes(text: str, seconds: float | None) -> int:
-    return sys.getsizeof(text) + _TIMESTAMP_BYTES
-
-
-# Parsed ``created`` strings, three sixteenths of the budget: a store's
-# distinct timestamps are fewer and smaller than its contents.
-_timestamps: Final[_Cache[str, float | None]] = _Cache(3 / 16, _timestamp_bytes)
-_iso_seconds: Final = _timestamps.data
-_NOT_PARSED: Final = object()  # a miss: None is a result (no instant)
-
 
 def _read_iso_general(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None.
@@ -627,14 +541,8 @@ def _read_iso(text: str) -> float | None:
     return _read_iso_general(text)
 
 
-def _parse_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
-    seconds = _iso_seconds.get(text, _NOT_PARSED)
-    if seconds is not _NOT_PARSED:
-        return seconds  # type: ignore[return-value]
-    seconds = _read_iso(text)
-    _timestamps.put(text, seconds, sys.getsizeof(text) + _TIMESTAMP_BYTES)
-    return seconds
+# Parsed ``created`` strings: every turn reads each entry's timestamp.
+_parse_iso: Final = lru_cache(maxsize=1 << 18)(_read_iso)
 
 
 def _seconds(value: object) -> float | None:
@@ -744,93 +652,21 @@ def significant_words(text: str) -> frozenset[str]:
     return _words(text)
 
 
-def _message_bytes(text: str, words: frozenset[str]) -> int:
-    own = sum(map(sys.getsizeof, words))
-    return sys.getsizeof(text) + sys.getsizeof(words) + own + _SLOT_BYTES
-
-
-def _content_bytes(text: str, item: tuple[tuple[str, ...], int]) -> int:
-    return item[1]
-
-
-# Message words are computed once per distinct message (a sixteenth of the
-# budget); content words once per distinct content string (three quarters),
-# kept as a tuple (a third of a frozenset's memory) with its size.
-_messages: Final[_Cache[str, frozenset[str]]] = _Cache(1 / 16, _message_bytes)
-_contents: Final[_Cache[str, tuple[tuple[str, ...], int]]] = _Cache(
-    3 / 4, _content_bytes
-)
-
-
-def _message_words(text: str) -> frozenset[str]:
-    """The significant words of a message, cached."""
-    words = _messages.data.get(text)
-    if words is None:
-        words = _words(text)
-        _messages.put(text, words, _message_bytes(text, words))
-    return words
-
-
-def _content_words(text: str) -> tuple[str, ...]:
-    """The significant words of a content string, cached.
-
-    Interned, so entries sharing a vocabulary share the word strings; each
-    distinct word is counted in the size of the entry that brought it first.
-    """
-    item = _contents.data.get(text)
-    if item is None:
-        words = list(_words(text))
-        kept = tuple(map(sys.intern, words))
-        # interning returned the word itself: new to the process, held here
-        fresh = sum(map(sys.getsizeof, compress(kept, map(operator.is_, words, kept))))
-        size = sys.getsizeof(text) + sys.getsizeof(kept) + fresh
-        item = (kept, size + _SLOT_BYTES + _PAIR_BYTES)
-        _contents.put(text, item, item[1])
-    return item[0]
-
-
-_CACHES: Final = (_timestamps, _messages, _contents)
+# The words of each distinct message and content string, computed once: a
+# warm turn reads the same contents again.
+_message_words: Final = lru_cache(maxsize=1 << 10)(_words)
+_content_words: Final = lru_cache(maxsize=1 << 16)(_words)
 
 
 def clear_caches() -> None:
     """Empty the caches of parsed timestamps, message words and content words.
 
-    They never change a result; clearing only frees memory.
+    They hold at most 262,144 timestamp strings, 1,024 messages and 65,536
+    contents (least recently used first out), never change a result, and
+    clearing only frees memory.
     """
-    for cache in _CACHES:
-        cache.clear()
-
-
-def set_cache_budget(max_bytes: int) -> int:
-    """Bound the caches' memory, all together, to ``max_bytes``; return the old bound.
-
-    >>> old = set_cache_budget(16 * 1024 * 1024)
-    >>> set_cache_budget(old)
-    16777216
-
-    The caches (parsed timestamps: 3/16 of the budget, message words: 1/16,
-    content words: 3/4) keep what a warm turn would otherwise recompute,
-    counted in bytes of keys and values by ``sys.getsizeof``; past its share
-    a cache drops its oldest items, and an item larger than its share is not
-    kept. The default, ``DEFAULT_CACHE_BUDGET`` (128 MiB), holds a
-    100,000-entry store's timestamps and contents; a larger store is served
-    as fast only with a larger budget, a smaller one recomputes more. 0
-    keeps nothing. Lowering it shrinks the caches at once. Results never
-    depend on it.
-
-    Raises:
-        TypeError: ``max_bytes`` is not an int (bool is rejected).
-        ValueError: ``max_bytes`` is negative.
-    """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
-        raise TypeError(f"max_bytes must be an int, got {type(max_bytes).__name__}")
-    if max_bytes < 0:
-        raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
-    old, _budget[0] = _budget[0], int(max_bytes)
-    for cache in _CACHES:
-        cache.limit = int(max_bytes * cache.share)
-        cache.shrink(cache.limit)
-    return old
+    for cache in (_parse_iso, _message_words, _content_words):
+        cache.cache_clear()
 
 
 # ===========================================================================

@@ -58,7 +58,9 @@ def main() -> None:
         for shape in args.shapes.split(","):
             store = generate.make_store(n, args.seed, shape)
             variants = {
-                label: run.calls(mod.retrieve_pools, store, run.pools_for(mod), contexts)
+                label: run.calls(
+                    mod.retrieve_pools, store, run.pools_for(mod), contexts
+                )
                 for label, mod in modules.items()
             }
             timed = run.alternate(variants, args.turns)

@@ -352,11 +352,9 @@ def table(
         ):
             lines.append(where + [label, f"{row[key]:.0f} B", "", ""])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    budget = meta["cache_budget"]
     out = [
         f"python {meta['python']} | {meta['machine']} | cpus {meta['cpus']}"
-        f" | commit {meta['commit']}"
-        + ("" if budget is None else f" | cache budget {budget / 2**20:g} MiB"),
+        f" | commit {meta['commit']}",
         "shapes: "
         + "; ".join(
             f"{s} = {generate.SHAPE_NOTES[s]}"
@@ -426,7 +424,6 @@ def meta() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "commit": commit,
         "poolsplit": poolsplit.__version__,
-        "cache_budget": getattr(poolsplit, "_budget", [None])[0],
     }
 
 
@@ -1008,7 +1005,6 @@ def run_groups(a: Any) -> int:
     return 0
 
 
-BUDGET_VARIABLE = "POOLSPLIT_BENCH_CACHE_MIB"  # --cache-budget, for children
 # The shapes --huge times at 1,000,000 entries.
 HUGE_SHAPES = ("spread", "aged")
 
@@ -1075,19 +1071,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=generate.SHAPES,
         help="time only this store shape (repeatable; default all)",
     )
-    p.add_argument(
-        "--cache-budget",
-        type=int,
-        metavar="MIB",
-        help="poolsplit.set_cache_budget(MIB MiB) first (default: the library's)",
-    )
     p.add_argument("--cold-child", nargs=3, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    if a.cache_budget is not None:
-        poolsplit.set_cache_budget(a.cache_budget * 1024 * 1024)
-        os.environ[BUDGET_VARIABLE] = str(a.cache_budget)  # for the cold child
-    elif os.environ.get(BUDGET_VARIABLE):
-        poolsplit.set_cache_budget(int(os.environ[BUDGET_VARIABLE]) * 1024 * 1024)
     if a.cold_child:
         n, seed, shape = a.cold_child
         cold_child(int(n), int(seed), shape)
