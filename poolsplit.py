@@ -480,14 +480,9 @@ _ISO_RE: Final = re.compile(
     r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?",
     re.ASCII | re.IGNORECASE,
 )
-# The forms datetime.isoformat() writes (without a fraction), plus a final Z.
-_COMMON_ISO_RE: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2})?)?",
-    re.ASCII | re.IGNORECASE,
-)
 
 
-def _read_iso_general(text: str) -> float | None:
+def _read_iso(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None.
 
     Written out rather than ``datetime.fromisoformat`` because that accepts
@@ -519,26 +514,6 @@ def _read_iso_general(text: str) -> float | None:
             hours=sign * int(digits[:2]), minutes=sign * int(digits[2:4] or 0)
         )
     return elapsed.total_seconds()
-
-
-def _read_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None.
-
-    The common forms go through ``datetime.fromisoformat``, ten times faster
-    and, on these forms, the same on every Python; a cold call on a large
-    store parses every timestamp. Anything it rejects (February 30th, an
-    offset of 24 hours) is left to :func:`_read_iso_general`.
-    """
-    if _COMMON_ISO_RE.fullmatch(text):
-        try:
-            moment = datetime.fromisoformat(text[:-1] if text[-1] in "Zz" else text)
-        except ValueError:
-            pass
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return (moment - _EPOCH).total_seconds()
-    return _read_iso_general(text)
 
 
 # Parsed ``created`` strings: every turn reads each entry's timestamp.
