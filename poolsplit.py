@@ -363,7 +363,34 @@ class Pool:
 # ===========================================================================
 
 
-def _content(entry: Entry) -> str:
+def _label(index: int | None, entry: Entry) -> str:
+    """How errors name an entry: its position and its id."""
+    where = "entry" if index is None else f"entries[{index}]"
+    return f"{where} (id={entry.get('id')!r})"
+
+
+def _entry_error(
+    failure: Exception | str,
+    index: int | None,
+    entry: Entry,
+    field: str | None,
+    kind: type[EntryError] | None = None,
+) -> EntryError:
+    """The error about ``entry`` at ``index``: its label, then the reason (a
+    message, or the failure a value raised, whose class picks
+    :class:`EntryValueError` or :class:`EntryTypeError`). Raise it ``from``
+    the failure, where there is one."""
+    if kind is None:
+        kind = EntryValueError if isinstance(failure, ValueError) else EntryTypeError
+    return kind(
+        f"{_label(index, entry)}: {failure}",
+        index=index,
+        entry_id=entry.get("id"),
+        field=field,
+    )
+
+
+def _content(entry: Entry, index: int | None) -> str:
     """The entry's text: missing or None is "", a non-str value is its str()."""
     content = entry.get("content")
     if type(content) is str:
@@ -373,19 +400,7 @@ def _content(entry: Entry) -> str:
     try:
         return content if isinstance(content, str) else str(content)
     except (TypeError, ValueError) as exc:  # the value's own __str__ failed
-        kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
-        raise kind(str(exc), field="content") from exc
-
-
-def _entry_type(entry: Entry) -> object:
-    """The entry's ``type``; missing or None is ``"note"``."""
-    kind = entry.get("type")
-    return DEFAULT_TYPE if kind is None else kind
-
-
-def _is_always(entry: Entry) -> bool:
-    """Whether the entry loads unconditionally: ``scope`` is exactly "always"."""
-    return entry.get("scope") == ALWAYS_SCOPE
+        raise _entry_error(exc, index, entry, "content") from exc
 
 
 def entry_type(entry: Entry) -> object:
@@ -394,7 +409,8 @@ def entry_type(entry: Entry) -> object:
     >>> entry_type({}), entry_type({"type": "skill"})
     ('note', 'skill')
     """
-    return _entry_type(entry)
+    kind = entry.get("type")
+    return DEFAULT_TYPE if kind is None else kind
 
 
 def is_always(entry: Entry) -> bool:
@@ -403,7 +419,7 @@ def is_always(entry: Entry) -> bool:
     >>> is_always({"scope": "always"}), is_always({"scope": "Always"})
     (True, False)
     """
-    return _is_always(entry)
+    return entry.get("scope") == ALWAYS_SCOPE
 
 
 def _tags(value: object, where: str) -> Collection[str]:
@@ -439,7 +455,7 @@ def _to_float(value: Any) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _priority(entry: Entry) -> float:
+def _priority(entry: Entry, index: int | None) -> float:
     """``base_priority`` as a float, default 5; a non-number or NaN raises."""
     value: Any = entry.get("base_priority")
     kind = type(value)
@@ -450,16 +466,15 @@ def _priority(entry: Entry) -> float:
     if value is None:
         return DEFAULT_PRIORITY
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise EntryTypeError(
-            f"base_priority must be a real number, "
-            f"got {type(value).__name__} {value!r}",
-            field="base_priority",
-        )
-    priority = _to_float(value)
+        reason = f"base_priority must be a real number, got {kind.__name__} {value!r}"
+        raise _entry_error(reason, index, entry, "base_priority", EntryTypeError)
+    try:
+        priority = _to_float(value)
+    except (TypeError, ValueError) as exc:  # the number's own float() failed
+        raise _entry_error(exc, index, entry, "base_priority") from exc
     if math.isnan(priority):
-        raise EntryValueError(
-            f"base_priority must not be NaN, got {value!r}", field="base_priority"
-        )
+        reason = f"base_priority must not be NaN, got {value!r}"
+        raise _entry_error(reason, index, entry, "base_priority", EntryValueError)
     return priority
 
 
@@ -520,11 +535,17 @@ def _read_iso(text: str) -> float | None:
 _parse_iso: Final = lru_cache(maxsize=1 << 18)(_read_iso)
 
 
-def _seconds(value: object) -> float | None:
-    """POSIX seconds (UTC) of a ``created`` value, or None when it has no meaning.
+def parse_created(value: object) -> float | None:
+    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
 
-    Strings are ISO-8601; a naive ``datetime`` is UTC; a ``date`` is its UTC
-    midnight; an int or float (not bool, finite) is POSIX seconds.
+    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
+    (1767225600.0, 1767225600.0)
+
+    The one reader of the README's timestamp grammar ("Timestamps"): a str in
+    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
+    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
+    scoring, ``validate`` and the command line's ``--now`` all read time this
+    way; use it for your own time fields (``expires_at``) so they mean the same.
     """
     if isinstance(value, str):
         return _parse_iso(value)
@@ -541,21 +562,6 @@ def _seconds(value: object) -> float | None:
     return None
 
 
-def parse_created(value: object) -> float | None:
-    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
-
-    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
-    (1767225600.0, 1767225600.0)
-
-    The one reader of the README's timestamp grammar ("Timestamps"): a str in
-    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
-    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
-    scoring, ``validate`` and the command line's ``--now`` all read time this
-    way; use it for your own time fields (``expires_at``) so they mean the same.
-    """
-    return _seconds(value)
-
-
 SortKey = tuple[int, Union[int, float, str]]
 
 
@@ -570,7 +576,7 @@ def _created_key(entry: Entry) -> SortKey:
     value = entry.get("created")
     if value is None:
         return (0, "")
-    seconds = _seconds(value)
+    seconds = parse_created(value)
     if seconds is not None:
         return (1, seconds)
     return (2, "")
@@ -596,19 +602,6 @@ _WORD_RE: Final = re.compile(rf"[^\W_]{{{MIN_WORD_LENGTH},}}")
 _ASCII_WORD_RE: Final = re.compile(rf"[a-z0-9]{{{MIN_WORD_LENGTH},}}")
 
 
-def _words(text: str) -> frozenset[str]:
-    """Significant words: lowercase letter/digit runs of 3+ chars, not stopwords.
-
-    Non-ASCII text is NFC-normalised first so that a decomposed accent stays
-    inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
-    """
-    if text.isascii():
-        words = _ASCII_WORD_RE.findall(text.lower())
-    else:
-        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
-    return frozenset(words).difference(STOPWORDS)
-
-
 def significant_words(text: str) -> frozenset[str]:
     """The words the message term compares: the lowercase letter/digit runs
     of 3+ characters of ``text`` that are not stopwords.
@@ -624,13 +617,19 @@ def significant_words(text: str) -> frozenset[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _words(text)
+    # Non-ASCII text is NFC-normalised first so that a decomposed accent stays
+    # inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
+    if text.isascii():
+        words = _ASCII_WORD_RE.findall(text.lower())
+    else:
+        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
+    return frozenset(words).difference(STOPWORDS)
 
 
 # The words of each distinct message and content string, computed once: a
 # warm turn reads the same contents again.
-_message_words: Final = lru_cache(maxsize=1 << 10)(_words)
-_content_words: Final = lru_cache(maxsize=1 << 16)(_words)
+_message_words: Final = lru_cache(maxsize=1 << 10)(significant_words)
+_content_words: Final = lru_cache(maxsize=1 << 16)(significant_words)
 
 
 def clear_caches() -> None:
@@ -673,52 +672,6 @@ def default_token_counter(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _label(index: int | None, entry: Entry) -> str:
-    """How errors name an entry: its position and its id."""
-    where = "entry" if index is None else f"entries[{index}]"
-    return f"{where} (id={entry.get('id')!r})"
-
-
-def _labelled(exc: Exception, index: int | None, entry: Entry) -> EntryError:
-    """``exc`` as an EntryTypeError or EntryValueError (by its base class) led
-    by the entry's label and carrying its position, id and field; the
-    original failure stays attached as ``__cause__``. Raise the result."""
-    kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
-    field = exc.field if isinstance(exc, EntryError) else None
-    error = kind(
-        f"{_label(index, entry)}: {exc}",
-        index=index,
-        entry_id=entry.get("id"),
-        field=field,
-    )
-    cause = exc.__cause__ if isinstance(exc, EntryError) else None
-    error.__cause__ = exc if cause is None else cause  # the reader's own failure
-    return error
-
-
-def _cost(entry: Entry, index: int | None, token_counter: TokenCounter) -> int:
-    """Tokens an entry costs: a positive int ``token_count``, else the counter's
-    count of its content, and never below 1: nothing is free."""
-    count = _token_count(entry)
-    if count is not None:
-        return count
-    try:
-        text = _content(entry)
-    except EntryError as exc:  # str() of the content failed
-        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
-    counted = token_counter(text)
-    if type(counted) is not int:
-        if isinstance(counted, bool) or not isinstance(counted, int):
-            raise EntryTypeError(
-                f"token_counter must return an int, got "
-                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}",
-                index=index,
-                entry_id=entry.get("id"),
-            )
-        counted = int(counted)
-    return counted if counted > 0 else 1
-
-
 def entry_cost(
     entry: Entry,
     token_counter: TokenCounter = default_token_counter,
@@ -737,7 +690,20 @@ def entry_cost(
         EntryTypeError, EntryValueError: the content's ``str()`` failed, or
             the counter returned a non-int.
     """
-    return _cost(entry, index, token_counter)
+    count = _token_count(entry)
+    if count is not None:
+        return count
+    counted = token_counter(_content(entry, index))
+    if type(counted) is not int:
+        if isinstance(counted, bool) or not isinstance(counted, int):
+            raise EntryTypeError(
+                f"token_counter must return an int, got "
+                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}",
+                index=index,
+                entry_id=entry.get("id"),
+            )
+        counted = int(counted)
+    return counted if counted > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -787,7 +753,7 @@ def _query(context: Context | None, now: datetime) -> _Query:
         tags = frozenset(_tags(context.get("tags"), "context['tags']"))
     except TypeError as exc:
         raise ContextError(str(exc), field="tags") from None
-    now_seconds = _seconds(now)
+    now_seconds = parse_created(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
         words=_message_words(message),
@@ -797,42 +763,53 @@ def _query(context: Context | None, now: datetime) -> _Query:
     )
 
 
-def _base_score(entry: Entry, query: _Query) -> float:
-    """Priority x recency x tags x project: every factor but the message term.
+def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
+    """The entry's ``tags`` as :func:`_tags` reads them; a bad value names it."""
+    try:
+        return _tags(entry.get("tags"), "tags")
+    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+        raise _entry_error(exc, index, entry, "tags") from exc
 
-    Raises TypeError or ValueError for a bad ``base_priority`` or ``tags``.
+
+def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
+    """Priority x recency x tags x project: every factor but the message term,
+    which alone reads the content, so the ranking can bound the score first.
+
+    Raises EntryTypeError or EntryValueError, naming the entry at ``index``,
+    for a bad ``base_priority`` or ``tags``, or a ``created`` or ``project``
+    value whose own offset or comparison fails.
     """
-    score = _priority(entry)
-    seconds = _seconds(entry.get("created"))
+    score = _priority(entry, index)
+    tags = _entry_tags(entry, index)
+    project = entry.get("project")
+    try:
+        seconds = parse_created(entry.get("created"))
+        matched = project is not None and bool(project == query.project)
+    except (TypeError, ValueError) as exc:  # the value's own method failed
+        raise _entry_error(exc, index, entry, None) from exc
     if seconds is not None:  # recency: max(0.3, 1 - 0.7 * days / 90), future is 0
         age = (query.now - seconds) / _SECONDS_PER_DAY
         days = age if age > 0.0 else 0.0
         factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
         score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-    try:
-        tags = _tags(entry.get("tags"), "tags")
-    except TypeError as exc:
-        raise EntryTypeError(str(exc), field="tags") from None
-    except ValueError as exc:  # a tag's str() failed: its failure is the cause
-        raise EntryValueError(str(exc), field="tags") from exc
     if tags and query.tags and not query.tags.isdisjoint(tags):
         distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
-    project = entry.get("project")
     if project is not None:
-        score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
+        score *= PROJECT_MATCH if matched else PROJECT_MISMATCH
     return score
 
 
-def _message_factor(entry: Entry, query: _Query) -> float:
-    """``1 + 1.5 * share`` when the share of the message's words found in the
-    content exceeds 0.15, else 1; the only factor that reads the content."""
+def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> float:
+    """The default score from its base: base x the message factor, ``1 + 1.5 *
+    share`` when the share of the message's words found in the content
+    exceeds 0.15, else 1 (the only factor that reads the content)."""
     if query.words:
-        words = _content_words(_content(entry))
+        words = _content_words(_content(entry, index))
         share = len(query.words.intersection(words)) / len(query.words)
         if share > MESSAGE_THRESHOLD:
-            return 1.0 + MESSAGE_BOOST * share
-    return 1.0
+            return base * (1.0 + MESSAGE_BOOST * share)
+    return base
 
 
 def default_scorer(
@@ -865,10 +842,7 @@ def default_scorer(
         ValueError: ``base_priority`` is NaN.
     """
     query = _query(context, _resolve_now(now))
-    try:
-        return _base_score(entry, query) * _message_factor(entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, None, entry)  # noqa: B904 (its cause is set)
+    return _score_from(_base_score(entry, query, None), entry, query, None)
 
 
 # ===========================================================================
@@ -985,11 +959,6 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
     return score
 
 
-def _score_from(base: float, entry: Entry, query: _Query) -> float:
-    """The default score from its base: base x the message factor."""
-    return base * _message_factor(entry, query)
-
-
 def _exact_score(entry: Entry, index: int, call: _Call) -> float:
     """An entry's exact score: the caller's scorer's result, checked, or the
     default score (base x the message factor)."""
@@ -997,19 +966,7 @@ def _exact_score(entry: Entry, index: int, call: _Call) -> float:
     if query is None:  # the caller's scorer; its own errors propagate
         value = call.scorer(entry, call.context, now=call.now)
         return _check_score(value, index, entry)
-    try:
-        return _score_from(_base_score(entry, query), entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
-
-
-def _first_score(entry: Entry, index: int, query: _Query) -> float:
-    """The default base score, every factor but the message term; it bounds
-    the exact score (see _Ranking)."""
-    try:
-        return _base_score(entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
+    return _score_from(_base_score(entry, query, index), entry, query, index)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -1074,7 +1031,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-        kind = _entry_type(entry)
+        kind = entry_type(entry)
         if not is_active(entry):
             continue
         first = seen.setdefault(id(entry), index)
@@ -1087,7 +1044,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
         # Read once here: most entries have no scope, and then neither the
         # always rule nor the near-miss check costs a call.
         scope = entry.get("scope")
-        if scope is not None and _is_always(entry):
+        if scope is not None and is_always(entry):
             always.append(index)
             if not admitted:
                 unadmitted.append(index)
@@ -1099,7 +1056,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             if query is None or finish:
                 scores.append(_exact_score(entry, index, call))
             else:
-                scores.append(_first_score(entry, index, query))
+                scores.append(_base_score(entry, query, index))
     return _Scan(
         active, keys, always, ranked, scores, duplicates, unadmitted, near_always
     )
@@ -1170,7 +1127,9 @@ class _Ranking:
         """Tokens the entry at ``index`` costs, counted at most once per call."""
         cost = self._costs.get(index)
         if cost is None:
-            cost = self._costs[index] = _cost(self._store[index], index, self._counter)
+            cost = self._costs[index] = entry_cost(
+                self._store[index], self._counter, index=index
+            )
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
@@ -1267,10 +1226,7 @@ class _Ranking:
             query = self._query
             assert query is not None  # only the default scorer is bounded
             entry = self._store[index]
-            try:
-                score = _score_from(self._base[index], entry, query)
-            except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
+            score = _score_from(self._base[index], entry, query, index)
             self._exact[index] = score
         return score
 
@@ -1555,7 +1511,7 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     """The warning for always-scope entries that no pool admits."""
     unadmitted = scan.unadmitted
     shown = ", ".join(
-        f"{_label(index, store[index])} of type {_entry_type(store[index])!r}"
+        f"{_label(index, store[index])} of type {entry_type(store[index])!r}"
         for index in unadmitted[:3]
     )
     more = f" and {len(unadmitted) - 3} more" if len(unadmitted) > 3 else ""
@@ -1752,7 +1708,7 @@ def _entry_lines(name: str, chosen: object, ids: bool) -> list[str]:
                 f"results[{name!r}][{position}] must be a Mapping, "
                 f"got {type(entry).__name__}"
             )
-        first, *rest = _content(entry).splitlines() or [""]
+        first, *rest = _content(entry, None).splitlines() or [""]
         if ids:
             first = f"[{entry.get('id')}] {first}"
         lines.append(f"- {first}".rstrip())
@@ -2059,7 +2015,7 @@ def _decision(
 ) -> Decision:
     """What happened to one entry, from the steps that concern it."""
     ident = entry.get("id")
-    kind = _entry_type(entry)
+    kind = entry_type(entry)
     first = selection.scan.duplicates.get(index)
     if first is not None:
         return Decision(index, ident, kind, _DUPLICATE, reason=f"entries[{first}]")
@@ -2101,7 +2057,9 @@ def _summaries(store: list[Entry], call: _Call, steps: list[Step]) -> list[PoolS
             counts[2] += 1
         elif step.outcome == _ALWAYS:
             counts[3] += 1
-            counts[4] += _cost(store[step.index], step.index, call.token_counter)
+            counts[4] += entry_cost(
+                store[step.index], call.token_counter, index=step.index
+            )
         elif step.outcome == _BELOW_FLOOR:
             counts[5] += 1
     return [
@@ -2130,9 +2088,9 @@ def _explain_warnings(
     found = [
         f"always-scope entry {d.id!r} of type {d.type!r} is in no pool"
         for d in decisions
-        if d.outcome == _NO_POOL and _is_always(store[d.index])
+        if d.outcome == _NO_POOL and is_always(store[d.index])
     ]
-    present = {_type_key(kind) for kind in map(_entry_type, store)}
+    present = {_type_key(kind) for kind in map(entry_type, store)}
     for pool in call.pools:
         if pool.types == ():
             found.append(f"pool {pool.name!r} has types=(), so it admits nothing")
@@ -2355,22 +2313,23 @@ def _content_problems(entry: Entry) -> Found:
         message = f"content should be a str, got {type(content).__name__}"
         yield "warning", "content", message
         try:
-            _content(entry)
-        except (TypeError, ValueError) as exc:  # retrieval reads it lazily
-            message = f"cannot become text: {exc}; a call that reaches this entry fails"
-            yield "error", "content", message
+            _content(entry, None)
+        except EntryError as exc:  # retrieval reads it lazily; the cause is str()'s
+            reason = f"cannot become text: {exc.__cause__}"
+            yield "error", "content", f"{reason}; a call that reaches this entry fails"
 
 
 def _priority_problems(entry: Entry) -> Found:
     try:
-        _priority(entry)
-    except (TypeError, ValueError) as exc:
-        yield "error", "base_priority", str(exc).replace("base_priority ", "", 1)
+        _priority(entry, None)
+    except EntryError as exc:  # validate names the entry and the field itself
+        reason = str(exc).replace(f"{_label(None, entry)}: ", "", 1)
+        yield "error", "base_priority", reason.replace("base_priority ", "", 1)
 
 
 def _created_problems(entry: Entry) -> Found:
     created = entry.get("created")
-    if created is not None and _seconds(created) is None:
+    if created is not None and parse_created(created) is None:
         message = f"cannot be read as a date, got {created!r}; it will not decay"
         yield "warning", "created", message
 
@@ -2578,7 +2537,7 @@ def _future_problems(store: list[object], now: float) -> list[Problem]:
         if not isinstance(entry, Mapping):
             continue
         created = entry.get("created")
-        seconds = _seconds(created)
+        seconds = parse_created(created)
         if seconds is None or seconds - now <= _SECONDS_PER_DAY:
             continue
         days = (seconds - now) / _SECONDS_PER_DAY
@@ -2604,12 +2563,12 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
     crossed: tuple[int, object] | None = None
     count = 0
     for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping) or not _is_always(entry):
+        if not isinstance(entry, Mapping) or not is_always(entry):
             continue
         try:
             if not default_is_active(entry):
                 continue
-            cost = _cost(entry, index, default_token_counter)
+            cost = entry_cost(entry, default_token_counter, index=index)
         except (TypeError, ValueError):  # e.g. content too large an int for str()
             continue
         count += 1
@@ -2669,7 +2628,7 @@ def validate(
     problems.extend(id_problems)
     problems.extend(_dangling_problems(store, ids))
     problems.extend(_type_spelling_problems(store))
-    moment = _seconds(_resolve_now(now))
+    moment = parse_created(_resolve_now(now))
     assert moment is not None  # an aware datetime
     problems.extend(_future_problems(store, moment))
     problems.extend(_always_budget_problem(store))
