@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import statistics
 import sys
@@ -49,7 +50,9 @@ def main() -> None:
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--turns", type=int, default=21)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", help="also write every turn's times to this file")
     args = p.parse_args()
+    dump: list[dict[str, object]] = []
     modules = {os.path.basename(f): load(f, i) for i, f in enumerate(args.files)}
     labels = list(modules)
     contexts = generate.make_contexts(2 * args.turns, seed=7)
@@ -73,6 +76,11 @@ def main() -> None:
                 paired = statistics.median(t / b for t, b in zip(times, base_times))
                 cells.append(f"{statistics.median(times) * 1e3:8.2f} ms x{paired:5.2f}")
             print(f"{n:>7,}  {shape:<7}  " + "  ".join(cells), flush=True)
+            every = {label: timed[label][0] for label in labels}
+            dump.append({"n": n, "shape": shape, "times": every})
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(dump, f)
 
 
 if __name__ == "__main__":
