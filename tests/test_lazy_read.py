@@ -166,3 +166,20 @@ def test_an_entry_too_costly_for_the_pool_is_passed_over_unread_even_in_a_tie():
     # input order fails the call.
     with pytest.raises(ValueError, match=r"^entries\[0\] \(id='z50'\): cannot"):
         retrieve(store, Pool("p", 10**7, 2), {"message": "alpha"}, now=NOW)
+
+
+def test_a_callers_counter_is_not_called_for_a_tied_entry_never_reached():
+    """a and b tie on their first score; the message boosts a, which fills
+    the pool. b is scored to rank the run but never costed, so a counter that
+    fails on its text is never called for it (README, the lazy read)."""
+
+    def counter(text):
+        if text == "beta":
+            raise LookupError("counted an entry never reached")
+        return 1
+
+    store = [{"id": "b", "content": "beta"}, {"id": "a", "content": "alpha"}]
+    got = retrieve(
+        store, Pool("p", 100, 1), {"message": "alpha"}, token_counter=counter, now=NOW
+    )
+    assert ids(got) == ["a"]
