@@ -143,7 +143,8 @@ def test_a_raw_failure_with_its_own_cause_stays_the_cause():
     """A failure no reader wrapped (here float() of a priority) is itself the
     entry error's ``__cause__``, not the cause it carries."""
     error = raised([{"id": "u", "base_priority": ChainedReal(3.0)}])
-    assert (type(error), error.index, error.entry_id) == (EntryValueError, 0, "u")
+    facts = (type(error), error.index, error.entry_id, error.field)
+    assert facts == (EntryValueError, 0, "u", "base_priority")
     assert isinstance(error.__cause__, ValueError)
     assert str(error.__cause__) == "no float"
 
