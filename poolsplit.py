@@ -52,21 +52,17 @@ import dataclasses
 import heapq
 import math
 import numbers
-import operator
 import re
 import sys
-import threading
 import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from itertools import compress, islice
-from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
+from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
-    "DEFAULT_CACHE_BUDGET",
     "DEFAULT_MAX_BYTES",
     "OUTCOMES",
     "ActivePredicate",
@@ -99,7 +95,6 @@ __all__ = [
     "render",
     "retrieve",
     "retrieve_pools",
-    "set_cache_budget",
     "significant_words",
     "validate",
 ]
@@ -135,19 +130,10 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
-# Cross-call caches hold at most this many bytes together (keys and values,
-# by sys.getsizeof), unless set_cache_budget() says otherwise: enough for a
-# 100,000-entry store of 300-character contents in every shape (about 0.9 KB
-# per content and 0.15 KB per timestamp string).
-DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
 _MAX_MESSAGE_FACTOR: Final = 1.0 + MESSAGE_BOOST
-# The ranking sorts every candidate of a smaller store up front; a larger
-# one sorts only the best eighth of a 1-in-16 sample's scores (see _Ranking).
-_SORT_ALL_BELOW: Final = 16384
-_SAMPLE_STEP: Final = 16
 # explain() and validate() warn when always-scope entries, which bypass every
 # cap, cost more than this many tokens together.
 _ALWAYS_TOKENS_WARNING: Final = 4000
@@ -377,7 +363,34 @@ class Pool:
 # ===========================================================================
 
 
-def _content(entry: Entry) -> str:
+def _label(index: int | None, entry: Entry) -> str:
+    """How errors name an entry: its position and its id."""
+    where = "entry" if index is None else f"entries[{index}]"
+    return f"{where} (id={entry.get('id')!r})"
+
+
+def _entry_error(
+    failure: Exception | str,
+    index: int | None,
+    entry: Entry,
+    field: str | None,
+    kind: type[EntryError] | None = None,
+) -> EntryError:
+    """The error about ``entry`` at ``index``: its label, then the reason (a
+    message, or the failure a value raised, whose class picks
+    :class:`EntryValueError` or :class:`EntryTypeError`). Raise it ``from``
+    the failure, where there is one."""
+    if kind is None:
+        kind = EntryValueError if isinstance(failure, ValueError) else EntryTypeError
+    return kind(
+        f"{_label(index, entry)}: {failure}",
+        index=index,
+        entry_id=entry.get("id"),
+        field=field,
+    )
+
+
+def _content(entry: Entry, index: int | None) -> str:
     """The entry's text: missing or None is "", a non-str value is its str()."""
     content = entry.get("content")
     if type(content) is str:
@@ -387,19 +400,7 @@ def _content(entry: Entry) -> str:
     try:
         return content if isinstance(content, str) else str(content)
     except (TypeError, ValueError) as exc:  # the value's own __str__ failed
-        kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
-        raise kind(str(exc), field="content") from exc
-
-
-def _entry_type(entry: Entry) -> object:
-    """The entry's ``type``; missing or None is ``"note"``."""
-    kind = entry.get("type")
-    return DEFAULT_TYPE if kind is None else kind
-
-
-def _is_always(entry: Entry) -> bool:
-    """Whether the entry loads unconditionally: ``scope`` is exactly "always"."""
-    return entry.get("scope") == ALWAYS_SCOPE
+        raise _entry_error(exc, index, entry, "content") from exc
 
 
 def entry_type(entry: Entry) -> object:
@@ -408,7 +409,8 @@ def entry_type(entry: Entry) -> object:
     >>> entry_type({}), entry_type({"type": "skill"})
     ('note', 'skill')
     """
-    return _entry_type(entry)
+    kind = entry.get("type")
+    return DEFAULT_TYPE if kind is None else kind
 
 
 def is_always(entry: Entry) -> bool:
@@ -417,7 +419,7 @@ def is_always(entry: Entry) -> bool:
     >>> is_always({"scope": "always"}), is_always({"scope": "Always"})
     (True, False)
     """
-    return _is_always(entry)
+    return entry.get("scope") == ALWAYS_SCOPE
 
 
 def _tags(value: object, where: str) -> Collection[str]:
@@ -453,7 +455,7 @@ def _to_float(value: Any) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def _priority(entry: Entry) -> float:
+def _priority(entry: Entry, index: int | None) -> float:
     """``base_priority`` as a float, default 5; a non-number or NaN raises."""
     value: Any = entry.get("base_priority")
     kind = type(value)
@@ -464,16 +466,15 @@ def _priority(entry: Entry) -> float:
     if value is None:
         return DEFAULT_PRIORITY
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise EntryTypeError(
-            f"base_priority must be a real number, "
-            f"got {type(value).__name__} {value!r}",
-            field="base_priority",
-        )
-    priority = _to_float(value)
+        reason = f"base_priority must be a real number, got {kind.__name__} {value!r}"
+        raise _entry_error(reason, index, entry, "base_priority", EntryTypeError)
+    try:
+        priority = _to_float(value)
+    except (TypeError, ValueError) as exc:  # the number's own float() failed
+        raise _entry_error(exc, index, entry, "base_priority") from exc
     if math.isnan(priority):
-        raise EntryValueError(
-            f"base_priority must not be NaN, got {value!r}", field="base_priority"
-        )
+        reason = f"base_priority must not be NaN, got {value!r}"
+        raise _entry_error(reason, index, entry, "base_priority", EntryValueError)
     return priority
 
 
@@ -494,90 +495,9 @@ _ISO_RE: Final = re.compile(
     r"\s*(Z|[+-]\d{2}(?::?\d{2})?)?",
     re.ASCII | re.IGNORECASE,
 )
-# The forms datetime.isoformat() writes (without a fraction), plus a final Z.
-_COMMON_ISO_RE: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2})?)?",
-    re.ASCII | re.IGNORECASE,
-)
-
-K = TypeVar("K")
-V = TypeVar("V")
-# Bytes of one cache slot beyond its key and value: the dict's entry and its
-# share of the table (a third empty).
-_SLOT_BYTES: Final = 64
-# A content item's (words, size) pair and its int.
-_PAIR_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40)
 
 
-class _Cache(Generic[K, V]):
-    """A dict of computed values that holds at most its share of the budget.
-
-    A hit is one ``dict`` lookup (the LRU bookkeeping of lru_cache touches
-    three more objects), which matters when every entry of a large store is
-    looked up on every turn. ``size`` estimates an item's bytes (key, value
-    and slot, by sys.getsizeof). Past the limit, the oldest items go until a
-    quarter of it is free; an item larger than the limit is not kept, so no
-    key (a content string) outlives the call beyond the budget. Lookups and
-    insertions are atomic dict operations; an eviction takes a lock and works
-    on a copy. Threads inserting at once may leave the count of bytes off by
-    the items they raced on, until the cache is emptied.
-    """
-
-    def __init__(self, share: float, size: Callable[[K, V], int]) -> None:
-        self.data: dict[K, V] = {}
-        self.held = 0  # estimated bytes of the items in data
-        self.share = share  # of the budget
-        self.limit = int(DEFAULT_CACHE_BUDGET * share)
-        self.size = size
-        self.lock = threading.Lock()
-
-    def put(self, key: K, value: V, cost: int) -> None:
-        """Keep ``value`` for ``key`` if its ``cost`` (its size) fits the limit."""
-        if cost <= self.limit:
-            self.data[key] = value
-            self.held += cost
-            if self.held > self.limit:
-                self.shrink(self.limit - self.limit // 4)
-
-    def shrink(self, target: int) -> None:
-        """Drop the oldest items until at most ``target`` bytes are held."""
-        with self.lock:
-            while self.held > target and self.data:
-                # The oldest quarter, copied in one step: other threads may
-                # insert meanwhile. Only what is dropped is sized, so an
-                # eviction costs what it frees (a million-entry store cycles
-                # through the timestamp cache every turn).
-                batch = list(islice(self.data.items(), len(self.data) // 4 + 1))
-                for key, value in batch:
-                    if self.held <= target:
-                        break
-                    self.held -= self.size(key, value)
-                    self.data.pop(key, None)
-            if not self.data:
-                self.held = 0  # a count two threads raced on is right again
-
-    def clear(self) -> None:
-        with self.lock:
-            self.data.clear()
-            self.held = 0
-
-
-_budget: Final = [DEFAULT_CACHE_BUDGET]  # a list, so that it can be set
-_TIMESTAMP_BYTES: Final = sys.getsizeof(0.0) + _SLOT_BYTES  # beyond the key
-
-
-def _timestamp_bytes(text: str, seconds: float | None) -> int:
-    return sys.getsizeof(text) + _TIMESTAMP_BYTES
-
-
-# Parsed ``created`` strings, three sixteenths of the budget: a store's
-# distinct timestamps are fewer and smaller than its contents.
-_timestamps: Final[_Cache[str, float | None]] = _Cache(3 / 16, _timestamp_bytes)
-_iso_seconds: Final = _timestamps.data
-_NOT_PARSED: Final = object()  # a miss: None is a result (no instant)
-
-
-def _read_iso_general(text: str) -> float | None:
+def _read_iso(text: str) -> float | None:
     """POSIX seconds of an ISO-8601 date or date-time string, or None.
 
     Written out rather than ``datetime.fromisoformat`` because that accepts
@@ -611,41 +531,21 @@ def _read_iso_general(text: str) -> float | None:
     return elapsed.total_seconds()
 
 
-def _read_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None.
-
-    The common forms go through ``datetime.fromisoformat``, ten times faster
-    and, on these forms, the same on every Python; a cold call on a large
-    store parses every timestamp. Anything it rejects (February 30th, an
-    offset of 24 hours) is left to :func:`_read_iso_general`.
-    """
-    if _COMMON_ISO_RE.fullmatch(text):
-        try:
-            moment = datetime.fromisoformat(text[:-1] if text[-1] in "Zz" else text)
-        except ValueError:
-            pass
-        else:
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return (moment - _EPOCH).total_seconds()
-    return _read_iso_general(text)
+# Parsed ``created`` strings: every turn reads each entry's timestamp.
+_parse_iso: Final = lru_cache(maxsize=1 << 18)(_read_iso)
 
 
-def _parse_iso(text: str) -> float | None:
-    """POSIX seconds of an ISO-8601 date or date-time string, or None; cached."""
-    seconds = _iso_seconds.get(text, _NOT_PARSED)
-    if seconds is not _NOT_PARSED:
-        return seconds  # type: ignore[return-value]
-    seconds = _read_iso(text)
-    _timestamps.put(text, seconds, sys.getsizeof(text) + _TIMESTAMP_BYTES)
-    return seconds
+def parse_created(value: object) -> float | None:
+    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
 
+    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
+    (1767225600.0, 1767225600.0)
 
-def _seconds(value: object) -> float | None:
-    """POSIX seconds (UTC) of a ``created`` value, or None when it has no meaning.
-
-    Strings are ISO-8601; a naive ``datetime`` is UTC; a ``date`` is its UTC
-    midnight; an int or float (not bool, finite) is POSIX seconds.
+    The one reader of the README's timestamp grammar ("Timestamps"): a str in
+    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
+    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
+    scoring, ``validate`` and the command line's ``--now`` all read time this
+    way; use it for your own time fields (``expires_at``) so they mean the same.
     """
     if isinstance(value, str):
         return _parse_iso(value)
@@ -662,21 +562,6 @@ def _seconds(value: object) -> float | None:
     return None
 
 
-def parse_created(value: object) -> float | None:
-    """POSIX seconds (UTC) of a ``created`` value, or None when it has no instant.
-
-    >>> parse_created("2026-01-01T05:30:00+0530"), parse_created(date(2026, 1, 1))
-    (1767225600.0, 1767225600.0)
-
-    The one reader of the README's timestamp grammar ("Timestamps"): a str in
-    one of its forms, a ``datetime`` (naive is UTC), a ``date`` (its UTC
-    midnight) or POSIX seconds (an int or float, not bool, finite). Retrieval,
-    scoring, ``validate`` and the command line's ``--now`` all read time this
-    way; use it for your own time fields (``expires_at``) so they mean the same.
-    """
-    return _seconds(value)
-
-
 SortKey = tuple[int, Union[int, float, str]]
 
 
@@ -691,7 +576,7 @@ def _created_key(entry: Entry) -> SortKey:
     value = entry.get("created")
     if value is None:
         return (0, "")
-    seconds = _seconds(value)
+    seconds = parse_created(value)
     if seconds is not None:
         return (1, seconds)
     return (2, "")
@@ -717,19 +602,6 @@ _WORD_RE: Final = re.compile(rf"[^\W_]{{{MIN_WORD_LENGTH},}}")
 _ASCII_WORD_RE: Final = re.compile(rf"[a-z0-9]{{{MIN_WORD_LENGTH},}}")
 
 
-def _words(text: str) -> frozenset[str]:
-    """Significant words: lowercase letter/digit runs of 3+ chars, not stopwords.
-
-    Non-ASCII text is NFC-normalised first so that a decomposed accent stays
-    inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
-    """
-    if text.isascii():
-        words = _ASCII_WORD_RE.findall(text.lower())
-    else:
-        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
-    return frozenset(words).difference(STOPWORDS)
-
-
 def significant_words(text: str) -> frozenset[str]:
     """The words the message term compares: the lowercase letter/digit runs
     of 3+ characters of ``text`` that are not stopwords.
@@ -745,96 +617,30 @@ def significant_words(text: str) -> frozenset[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _words(text)
+    # Non-ASCII text is NFC-normalised first so that a decomposed accent stays
+    # inside its word; on ASCII text this is exactly ``[a-z0-9]{3,}``.
+    if text.isascii():
+        words = _ASCII_WORD_RE.findall(text.lower())
+    else:
+        words = _WORD_RE.findall(unicodedata.normalize("NFC", text).lower())
+    return frozenset(words).difference(STOPWORDS)
 
 
-def _message_bytes(text: str, words: frozenset[str]) -> int:
-    own = sum(map(sys.getsizeof, words))
-    return sys.getsizeof(text) + sys.getsizeof(words) + own + _SLOT_BYTES
-
-
-def _content_bytes(text: str, item: tuple[tuple[str, ...], int]) -> int:
-    return item[1]
-
-
-# Message words are computed once per distinct message (a sixteenth of the
-# budget); content words once per distinct content string (three quarters),
-# kept as a tuple (a third of a frozenset's memory) with its size.
-_messages: Final[_Cache[str, frozenset[str]]] = _Cache(1 / 16, _message_bytes)
-_contents: Final[_Cache[str, tuple[tuple[str, ...], int]]] = _Cache(
-    3 / 4, _content_bytes
-)
-
-
-def _message_words(text: str) -> frozenset[str]:
-    """The significant words of a message, cached."""
-    words = _messages.data.get(text)
-    if words is None:
-        words = _words(text)
-        _messages.put(text, words, _message_bytes(text, words))
-    return words
-
-
-def _content_words(text: str) -> tuple[str, ...]:
-    """The significant words of a content string, cached.
-
-    Interned, so entries sharing a vocabulary share the word strings; each
-    distinct word is counted in the size of the entry that brought it first.
-    """
-    item = _contents.data.get(text)
-    if item is None:
-        words = list(_words(text))
-        kept = tuple(map(sys.intern, words))
-        # interning returned the word itself: new to the process, held here
-        fresh = sum(map(sys.getsizeof, compress(kept, map(operator.is_, words, kept))))
-        size = sys.getsizeof(text) + sys.getsizeof(kept) + fresh
-        item = (kept, size + _SLOT_BYTES + _PAIR_BYTES)
-        _contents.put(text, item, item[1])
-    return item[0]
-
-
-_CACHES: Final = (_timestamps, _messages, _contents)
+# The words of each distinct message and content string, computed once: a
+# warm turn reads the same contents again.
+_message_words: Final = lru_cache(maxsize=1 << 10)(significant_words)
+_content_words: Final = lru_cache(maxsize=1 << 16)(significant_words)
 
 
 def clear_caches() -> None:
     """Empty the caches of parsed timestamps, message words and content words.
 
-    They never change a result; clearing only frees memory.
+    They hold at most 262,144 timestamp strings, 1,024 messages and 65,536
+    contents (least recently used first out), never change a result, and
+    clearing only frees memory.
     """
-    for cache in _CACHES:
-        cache.clear()
-
-
-def set_cache_budget(max_bytes: int) -> int:
-    """Bound the caches' memory, all together, to ``max_bytes``; return the old bound.
-
-    >>> old = set_cache_budget(16 * 1024 * 1024)
-    >>> set_cache_budget(old)
-    16777216
-
-    The caches (parsed timestamps: 3/16 of the budget, message words: 1/16,
-    content words: 3/4) keep what a warm turn would otherwise recompute,
-    counted in bytes of keys and values by ``sys.getsizeof``; past its share
-    a cache drops its oldest items, and an item larger than its share is not
-    kept. The default, ``DEFAULT_CACHE_BUDGET`` (128 MiB), holds a
-    100,000-entry store's timestamps and contents; a larger store is served
-    as fast only with a larger budget, a smaller one recomputes more. 0
-    keeps nothing. Lowering it shrinks the caches at once. Results never
-    depend on it.
-
-    Raises:
-        TypeError: ``max_bytes`` is not an int (bool is rejected).
-        ValueError: ``max_bytes`` is negative.
-    """
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int):
-        raise TypeError(f"max_bytes must be an int, got {type(max_bytes).__name__}")
-    if max_bytes < 0:
-        raise ValueError(f"max_bytes must be >= 0, got {max_bytes!r}")
-    old, _budget[0] = _budget[0], int(max_bytes)
-    for cache in _CACHES:
-        cache.limit = int(max_bytes * cache.share)
-        cache.shrink(cache.limit)
-    return old
+    for cache in (_parse_iso, _message_words, _content_words):
+        cache.cache_clear()
 
 
 # ===========================================================================
@@ -866,52 +672,6 @@ def default_token_counter(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def _label(index: int | None, entry: Entry) -> str:
-    """How errors name an entry: its position and its id."""
-    where = "entry" if index is None else f"entries[{index}]"
-    return f"{where} (id={entry.get('id')!r})"
-
-
-def _labelled(exc: Exception, index: int | None, entry: Entry) -> EntryError:
-    """``exc`` as an EntryTypeError or EntryValueError (by its base class) led
-    by the entry's label and carrying its position, id and field; the
-    original failure stays attached as ``__cause__``. Raise the result."""
-    kind = EntryValueError if isinstance(exc, ValueError) else EntryTypeError
-    field = exc.field if isinstance(exc, EntryError) else None
-    error = kind(
-        f"{_label(index, entry)}: {exc}",
-        index=index,
-        entry_id=entry.get("id"),
-        field=field,
-    )
-    cause = exc.__cause__ if isinstance(exc, EntryError) else None
-    error.__cause__ = exc if cause is None else cause  # the reader's own failure
-    return error
-
-
-def _cost(entry: Entry, index: int | None, token_counter: TokenCounter) -> int:
-    """Tokens an entry costs: a positive int ``token_count``, else the counter's
-    count of its content, and never below 1: nothing is free."""
-    count = _token_count(entry)
-    if count is not None:
-        return count
-    try:
-        text = _content(entry)
-    except EntryError as exc:  # str() of the content failed
-        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
-    counted = token_counter(text)
-    if type(counted) is not int:
-        if isinstance(counted, bool) or not isinstance(counted, int):
-            raise EntryTypeError(
-                f"token_counter must return an int, got "
-                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}",
-                index=index,
-                entry_id=entry.get("id"),
-            )
-        counted = int(counted)
-    return counted if counted > 0 else 1
-
-
 def entry_cost(
     entry: Entry,
     token_counter: TokenCounter = default_token_counter,
@@ -930,7 +690,20 @@ def entry_cost(
         EntryTypeError, EntryValueError: the content's ``str()`` failed, or
             the counter returned a non-int.
     """
-    return _cost(entry, index, token_counter)
+    count = _token_count(entry)
+    if count is not None:
+        return count
+    counted = token_counter(_content(entry, index))
+    if type(counted) is not int:
+        if isinstance(counted, bool) or not isinstance(counted, int):
+            raise EntryTypeError(
+                f"token_counter must return an int, got "
+                f"{type(counted).__name__} {counted!r} for {_label(index, entry)}",
+                index=index,
+                entry_id=entry.get("id"),
+            )
+        counted = int(counted)
+    return counted if counted > 0 else 1
 
 
 @dataclass(frozen=True)
@@ -980,7 +753,7 @@ def _query(context: Context | None, now: datetime) -> _Query:
         tags = frozenset(_tags(context.get("tags"), "context['tags']"))
     except TypeError as exc:
         raise ContextError(str(exc), field="tags") from None
-    now_seconds = _seconds(now)
+    now_seconds = parse_created(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
         words=_message_words(message),
@@ -990,42 +763,53 @@ def _query(context: Context | None, now: datetime) -> _Query:
     )
 
 
-def _base_score(entry: Entry, query: _Query) -> float:
-    """Priority x recency x tags x project: every factor but the message term.
+def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
+    """The entry's ``tags`` as :func:`_tags` reads them; a bad value names it."""
+    try:
+        return _tags(entry.get("tags"), "tags")
+    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+        raise _entry_error(exc, index, entry, "tags") from exc
 
-    Raises TypeError or ValueError for a bad ``base_priority`` or ``tags``.
+
+def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
+    """Priority x recency x tags x project: every factor but the message term,
+    which alone reads the content, so the ranking can bound the score first.
+
+    Raises EntryTypeError or EntryValueError, naming the entry at ``index``,
+    for a bad ``base_priority`` or ``tags``, or a ``created`` or ``project``
+    value whose own offset or comparison fails.
     """
-    score = _priority(entry)
-    seconds = _seconds(entry.get("created"))
+    score = _priority(entry, index)
+    tags = _entry_tags(entry, index)
+    project = entry.get("project")
+    try:
+        seconds = parse_created(entry.get("created"))
+        matched = project is not None and bool(project == query.project)
+    except (TypeError, ValueError) as exc:  # the value's own method failed
+        raise _entry_error(exc, index, entry, None) from exc
     if seconds is not None:  # recency: max(0.3, 1 - 0.7 * days / 90), future is 0
         age = (query.now - seconds) / _SECONDS_PER_DAY
         days = age if age > 0.0 else 0.0
         factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
         score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-    try:
-        tags = _tags(entry.get("tags"), "tags")
-    except TypeError as exc:
-        raise EntryTypeError(str(exc), field="tags") from None
-    except ValueError as exc:  # a tag's str() failed: its failure is the cause
-        raise EntryValueError(str(exc), field="tags") from exc
     if tags and query.tags and not query.tags.isdisjoint(tags):
         distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
-    project = entry.get("project")
     if project is not None:
-        score *= PROJECT_MATCH if project == query.project else PROJECT_MISMATCH
+        score *= PROJECT_MATCH if matched else PROJECT_MISMATCH
     return score
 
 
-def _message_factor(entry: Entry, query: _Query) -> float:
-    """``1 + 1.5 * share`` when the share of the message's words found in the
-    content exceeds 0.15, else 1; the only factor that reads the content."""
+def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> float:
+    """The default score from its base: base x the message factor, ``1 + 1.5 *
+    share`` when the share of the message's words found in the content
+    exceeds 0.15, else 1 (the only factor that reads the content)."""
     if query.words:
-        words = _content_words(_content(entry))
+        words = _content_words(_content(entry, index))
         share = len(query.words.intersection(words)) / len(query.words)
         if share > MESSAGE_THRESHOLD:
-            return 1.0 + MESSAGE_BOOST * share
-    return 1.0
+            return base * (1.0 + MESSAGE_BOOST * share)
+    return base
 
 
 def default_scorer(
@@ -1058,10 +842,7 @@ def default_scorer(
         ValueError: ``base_priority`` is NaN.
     """
     query = _query(context, _resolve_now(now))
-    try:
-        return _base_score(entry, query) * _message_factor(entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, None, entry)  # noqa: B904 (its cause is set)
+    return _score_from(_base_score(entry, query, None), entry, query, None)
 
 
 # ===========================================================================
@@ -1178,90 +959,14 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
     return score
 
 
-def _score_from(base: float, entry: Entry, query: _Query) -> float:
-    """The default score from its base: base x the message factor."""
-    return base * _message_factor(entry, query)
-
-
-def _exact_score(
-    entry: Entry,
-    index: int,
-    call: _Call,
-    base_score: Callable[[Entry], float] | None,
-) -> float:
-    """An entry's exact score: a custom scorer's result (``base_score`` None),
-    or the default score from ``base_score``, the call's base score rule."""
-    if base_score is None:  # the caller's scorer; its own errors propagate
+def _exact_score(entry: Entry, index: int, call: _Call) -> float:
+    """An entry's exact score: the caller's scorer's result, checked, or the
+    default score (base x the message factor)."""
+    query = call.query
+    if query is None:  # the caller's scorer; its own errors propagate
         value = call.scorer(entry, call.context, now=call.now)
         return _check_score(value, index, entry)
-    query = call.query
-    assert query is not None  # base_score is given for the default scorer only
-    try:
-        return _score_from(base_score(entry), entry, query)
-    except (TypeError, ValueError) as exc:
-        raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
-
-
-class _Unusual(Exception):
-    """An entry the fast path leaves to the plain rule."""
-
-
-def _fast_base_score(query: _Query) -> Callable[[Entry], float]:
-    """:func:`_base_score` for one call's query, with the usual types inline.
-
-    A warm turn scores every candidate of the store, and the four calls per
-    entry of the plain rule cost 12-13% of a warm turn at 100,000 entries
-    (interleaved A/B, 21 turns each, twice; CHANGELOG 0.3.0). So the usual
-    field types (an int, float or missing priority, a str or missing
-    ``created``, a list of str tags or none) are computed here by the same operations in
-    the same order, giving the same float; anything else goes to
-    :func:`_base_score`. tests/test_properties.py proves the two equal.
-    """
-    now, query_tags, query_project = query.now, query.tags, query.project
-    cached_seconds = _iso_seconds.get
-    isnan = math.isnan
-
-    def base_score(entry: Entry) -> float:
-        get = entry.get
-        priority: Any = get("base_priority")
-        created = get("created")
-        tags = get("tags")
-        number = type(priority)
-        try:
-            if (
-                not (
-                    priority is None
-                    or number is int
-                    or (number is float and not isnan(priority))
-                )
-                or (created is not None and type(created) is not str)
-                or (tags is not None and type(tags) is not list)
-            ):
-                raise _Unusual
-            if tags:
-                "".join(tags)  # raises TypeError unless every tag is a str
-            # float() raises OverflowError past the float range
-            score = DEFAULT_PRIORITY if priority is None else float(priority)
-        except (_Unusual, TypeError, OverflowError):
-            return _base_score(entry, query)
-        if created is not None:
-            seconds = cached_seconds(created)
-            if seconds is None:
-                seconds = _parse_iso(created)
-            if seconds is not None:
-                age = (now - seconds) / _SECONDS_PER_DAY
-                days = age if age > 0.0 else 0.0
-                factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-                score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-        if tags and query_tags and not query_tags.isdisjoint(tags):
-            distinct = frozenset(tags)
-            score *= 1.0 + TAG_BOOST * len(distinct & query_tags) / len(distinct)
-        project = get("project")
-        if project is not None:
-            score *= PROJECT_MATCH if project == query_project else PROJECT_MISMATCH
-        return score
-
-    return base_score
+    return _score_from(_base_score(entry, query, index), entry, query, index)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -1298,12 +1003,12 @@ def _admitted_types(pools: list[Pool]) -> frozenset[object] | None:
     return frozenset(kind for pool in pools for kind in pool.types or ())
 
 
-def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
+def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry and score each one that some pool may rank.
 
     One pass, in input order: the first entry with a problem (not a Mapping,
-    a bad value) is the one reported. With ``repeats``, an object listed
-    again is recorded in ``duplicates`` and left out.
+    a bad value) is the one reported. An object listed again is recorded in
+    ``duplicates`` and left out: it is one entry.
     """
     count = len(store)
     active = [False] * count
@@ -1317,31 +1022,29 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
     accepted = _admitted_types(call.pools)
     is_active = call.is_active
     query = call.query
-    fast = None if query is None else _fast_base_score(query)
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
-    seen: dict[int, int] | None = {} if repeats else None
-    # The hottest loop of a turn: one pass over the whole store, so the
-    # lists are bound to locals (a third fewer attribute reads per entry).
+    seen: dict[int, int] = {}
+    # The hottest loop of a turn, one pass over the whole store: the lists
+    # are bound to locals, so no attribute is read per entry.
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-        kind = _entry_type(entry)
+        kind = entry_type(entry)
         if not is_active(entry):
             continue
-        if seen is not None:
-            first = seen.setdefault(id(entry), index)
-            if first != index:
-                duplicates[index] = first
-                continue
+        first = seen.setdefault(id(entry), index)
+        if first != index:
+            duplicates[index] = first
+            continue
         active[index] = True
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
         # Read once here: most entries have no scope, and then neither the
         # always rule nor the near-miss check costs a call.
         scope = entry.get("scope")
-        if scope is not None and _is_always(entry):
+        if scope is not None and is_always(entry):
             always.append(index)
             if not admitted:
                 unadmitted.append(index)
@@ -1350,13 +1053,10 @@ def _scan(store: list[Entry], call: _Call, exact: bool, repeats: bool) -> _Scan:
             near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
-            if fast is None or finish:
-                scores.append(_exact_score(entry, index, call, fast))
-                continue
-            try:
-                scores.append(fast(entry))
-            except (TypeError, ValueError) as exc:
-                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
+            if query is None or finish:
+                scores.append(_exact_score(entry, index, call))
+            else:
+                scores.append(_base_score(entry, query, index))
     return _Scan(
         active, keys, always, ranked, scores, duplicates, unadmitted, near_always
     )
@@ -1406,8 +1106,7 @@ class _Ranking:
         self._exhaustive = exhaustive
         self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
-        self._rest: tuple[list[int], list[float], float] | None = None
-        base = self._cut(scan.ranked, scan.scores)
+        base = dict(zip(scan.ranked, scan.scores))
         # Stable: equal scores stay in input order (a dict keeps insertion
         # order) until a walk reaches them. A larger positive base never has
         # a smaller bound, so this is also the order of the bounds.
@@ -1420,29 +1119,6 @@ class _Ranking:
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
-    def _cut(self, ranked: list[int], scores: list[float]) -> dict[int, float]:
-        """The entries worth sorting now: about the best eighth, by a sample.
-
-        A turn's walks rarely go past the first few percent of the order, and
-        sorting all of a large store is a tenth of a turn. Entries below the
-        cutoff are kept aside, in input order, until a walk reaches them.
-        """
-        if len(ranked) < _SORT_ALL_BELOW:
-            return dict(zip(ranked, scores))
-        sample = sorted(scores[::_SAMPLE_STEP], reverse=True)
-        cutoff = sample[len(sample) // 8]
-        self._rest = (ranked, scores, cutoff)
-        return {index: score for index, score in zip(ranked, scores) if score >= cutoff}
-
-    def _sort_rest(self) -> None:
-        """Append the entries below the cutoff to the order, sorted the same way."""
-        assert self._rest is not None
-        ranked, scores, cutoff = self._rest
-        self._rest = None
-        rest = {index: score for index, score in zip(ranked, scores) if score < cutoff}
-        self._base.update(rest)  # also the exact scores, when they are the same
-        self._order.extend(sorted(rest, key=rest.__getitem__, reverse=True))
-
     def _limit(self, base: float) -> float:
         """No exact score of an entry with this base score can be larger."""
         return base * self._factor if base > 0 else base
@@ -1451,7 +1127,9 @@ class _Ranking:
         """Tokens the entry at ``index`` costs, counted at most once per call."""
         cost = self._costs.get(index)
         if cost is None:
-            cost = self._costs[index] = _cost(self._store[index], index, self._counter)
+            cost = self._costs[index] = entry_cost(
+                self._store[index], self._counter, index=index
+            )
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
@@ -1548,10 +1226,7 @@ class _Ranking:
             query = self._query
             assert query is not None  # only the default scorer is bounded
             entry = self._store[index]
-            try:
-                score = _score_from(self._base[index], entry, query)
-            except (TypeError, ValueError) as exc:  # str() of the content failed
-                raise _labelled(exc, index, entry)  # noqa: B904 (its cause is set)
+            score = _score_from(self._base[index], entry, query, index)
             self._exact[index] = score
         return score
 
@@ -1580,8 +1255,6 @@ class _Ranking:
         the last one."""
         if position < len(self._order):
             return self._limit(self._base[self._order[position]])
-        if self._rest is not None:
-            return self._limit(self._rest[2])
         return None
 
     def _plain_from(
@@ -1638,14 +1311,9 @@ class _Ranking:
         order, base, runs = self._order, self._base, self._runs
         position = 0
         while True:
-            if position == len(order):
-                if self._rest is None:
-                    return
-                self._sort_rest()
-                continue
             position = self._frontier(position, keys, wanted, taken)
             if position == len(order):
-                continue
+                return
             start, end = self._reach(position)
             stop = runs.pop(start, None)
             if stop is not None:  # entries passed over may move up: look again
@@ -1703,8 +1371,6 @@ class _Ranking:
                 for item in self._score_run(start, position, keys, wanted, taken):
                     heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
-            elif self._rest is not None:
-                self._sort_rest()
             else:
                 return
 
@@ -1742,28 +1408,13 @@ class _Selection:
 @dataclass
 class _Fill:
     """What filling the pools shares: the store, its scan and ranking, which
-    entries are taken, the steps (when tracing) and, when repeated objects
-    were not found up front, each object's first position as pools meet it."""
+    entries are taken and the steps (when tracing)."""
 
     store: list[Entry]
     scan: _Scan
     ranking: _Ranking
     taken: list[bool]
     steps: list[Step] | None
-    first_seen: dict[int, int] | None
-
-    def repeat(self, index: int) -> bool:
-        """Whether the entry at ``index`` is an object met earlier at another
-        position; a repeat ties with its first in every order and costs the
-        same, so the first is always met first. The repeat is then passed over
-        as if it were not in the input."""
-        if self.first_seen is None:
-            return False
-        first = self.first_seen.setdefault(id(self.store[index]), index)
-        if first == index:
-            return False
-        self.taken[index] = True
-        return True
 
 
 def _take_always(
@@ -1777,8 +1428,6 @@ def _take_always(
             continue
         if taken[index]:
             outcome = _TAKEN_EARLIER
-        elif fill.repeat(index):
-            continue
         else:
             taken[index] = True
             chosen.append(fill.store[index])
@@ -1810,8 +1459,6 @@ def _take_ranked(
             if steps is None:  # scores come best first: no later one reaches it
                 break
             outcome = _BELOW_FLOOR
-        elif fill.repeat(index):
-            continue
         else:
             cost = ranking.cost(index)
             if full:  # only reached when tracing
@@ -1843,21 +1490,9 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
     # explain() wants exact scores for all; without message words the base
     # score is already exact.
     bounded = query is not None and bool(query.words) and not trace
-    # explain() reports repeated objects, and a custom scorer must see each
-    # object once, so then repeats are found up front. Otherwise a pool finds
-    # one when it meets it: a dict operation per entry met, not per entry
-    # stored, which is a tenth of a warm turn at 100,000 entries.
-    up_front = trace or query is None
-    scan = _scan(store, call, exact=not bounded, repeats=up_front)
+    scan = _scan(store, call, exact=not bounded)
     ranking = _Ranking(store, scan, call, bounded, exhaustive=trace)
-    fill = _Fill(
-        store,
-        scan,
-        ranking,
-        [False] * len(store),
-        [] if trace else None,
-        None if up_front else {},
-    )
+    fill = _Fill(store, scan, ranking, [False] * len(store), [] if trace else None)
     results: dict[str, list[Entry]] = {}
     for pool in call.pools:
         wanted = None if pool.types is None else frozenset(pool.types)
@@ -1874,12 +1509,9 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
 
 def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     """The warning for always-scope entries that no pool admits."""
-    firsts: dict[int, int] = {}  # an object listed twice is one entry
-    for index in scan.unadmitted:
-        firsts.setdefault(id(store[index]), index)
-    unadmitted = list(firsts.values())
+    unadmitted = scan.unadmitted
     shown = ", ".join(
-        f"{_label(index, store[index])} of type {_entry_type(store[index])!r}"
+        f"{_label(index, store[index])} of type {entry_type(store[index])!r}"
         for index in unadmitted[:3]
     )
     more = f" and {len(unadmitted) - 3} more" if len(unadmitted) > 3 else ""
@@ -1891,19 +1523,10 @@ def _unadmitted_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     )
 
 
-def _first_objects(store: list[Entry], positions: list[int]) -> list[int]:
-    """``positions`` without repeats of one object (an object listed twice is
-    one entry), in order."""
-    firsts: dict[int, int] = {}
-    for index in positions:
-        firsts.setdefault(id(store[index]), index)
-    return list(firsts.values())
-
-
 def _near_always_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
     """The warning for active entries whose scope is "always" only after
     trimming and case-folding: they compete instead of loading."""
-    near = _first_objects(store, scan.near_always)
+    near = scan.near_always
     shown = ", ".join(
         f"{_label(index, store[index])} with scope {store[index].get('scope')!r}"
         for index in near[:3]
@@ -2085,7 +1708,7 @@ def _entry_lines(name: str, chosen: object, ids: bool) -> list[str]:
                 f"results[{name!r}][{position}] must be a Mapping, "
                 f"got {type(entry).__name__}"
             )
-        first, *rest = _content(entry).splitlines() or [""]
+        first, *rest = _content(entry, None).splitlines() or [""]
         if ids:
             first = f"[{entry.get('id')}] {first}"
         lines.append(f"- {first}".rstrip())
@@ -2392,7 +2015,7 @@ def _decision(
 ) -> Decision:
     """What happened to one entry, from the steps that concern it."""
     ident = entry.get("id")
-    kind = _entry_type(entry)
+    kind = entry_type(entry)
     first = selection.scan.duplicates.get(index)
     if first is not None:
         return Decision(index, ident, kind, _DUPLICATE, reason=f"entries[{first}]")
@@ -2434,7 +2057,9 @@ def _summaries(store: list[Entry], call: _Call, steps: list[Step]) -> list[PoolS
             counts[2] += 1
         elif step.outcome == _ALWAYS:
             counts[3] += 1
-            counts[4] += _cost(store[step.index], step.index, call.token_counter)
+            counts[4] += entry_cost(
+                store[step.index], call.token_counter, index=step.index
+            )
         elif step.outcome == _BELOW_FLOOR:
             counts[5] += 1
     return [
@@ -2463,9 +2088,9 @@ def _explain_warnings(
     found = [
         f"always-scope entry {d.id!r} of type {d.type!r} is in no pool"
         for d in decisions
-        if d.outcome == _NO_POOL and _is_always(store[d.index])
+        if d.outcome == _NO_POOL and is_always(store[d.index])
     ]
-    present = {_type_key(kind) for kind in map(_entry_type, store)}
+    present = {_type_key(kind) for kind in map(entry_type, store)}
     for pool in call.pools:
         if pool.types == ():
             found.append(f"pool {pool.name!r} has types=(), so it admits nothing")
@@ -2688,22 +2313,23 @@ def _content_problems(entry: Entry) -> Found:
         message = f"content should be a str, got {type(content).__name__}"
         yield "warning", "content", message
         try:
-            _content(entry)
-        except (TypeError, ValueError) as exc:  # retrieval reads it lazily
-            message = f"cannot become text: {exc}; a call that reaches this entry fails"
-            yield "error", "content", message
+            _content(entry, None)
+        except EntryError as exc:  # retrieval reads it lazily; the cause is str()'s
+            reason = f"cannot become text: {exc.__cause__}"
+            yield "error", "content", f"{reason}; a call that reaches this entry fails"
 
 
 def _priority_problems(entry: Entry) -> Found:
     try:
-        _priority(entry)
-    except (TypeError, ValueError) as exc:
-        yield "error", "base_priority", str(exc).replace("base_priority ", "", 1)
+        _priority(entry, None)
+    except EntryError as exc:  # validate names the entry and the field itself
+        reason = str(exc).replace(f"{_label(None, entry)}: ", "", 1)
+        yield "error", "base_priority", reason.replace("base_priority ", "", 1)
 
 
 def _created_problems(entry: Entry) -> Found:
     created = entry.get("created")
-    if created is not None and _seconds(created) is None:
+    if created is not None and parse_created(created) is None:
         message = f"cannot be read as a date, got {created!r}; it will not decay"
         yield "warning", "created", message
 
@@ -2911,7 +2537,7 @@ def _future_problems(store: list[object], now: float) -> list[Problem]:
         if not isinstance(entry, Mapping):
             continue
         created = entry.get("created")
-        seconds = _seconds(created)
+        seconds = parse_created(created)
         if seconds is None or seconds - now <= _SECONDS_PER_DAY:
             continue
         days = (seconds - now) / _SECONDS_PER_DAY
@@ -2937,12 +2563,12 @@ def _always_budget_problem(store: list[object]) -> list[Problem]:
     crossed: tuple[int, object] | None = None
     count = 0
     for index, entry in enumerate(store):
-        if not isinstance(entry, Mapping) or not _is_always(entry):
+        if not isinstance(entry, Mapping) or not is_always(entry):
             continue
         try:
             if not default_is_active(entry):
                 continue
-            cost = _cost(entry, index, default_token_counter)
+            cost = entry_cost(entry, default_token_counter, index=index)
         except (TypeError, ValueError):  # e.g. content too large an int for str()
             continue
         count += 1
@@ -3002,7 +2628,7 @@ def validate(
     problems.extend(id_problems)
     problems.extend(_dangling_problems(store, ids))
     problems.extend(_type_spelling_problems(store))
-    moment = _seconds(_resolve_now(now))
+    moment = parse_created(_resolve_now(now))
     assert moment is not None  # an aware datetime
     problems.extend(_future_problems(store, moment))
     problems.extend(_always_budget_problem(store))

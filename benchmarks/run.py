@@ -352,11 +352,9 @@ def table(
         ):
             lines.append(where + [label, f"{row[key]:.0f} B", "", ""])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    budget = meta["cache_budget"]
     out = [
         f"python {meta['python']} | {meta['machine']} | cpus {meta['cpus']}"
-        f" | commit {meta['commit']}"
-        + ("" if budget is None else f" | cache budget {budget / 2**20:g} MiB"),
+        f" | commit {meta['commit']}",
         "shapes: "
         + "; ".join(
             f"{s} = {generate.SHAPE_NOTES[s]}"
@@ -426,7 +424,6 @@ def meta() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "commit": commit,
         "poolsplit": poolsplit.__version__,
-        "cache_budget": getattr(poolsplit, "_budget", [None])[0],
     }
 
 
@@ -807,6 +804,88 @@ def who(info: dict[str, Any]) -> str:
     return f"{info['file']} ({info['version']}, sha256 {info['sha256']})"
 
 
+def ab_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The A/B section of a report."""
+    text: list[str] = []
+    turns = rows[0]["turns"]
+    text += [
+        "",
+        f"A/B, this vs base: {turns} turns each, alternated (order swapped"
+        " every turn), same stores and messages",
+    ]
+    head = ["entries", "shape", "scenario", "this ms", "base ms", "this/base"]
+    head += ["paired", "this min", "base min", "same picks"]
+    lines = [
+        [
+            f"{r['n']:,}",
+            r["shape"],
+            AB_LABELS[r["scenario"]],
+            fmt_ms(r["a_median"]),
+            fmt_ms(r["b_median"]),
+            f"{r['ratio']:.3f}",
+            f"{r['paired']:.3f}",
+            fmt_ms(r["a_min"]),
+            fmt_ms(r["b_min"]),
+            f"{r['same']}/{r['turns']}",
+        ]
+        for r in rows
+    ]
+    text += aligned(head, lines, left=3)
+    text.append(
+        "ms are medians; this/base divides them; paired is the median of"
+        " the turn-by-turn ratios"
+    )
+    for r in rows:
+        if r["differ"]:
+            text.append(
+                f"SELECTIONS DIFFER: {r['n']:,} {AB_LABELS[r['scenario']]},"
+                f" turns {r['differ']}"
+            )
+    if all(not r["differ"] for r in rows):
+        text.append("selections: identical ids per pool in every timed turn")
+    return text
+
+
+def explain_lines(e: dict[str, Any]) -> list[str]:
+    """The explain-scaling section of a report."""
+    text: list[str] = []
+    small, large = e["pools"]
+    text += [
+        "",
+        f"explain scaling: {e['n']:,} entries of {e['types']} types, pools"
+        f" admit 1 type (even) or 2 overlapping (odd); {e['turns']} turns",
+    ]
+    head = ["code", f"{small} pools ms", f"{large} pools ms"]
+    head += [f"{large}/{small}", "paired", f"{small} min", f"{large} min"]
+    lines = []
+    for label in ("this", "base"):
+        if label in e:
+            r = e[label]
+            lines.append(
+                [
+                    label,
+                    fmt_ms(r["small_median"]),
+                    fmt_ms(r["large_median"]),
+                    f"{r['growth']:.2f}",
+                    f"{r['paired_growth']:.2f}",
+                    fmt_ms(r["small_min"]),
+                    fmt_ms(r["large_min"]),
+                ]
+            )
+    text += aligned(head, lines)
+    g = e["this"]["growth"]
+    text.append(
+        f"target: {large}/{small} at most 2.5 (reported, not asserted):"
+        f" this {g:.2f}, " + ("met" if g <= 2.5 else "MISSED")
+    )
+    for count, c in e.get("same", {}).items():
+        text.append(
+            f"  {count} pools: this/base {c['ratio']:.3f} (paired"
+            f" {c['paired']:.3f}), same picks {c['same']}/{c['turns']}"
+        )
+    return text
+
+
 def report(out: dict[str, Any]) -> str:
     """The text of a --baseline or --group run."""
     m = out["meta"]
@@ -818,78 +897,9 @@ def report(out: dict[str, Any]) -> str:
     if "base" in out:
         text.append(f"base: {who(out['base'])}")
     if out.get("ab"):
-        turns = out["ab"][0]["turns"]
-        text += [
-            "",
-            f"A/B, this vs base: {turns} turns each, alternated (order swapped"
-            " every turn), same stores and messages",
-        ]
-        head = ["entries", "shape", "scenario", "this ms", "base ms", "this/base"]
-        head += ["paired", "this min", "base min", "same picks"]
-        lines = [
-            [
-                f"{r['n']:,}",
-                r["shape"],
-                AB_LABELS[r["scenario"]],
-                fmt_ms(r["a_median"]),
-                fmt_ms(r["b_median"]),
-                f"{r['ratio']:.3f}",
-                f"{r['paired']:.3f}",
-                fmt_ms(r["a_min"]),
-                fmt_ms(r["b_min"]),
-                f"{r['same']}/{r['turns']}",
-            ]
-            for r in out["ab"]
-        ]
-        text += aligned(head, lines, left=3)
-        text.append(
-            "ms are medians; this/base divides them; paired is the median of"
-            " the turn-by-turn ratios"
-        )
-        for r in out["ab"]:
-            if r["differ"]:
-                text.append(
-                    f"SELECTIONS DIFFER: {r['n']:,} {AB_LABELS[r['scenario']]},"
-                    f" turns {r['differ']}"
-                )
-        if all(not r["differ"] for r in out["ab"]):
-            text.append("selections: identical ids per pool in every timed turn")
+        text += ab_lines(out["ab"])
     if "explain" in out:
-        e = out["explain"]
-        small, large = e["pools"]
-        text += [
-            "",
-            f"explain scaling: {e['n']:,} entries of {e['types']} types, pools"
-            f" admit 1 type (even) or 2 overlapping (odd); {e['turns']} turns",
-        ]
-        head = ["code", f"{small} pools ms", f"{large} pools ms"]
-        head += [f"{large}/{small}", "paired", f"{small} min", f"{large} min"]
-        lines = []
-        for label in ("this", "base"):
-            if label in e:
-                r = e[label]
-                lines.append(
-                    [
-                        label,
-                        fmt_ms(r["small_median"]),
-                        fmt_ms(r["large_median"]),
-                        f"{r['growth']:.2f}",
-                        f"{r['paired_growth']:.2f}",
-                        fmt_ms(r["small_min"]),
-                        fmt_ms(r["large_min"]),
-                    ]
-                )
-        text += aligned(head, lines)
-        g = e["this"]["growth"]
-        text.append(
-            f"target: {large}/{small} at most 2.5 (reported, not asserted):"
-            f" this {g:.2f}, " + ("met" if g <= 2.5 else "MISSED")
-        )
-        for count, c in e.get("same", {}).items():
-            text.append(
-                f"  {count} pools: this/base {c['ratio']:.3f} (paired"
-                f" {c['paired']:.3f}), same picks {c['same']}/{c['turns']}"
-            )
+        text += explain_lines(out["explain"])
     if out.get("tied"):
         rows = out["tied"]
         text += [
@@ -1008,7 +1018,6 @@ def run_groups(a: Any) -> int:
     return 0
 
 
-BUDGET_VARIABLE = "POOLSPLIT_BENCH_CACHE_MIB"  # --cache-budget, for children
 # The shapes --huge times at 1,000,000 entries.
 HUGE_SHAPES = ("spread", "aged")
 
@@ -1075,19 +1084,8 @@ def main(argv: list[str] | None = None) -> int:
         choices=generate.SHAPES,
         help="time only this store shape (repeatable; default all)",
     )
-    p.add_argument(
-        "--cache-budget",
-        type=int,
-        metavar="MIB",
-        help="poolsplit.set_cache_budget(MIB MiB) first (default: the library's)",
-    )
     p.add_argument("--cold-child", nargs=3, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
-    if a.cache_budget is not None:
-        poolsplit.set_cache_budget(a.cache_budget * 1024 * 1024)
-        os.environ[BUDGET_VARIABLE] = str(a.cache_budget)  # for the cold child
-    elif os.environ.get(BUDGET_VARIABLE):
-        poolsplit.set_cache_budget(int(os.environ[BUDGET_VARIABLE]) * 1024 * 1024)
     if a.cold_child:
         n, seed, shape = a.cold_child
         cold_child(int(n), int(seed), shape)

@@ -59,24 +59,23 @@ done
 CORE=(
     # Pool and its checks
     "xǁPoolǁ__post_init__" x__check_cap x__check_types x__check_floor
-    # the entry-field readers
-    x__content x__entry_type x__is_always x__tags x__to_float x__priority
-    x__token_count x__read_iso_general x__read_iso x__parse_iso x__seconds
-    x__created_key x__id_key x__words
+    # the entry-field readers and the one error builder
+    x__label x__entry_error x__content x_entry_type x_is_always x__tags
+    x__to_float x__priority x__token_count x__read_iso x_parse_created
+    x__created_key x__id_key x_significant_words
     # the defaults
-    x_default_is_active x_default_token_counter x__label x__labelled x__cost
-    x__resolve_now x__check_context x__query x__base_score x__message_factor
+    x_default_is_active x_default_token_counter x_entry_cost x__resolve_now
+    x__check_context x__query x__entry_tags x__base_score x__score_from
     x_default_scorer
     # the engine
     x__check_pools x__check_call x__as_list x__not_a_mapping x__check_score
-    x__score_from x__first_score x__fast_base_score x__type_key
-    x__admitted_types x__scan "xǁ_Rankingǁ*" "xǁ_Fillǁrepeat" x__take_always
-    x__take_ranked x__select
+    x__exact_score x__type_key x__admitted_types x__scan "xǁ_Rankingǁ*"
+    x__take_always x__take_ranked x__select
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x_render
-    # the misconfiguration warnings and the public time reader (issue 21)
-    x__first_objects x__near_always_warning x__unread_context_keys
-    x__context_warning x__warn_misconfigured x_parse_created
+    # the misconfiguration warnings (issue 21)
+    x__near_always_warning x__unread_context_keys x__context_warning
+    x__warn_misconfigured
 )
 
 if [[ ! -x $venv/bin/mutmut ]]; then

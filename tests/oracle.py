@@ -349,21 +349,8 @@ def lazy_failure(entry, context, scorer, token_counter):
     return None
 
 
-def oracle_retrieve_pools(
-    entries,
-    pools,
-    context=None,
-    *,
-    scorer=None,
-    token_counter=oracle_token_counter,
-    is_active=oracle_is_active,
-    now=None,
-):
-    """The README's selection; raises OracleError when the call must fail.
-
-    ``scorer=None`` means the README's default scorer. Errors raised by a
-    caller's hook are not modelled (they propagate, tested separately).
-    """
+def checked_call(entries, pools, context, now):
+    """The call's pools, store and now; OracleError for what must fail first."""
     pools = list(pools)
     names = [pool.name for pool in pools]
     if len(set(names)) != len(names):
@@ -379,6 +366,48 @@ def oracle_retrieve_pools(
     store = list(entries)
     if not all(isinstance(entry, Mapping) for entry in store):
         raise OracleError([TypeError])
+    return pools, store, now
+
+
+def oracle_fill(pool, store, candidates, scores, unread, token_counter):
+    """One pool's positions from its candidates (live, admitted, not taken
+    by an earlier pool): always-scope first, then the greedy fill."""
+    floor = pool.min_score
+    always = [i for i in candidates if is_always(store[i])]
+    ranked = sorted(
+        (i for i in candidates if not is_always(store[i])),
+        key=lambda i: (-scores[i], created_key(store[i]), id_key(store[i]), i),
+    )
+    chosen = list(always)
+    used = 0
+    count = 0
+    for index in ranked:
+        if index in unread or (floor is not None and scores[index] < floor):
+            continue
+        cost = oracle_cost(store[index], token_counter)
+        if count < pool.max_entries and used + cost <= pool.max_tokens:
+            chosen.append(index)
+            used += cost
+            count += 1
+    return chosen
+
+
+def oracle_retrieve_pools(
+    entries,
+    pools,
+    context=None,
+    *,
+    scorer=None,
+    token_counter=oracle_token_counter,
+    is_active=oracle_is_active,
+    now=None,
+):
+    """The README's selection; raises OracleError when the call must fail.
+
+    ``scorer=None`` means the README's default scorer. Errors raised by a
+    caller's hook are not modelled (they propagate, tested separately).
+    """
+    pools, store, now = checked_call(entries, pools, context, now)
 
     # One object listed twice is one entry, at its first position.
     first = {}
@@ -417,24 +446,8 @@ def oracle_retrieve_pools(
     taken = set()
     results = {}
     for pool in pools:
-        floor = pool.min_score
         candidates = [i for i in live if i not in taken and admits(pool, store[i])]
-        always = [i for i in candidates if is_always(store[i])]
-        ranked = sorted(
-            (i for i in candidates if not is_always(store[i])),
-            key=lambda i: (-scores[i], created_key(store[i]), id_key(store[i]), i),
-        )
-        chosen = list(always)
-        used = 0
-        count = 0
-        for index in ranked:
-            if index in unread or (floor is not None and scores[index] < floor):
-                continue
-            cost = oracle_cost(store[index], token_counter)
-            if count < pool.max_entries and used + cost <= pool.max_tokens:
-                chosen.append(index)
-                used += cost
-                count += 1
+        chosen = oracle_fill(pool, store, candidates, scores, unread, token_counter)
         taken.update(chosen)
         results[pool.name] = [store[i] for i in chosen]
     if unread:

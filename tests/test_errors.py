@@ -7,7 +7,7 @@ contain ``entries[N]`` or ``contexts[N]`` once broke its message rewriting.
 import json
 import pickle
 import warnings
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 
 import pytest
 
@@ -143,7 +143,8 @@ def test_a_raw_failure_with_its_own_cause_stays_the_cause():
     """A failure no reader wrapped (here float() of a priority) is itself the
     entry error's ``__cause__``, not the cause it carries."""
     error = raised([{"id": "u", "base_priority": ChainedReal(3.0)}])
-    assert (type(error), error.index, error.entry_id) == (EntryValueError, 0, "u")
+    facts = (type(error), error.index, error.entry_id, error.field)
+    assert facts == (EntryValueError, 0, "u", "base_priority")
     assert isinstance(error.__cause__, ValueError)
     assert str(error.__cause__) == "no float"
 
@@ -287,3 +288,18 @@ def test_an_error_without_position_names_the_file(tmp_path, capsys, monkeypatch)
     monkeypatch.setattr(poolsplit, "retrieve_pools", fail)
     status, _, err = cli(tmp_path, capsys, [{"id": "a"}], TASKS)
     assert (status, err) == (2, "poolsplit: error: s.jsonl: boom\n")
+
+
+class BrokenOffset(tzinfo):
+    """A tzinfo whose utcoffset() fails: the created value's own method."""
+
+    def utcoffset(self, dt):
+        raise ValueError("no offset")
+
+
+def test_a_created_value_whose_own_method_fails_names_the_entry():
+    failure_at = datetime(2025, 1, 1, tzinfo=BrokenOffset())
+    error = raised([{}, {"id": "d", "created": failure_at}])
+    assert (type(error), error.index, error.entry_id) == (EntryValueError, 1, "d")
+    assert str(error) == "entries[1] (id='d'): no offset"
+    assert isinstance(error.__cause__, ValueError)

@@ -126,8 +126,8 @@ def test_unprintable_tag_is_an_error_without_context_tags():
 
 def kept_aside_store(size, content):
     """A (priority 20, ``content``) first, then ``size - 1`` entries: every
-    16th of the first 4,800 too costly for any pool (priority 10, the sort's
-    cutoff), the others unreadable at priority 1 (kept aside past 16,384)."""
+    16th of the first 4,800 too costly for any pool (priority 10), the others
+    unreadable at priority 1."""
     store = [{"id": "A", "base_priority": 20, "content": content}]
     for i in range(1, size):
         if i % 16 == 0 and i < 16 * 300:
@@ -137,12 +137,10 @@ def kept_aside_store(size, content):
     return store
 
 
-def test_a_pool_full_before_the_entries_kept_aside_never_reads_them():
-    """Above 16,384 ranked entries those below the sample's cutoff (here 10)
-    are kept aside until a walk needs them. The pool takes A (20), skips the
-    entries at the cutoff (too costly for its room) and is full: the entries
-    kept aside (1) are never read, so an unreadable content among them does
-    not fail the call (README, the lazy read)."""
+def test_a_pool_full_before_the_lower_entries_never_reads_them():
+    """The pool takes A (20), passes over the entries at 10 (too costly for
+    its room) and is full: the entries at 1 are never read, so an unreadable
+    content among them does not fail the call (README, the lazy read)."""
 
     store = kept_aside_store(17_000, "a")
     assert ids(retrieve(store, Pool("p", 100, 1), now=NOW)) == ["A"]
@@ -170,19 +168,18 @@ def test_an_entry_too_costly_for_the_pool_is_passed_over_unread_even_in_a_tie():
         retrieve(store, Pool("p", 10**7, 2), {"message": "alpha"}, now=NOW)
 
 
-def test_repeats_count_toward_the_sort_cut_so_the_entries_kept_aside_stay_unread():
-    """With the default scorer a repeated object is found only when a pool
-    meets it, so the sort cut (above 16,384 ranked entries, those below the
-    sample's cutoff are kept aside) counts every listed position: here 16,000
-    entries and 1,000 repeats of an unreadable one. A's message boost puts its
-    exact score above every bound at the cutoff (10), so the pool takes A
-    without reaching the entries kept aside (README, the lazy read); the same
-    16,000 entries without the repeats are sorted whole, and the walk costs
-    the first one past the entries too costly for the pool."""
+def test_a_callers_counter_is_not_called_for_a_tied_entry_never_reached():
+    """a and b tie on their first score; the message boosts a, which fills
+    the pool. b is scored to rank the run but never costed, so a counter that
+    fails on its text is never called for it (README, the lazy read)."""
 
-    store = kept_aside_store(16_000, "alpha")
-    repeats = store + [store[1]] * 1_000
-    got = retrieve(repeats, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
-    assert ids(got) == ["A"]
-    with pytest.raises(ValueError, match=r"^entries\[1\] \(id='r1'\): cannot"):
-        retrieve(store, Pool("p", 100, 1), {"message": "alpha"}, now=NOW)
+    def counter(text):
+        if text == "beta":
+            raise LookupError("counted an entry never reached")
+        return 1
+
+    store = [{"id": "b", "content": "beta"}, {"id": "a", "content": "alpha"}]
+    got = retrieve(
+        store, Pool("p", 100, 1), {"message": "alpha"}, token_counter=counter, now=NOW
+    )
+    assert ids(got) == ["a"]
