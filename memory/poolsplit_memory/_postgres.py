@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate, stored_version
-from poolsplit_memory.store import (
+from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
     InvalidInput,
     ReadTx,
