@@ -102,6 +102,8 @@ import poolsplit
 from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
 
 from ._index import Index
+from ._postgres import PostgresBackend
+from ._sqlite import SQLiteBackend
 from ._types import (
     DEFAULT_BUSY_MS,
     KEEP_CHANGES,
@@ -1868,12 +1870,8 @@ def open_store(
     target = parse_url(url)
     backend: Backend
     if target.kind == "postgresql":
-        from poolsplit_memory._postgres import PostgresBackend
-
         backend = PostgresBackend(target.where, busy_ms=target.busy_ms)
     else:
-        from poolsplit_memory._sqlite import SQLiteBackend
-
         backend = SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
     return Store(
         backend,
