@@ -1715,6 +1715,82 @@ class Loadable(NamedTuple):
     warnings: list[str]
 
 
+@dataclass
+class _Skips:
+    """The values one :func:`loadable` call leaves out, each named by its id."""
+
+    ids: Sequence[str] | None
+    scopes: Sequence[str | None] | None
+    skipped: list[Skipped] = dataclasses.field(default_factory=list)
+    always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
+
+    def ident(self, index: int, value: object) -> str:
+        if self.ids is not None:
+            return self.ids[index]
+        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
+
+    def skip(self, index: int, value: object, reason: str) -> None:
+        """Skip a value, in ``always_skipped`` too when its body or its
+        scope column says always."""
+        item = Skipped(self.ident(index, value), reason)
+        self.skipped.append(item)
+        scope = value.get("scope") if isinstance(value, Mapping) else None
+        if _ALWAYS in (scope, None if self.scopes is None else self.scopes[index]):
+            self.always_skipped.append(item)
+
+    def not_admitted(self, index: int, value: object, kind: str) -> str:
+        """Name a valid always-scope entry of a type no pool admits in
+        ``always_skipped`` (it may be a correction); the warning saying so."""
+        self.always_skipped.append(
+            Skipped(self.ident(index, value), f"type: no pool admits {kind!r}")
+        )
+        return (
+            f"always-scope entry {self.ident(index, value)!r} has type "
+            f"{kind!r}, which no pool admits; it is not loaded"
+        )
+
+
+def _active_objects(
+    values: Sequence[object], skips: _Skips
+) -> list[tuple[int, dict[str, Any]]]:
+    """The active entries among ``values``, with their index; a value that
+    cannot be an entry at all (:func:`_unreadable`) is skipped."""
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, value in enumerate(values):
+        reason = _unreadable(value)
+        if reason is not None:
+            skips.skip(index, value if isinstance(value, Mapping) else None, reason)
+        elif isinstance(value, Mapping) and default_is_active(value):
+            parsed.append((index, value if isinstance(value, dict) else dict(value)))
+    return parsed
+
+
+def _validation(
+    entries: Sequence[Mapping[str, Any]],
+) -> tuple[dict[int, list[str]], list[str]]:
+    """``poolsplit.validate``'s errors per position (each skips its entry),
+    and its warnings about the scope of an always-scope entry."""
+    reasons: dict[int, list[str]] = {}
+    warnings: list[str] = []
+    for problem in poolsplit.validate(entries):
+        if problem.severity == "error":
+            reasons.setdefault(problem.index, []).append(
+                f"{problem.field}: {problem.message}"
+            )
+        elif (
+            problem.field == "scope" and entries[problem.index].get("scope") == _ALWAYS
+        ):
+            warnings.append(f"scope: {problem.message}")
+    return reasons, warnings
+
+
+def _admitted_types(pools: Sequence[Pool] | None) -> frozenset[str] | None:
+    """The types ``pools`` admit; None when none are given or one admits all."""
+    if pools is not None and all(p.types is not None for p in pools):
+        return frozenset(t for p in pools for t in p.types or ())
+    return None
+
+
 def loadable(
     values: Sequence[object],
     *,
@@ -1736,63 +1812,26 @@ def loadable(
     in the text, not in ``skipped``: the row itself is valid). ``ids``
     names each value in reports (default: its ``id``). Cost: O(n).
     """
-    skipped: list[Skipped] = []
-    always_skipped: list[Skipped] = []
-
-    def skip(index: int, value: object, reason: str) -> None:
-        item = Skipped(ident(index, value), reason)
-        skipped.append(item)
-        scope = value.get("scope") if isinstance(value, Mapping) else None
-        if _ALWAYS in (scope, None if scopes is None else scopes[index]):
-            always_skipped.append(item)
-
-    def ident(index: int, value: object) -> str:
-        if ids is not None:
-            return ids[index]
-        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
-
-    parsed: list[tuple[int, dict[str, Any]]] = []
-    for index, value in enumerate(values):
-        reason = _unreadable(value)
-        if reason is not None:
-            skip(index, value if isinstance(value, Mapping) else None, reason)
-        elif isinstance(value, Mapping) and default_is_active(value):
-            parsed.append((index, value if isinstance(value, dict) else dict(value)))
-    reasons: dict[int, list[str]] = {}
-    warnings: list[str] = []
-    for problem in poolsplit.validate([value for _, value in parsed]):
-        if problem.severity == "error":
-            reasons.setdefault(problem.index, []).append(
-                f"{problem.field}: {problem.message}"
-            )
-        elif (
-            problem.field == "scope"
-            and parsed[problem.index][1].get("scope") == _ALWAYS
-        ):
-            warnings.append(f"scope: {problem.message}")
-    admitted: frozenset[str] | None = None
-    if pools is not None and all(p.types is not None for p in pools):
-        admitted = frozenset(t for p in pools for t in p.types or ())
+    skips = _Skips(ids, scopes)
+    parsed = _active_objects(values, skips)
+    reasons, warnings = _validation([value for _, value in parsed])
+    admitted = _admitted_types(pools)
     entries = []
     types = set()
     for position, (index, value) in enumerate(parsed):
         if position in reasons:
-            skip(index, value, "; ".join(reasons[position]))
+            skips.skip(index, value, "; ".join(reasons[position]))
             continue
         kind = value.get("type", "note")
         types.add(kind)
         if admitted is not None and kind not in admitted:
             if value.get("scope") == _ALWAYS:
-                warnings.append(
-                    f"always-scope entry {ident(index, value)!r} has type "
-                    f"{kind!r}, which no pool admits; it is not loaded"
-                )
-                always_skipped.append(
-                    Skipped(ident(index, value), f"type: no pool admits {kind!r}")
-                )
+                warnings.append(skips.not_admitted(index, value, kind))
             continue
         entries.append(value)
-    return Loadable(entries, frozenset(types), skipped, always_skipped, warnings)
+    return Loadable(
+        entries, frozenset(types), skips.skipped, skips.always_skipped, warnings
+    )
 
 
 def _unreadable(value: object) -> str | None:
