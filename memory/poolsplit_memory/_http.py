@@ -258,6 +258,12 @@ class _TenantStore:
         return getattr(current_store(), name)
 
 
+def tenant_store() -> Any:
+    """The store a server over HTTP is built with (:func:`worker_app`): a
+    :class:`_TenantStore`, each request's tenant's store."""
+    return _TenantStore()
+
+
 def request_store() -> Any:
     """The current HTTP request's store (a :class:`_TenantStore`: read-only
     grants enforced), or None outside an HTTP request (stdio).
@@ -681,28 +687,29 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
     return config
 
 
-def _worker_app() -> Starlette:
-    """The app of one spawned worker (``--workers N``), from the parent's
-    configuration in ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
-    from poolsplit_memory.mcp_server import build_server
-
+def worker_app(server: MCPServer[Any]) -> Starlette:
+    """The app of one spawned worker (``--workers N``) serving ``server``
+    (built over :func:`tenant_store`), from the parent's configuration in
+    ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
     config = HttpConfig.from_json(os.environ[ENV_CONFIG])
-    tenant_store: Any = _TenantStore()
-    server = build_server(tenant_store)
     plugged = load_verifier(config)
     if plugged is None:
         return build_app(server, config)
     return build_app(server, config, token_verifier=plugged[0], auth=plugged[1])
 
 
-def serve(config: HttpConfig, where: str) -> int:
-    """Bind, say where on stderr, and serve until SIGTERM or SIGINT."""
+def serve(config: HttpConfig, where: str, app: str) -> int:
+    """Bind, say where on stderr, and serve until SIGTERM or SIGINT.
+
+    ``app`` is the ``module:function`` each worker calls for its ASGI app (the
+    server module's, which builds its server and calls :func:`worker_app`):
+    named by the caller, so this module imports nothing above it."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     os.environ[ENV_CONFIG] = config.to_json()
     uv = uvicorn.Config(
-        "poolsplit_memory._http:_worker_app",
+        app,
         factory=True,
         host=config.host,
         port=config.port,

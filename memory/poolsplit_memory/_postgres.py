@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate, stored_version
-from poolsplit_memory.store import (
+from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
     InvalidInput,
     ReadTx,
@@ -41,10 +41,24 @@ from poolsplit_memory.store import (
     WriteTx,
 )
 
-try:
-    import psycopg
-except ImportError:  # pragma: no cover - exercised without the extra only
-    psycopg = None  # type: ignore[assignment]
+# psycopg (the ``postgres`` extra) is imported by the first PostgresBackend,
+# not with this module: store.py imports this module at the top, and a SQLite
+# user's ``import poolsplit_memory`` should not pay for psycopg's import (it
+# takes longer than the rest of the package's together).
+psycopg: Any = None
+
+
+def _psycopg_installed() -> bool:
+    """Import psycopg into this module on first use; False without the extra."""
+    global psycopg  # noqa: PLW0603 - one lazy import, read by every method
+    if psycopg is None:
+        try:
+            import psycopg as module
+        except ImportError:
+            return False
+        psycopg = module
+    return True
+
 
 T = TypeVar("T")
 
@@ -253,7 +267,7 @@ class PostgresBackend:
             f"{max(busy_ms, 1)}ms",
             f"{max(2 * busy_ms, DEFAULT_BUSY_MS)}ms",
         )
-        if psycopg is None:
+        if not _psycopg_installed():
             raise StoreUnavailable(
                 "psycopg is not installed",
                 self.url,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from poolsplit_memory.store import KEEP_CHANGES, Row, Stored, StoreUnavailable
+from poolsplit_memory._types import KEEP_CHANGES, Row, Stored, StoreUnavailable
 
 TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate
-from poolsplit_memory.store import (
+from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
     ReadTx,
     StoreUnavailable,

@@ -106,6 +106,8 @@ except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says 
 __all__ = ["EXPLAIN_LIMIT", "StoreResolver", "build_server", "default_db_path", "main"]
 
 _PROG = "poolsplit-mcp"
+# This module's import name, also when it runs as ``python -m`` (then __main__).
+_MODULE = "poolsplit_memory.mcp_server"
 _INSTRUCTIONS = (
     "Call recall with the user's message before answering and follow what it "
     "returns; remember corrections with type='correction' and scope='always'."
@@ -932,6 +934,14 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
         )
 
 
+def _http_worker_app() -> Any:
+    """The ASGI app of one ``--http`` worker (uvicorn calls it in each worker
+    process): this module's server over the request's tenant's store."""
+    from poolsplit_memory._http import tenant_store, worker_app
+
+    return worker_app(build_server(tenant_store()))
+
+
 # ---------------------------------------------------------------------------
 # The command line
 
@@ -1058,7 +1068,7 @@ def main(argv: list[str] | None = None) -> int:
         if http is not None:  # issue 28: the same tools over HTTP
             from poolsplit_memory._http import serve
 
-            return serve(http, where)
+            return serve(http, where, f"{_MODULE}:_http_worker_app")
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )

@@ -92,16 +92,30 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
+from typing import IO, Any, Final, NamedTuple, Union
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
 from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
 
 from ._index import Index
+from ._postgres import PostgresBackend
+from ._sqlite import SQLiteBackend
+from ._types import (
+    DEFAULT_BUSY_MS,
+    KEEP_CHANGES,
+    Backend,
+    InvalidInput,
+    ReadTx,
+    Row,
+    Stored,
+    StoreError,
+    StoreUnavailable,
+    WriteTx,
+)
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
@@ -143,8 +157,6 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
-# How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
-DEFAULT_BUSY_MS: Final = 10_000
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -175,62 +187,11 @@ _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
-# How far (in change-log positions) a snapshot may be behind and still be
-# brought forward row by row; the backends keep this much of the log.
-KEEP_CHANGES: Final = 20_000
 
 
 # ===========================================================================
-# Errors and results
+# Results
 # ===========================================================================
-
-
-class StoreError(Exception):
-    """Base of every error the store raises."""
-
-
-class InvalidInput(StoreError, ValueError):
-    """Something the caller must change; nothing was written.
-
-    ``field`` names the argument or entry key (None when it is the call as a
-    whole), ``line`` the 1-based JSONL line of an import, ``id`` the entry.
-    The message is ``field: what is wrong``.
-    """
-
-    def __init__(
-        self,
-        field: str | None,
-        message: str,
-        *,
-        line: int | None = None,
-        id: str | None = None,
-    ) -> None:
-        text = message if field is None else f"{field}: {message}"
-        if line is not None:
-            text = f"line {line}: {text}"
-        super().__init__(text)
-        self.field = field
-        self.message = message
-        self.line = line
-        self.id = id
-
-
-class StoreUnavailable(StoreError):
-    """An operational failure, in one line: ``cause: where (detail)``.
-
-    ``cause`` is one of ``database is locked``, ``disk full``, ``database
-    unreachable``, ``database is read-only``, ``database file is corrupt``,
-    ``cannot open database file``, ``folder does not exist``, ``store is
-    closed``, ``database error`` (and a few more named in the backends).
-    """
-
-    def __init__(self, cause: str, where: str, detail: str | None = None) -> None:
-        text = f"{cause}: {where}"
-        if detail:
-            text += f" ({' '.join(detail.split())})"
-        super().__init__(text)
-        self.cause = cause
-        self.where = where
 
 
 @dataclass(frozen=True)
@@ -640,26 +601,6 @@ def check_entry(
 # ===========================================================================
 
 
-class Row(NamedTuple):
-    """The columns of one entry as a backend writes them."""
-
-    id: str
-    type: str
-    status: str  # "active" or "inactive": default_is_active, indexed
-    scope: str | None
-    superseded_by: str | None
-    body: str
-
-
-class Stored(NamedTuple):
-    """One stored row as a backend reads it."""
-
-    seq: int
-    id: str
-    scope: str | None
-    body: str
-
-
 def _dumps(entry: Mapping[str, Any]) -> str:
     return json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
@@ -703,65 +644,6 @@ def _readable(stored: Stored) -> dict[str, Any]:
     """What get/list show: the entry, or a marker naming why it is unreadable."""
     value = _parse(stored)
     return value if isinstance(value, dict) else {"id": stored.id, "unreadable": value}
-
-
-# ===========================================================================
-# What a backend provides
-# ===========================================================================
-
-T = TypeVar("T")
-
-
-class WriteTx(Protocol):
-    """The statements of one write transaction in one namespace."""
-
-    def get(self, ident: str) -> Stored | None: ...
-    def by_key(self, key: str) -> Stored | None: ...
-    def insert(self, row: Row, key: str | None) -> None: ...
-    def insert_many(self, rows: Sequence[Row]) -> None: ...
-    def replace(self, row: Row, *, clear_key: bool = False) -> None: ...
-    def delete(self, idents: Sequence[str]) -> list[str]: ...
-    def superseding(self, idents: Sequence[str]) -> list[str]: ...
-    def existing(self, idents: Sequence[str]) -> set[str]: ...
-    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
-    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]: ...
-
-
-class ReadTx(Protocol):
-    """The statements of one read transaction (a consistent snapshot)."""
-
-    def version(self) -> object: ...
-    def state(self) -> tuple[object, int]: ...
-    def changes(
-        self, after: int, types: Sequence[str] | None
-    ) -> tuple[list[int | None], list[Stored]]: ...
-    def get(self, ident: str) -> Stored | None: ...
-    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
-    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
-    def every(self) -> list[Stored]: ...
-
-
-class Backend(Protocol):
-    """A database: one write transaction or read snapshot per call.
-
-    ``write`` and ``read`` run ``work`` in one transaction and roll it back
-    when ``work`` raises; a database failure comes out as StoreUnavailable.
-    ``version`` changes whenever the namespace may have changed, and reads
-    no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
-    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL).
-    """
-
-    url: str
-
-    @property
-    def rows_read(self) -> int: ...
-    @property
-    def scrub_pending(self) -> bool: ...
-
-    def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
-    def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
-    def version(self, namespace: str) -> object: ...
-    def close(self) -> None: ...
 
 
 # ===========================================================================
@@ -1833,6 +1715,82 @@ class Loadable(NamedTuple):
     warnings: list[str]
 
 
+@dataclass
+class _Skips:
+    """The values one :func:`loadable` call leaves out, each named by its id."""
+
+    ids: Sequence[str] | None
+    scopes: Sequence[str | None] | None
+    skipped: list[Skipped] = dataclasses.field(default_factory=list)
+    always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
+
+    def ident(self, index: int, value: object) -> str:
+        if self.ids is not None:
+            return self.ids[index]
+        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
+
+    def skip(self, index: int, value: object, reason: str) -> None:
+        """Skip a value, in ``always_skipped`` too when its body or its
+        scope column says always."""
+        item = Skipped(self.ident(index, value), reason)
+        self.skipped.append(item)
+        scope = value.get("scope") if isinstance(value, Mapping) else None
+        if _ALWAYS in (scope, None if self.scopes is None else self.scopes[index]):
+            self.always_skipped.append(item)
+
+    def not_admitted(self, index: int, value: object, kind: str) -> str:
+        """Name a valid always-scope entry of a type no pool admits in
+        ``always_skipped`` (it may be a correction); the warning saying so."""
+        self.always_skipped.append(
+            Skipped(self.ident(index, value), f"type: no pool admits {kind!r}")
+        )
+        return (
+            f"always-scope entry {self.ident(index, value)!r} has type "
+            f"{kind!r}, which no pool admits; it is not loaded"
+        )
+
+
+def _active_objects(
+    values: Sequence[object], skips: _Skips
+) -> list[tuple[int, dict[str, Any]]]:
+    """The active entries among ``values``, with their index; a value that
+    cannot be an entry at all (:func:`_unreadable`) is skipped."""
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    for index, value in enumerate(values):
+        reason = _unreadable(value)
+        if reason is not None:
+            skips.skip(index, value if isinstance(value, Mapping) else None, reason)
+        elif isinstance(value, Mapping) and default_is_active(value):
+            parsed.append((index, value if isinstance(value, dict) else dict(value)))
+    return parsed
+
+
+def _validation(
+    entries: Sequence[Mapping[str, Any]],
+) -> tuple[dict[int, list[str]], list[str]]:
+    """``poolsplit.validate``'s errors per position (each skips its entry),
+    and its warnings about the scope of an always-scope entry."""
+    reasons: dict[int, list[str]] = {}
+    warnings: list[str] = []
+    for problem in poolsplit.validate(entries):
+        if problem.severity == "error":
+            reasons.setdefault(problem.index, []).append(
+                f"{problem.field}: {problem.message}"
+            )
+        elif (
+            problem.field == "scope" and entries[problem.index].get("scope") == _ALWAYS
+        ):
+            warnings.append(f"scope: {problem.message}")
+    return reasons, warnings
+
+
+def _admitted_types(pools: Sequence[Pool] | None) -> frozenset[str] | None:
+    """The types ``pools`` admit; None when none are given or one admits all."""
+    if pools is not None and all(p.types is not None for p in pools):
+        return frozenset(t for p in pools for t in p.types or ())
+    return None
+
+
 def loadable(
     values: Sequence[object],
     *,
@@ -1854,63 +1812,26 @@ def loadable(
     in the text, not in ``skipped``: the row itself is valid). ``ids``
     names each value in reports (default: its ``id``). Cost: O(n).
     """
-    skipped: list[Skipped] = []
-    always_skipped: list[Skipped] = []
-
-    def skip(index: int, value: object, reason: str) -> None:
-        item = Skipped(ident(index, value), reason)
-        skipped.append(item)
-        scope = value.get("scope") if isinstance(value, Mapping) else None
-        if _ALWAYS in (scope, None if scopes is None else scopes[index]):
-            always_skipped.append(item)
-
-    def ident(index: int, value: object) -> str:
-        if ids is not None:
-            return ids[index]
-        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
-
-    parsed: list[tuple[int, dict[str, Any]]] = []
-    for index, value in enumerate(values):
-        reason = _unreadable(value)
-        if reason is not None:
-            skip(index, value if isinstance(value, Mapping) else None, reason)
-        elif isinstance(value, Mapping) and default_is_active(value):
-            parsed.append((index, value if isinstance(value, dict) else dict(value)))
-    reasons: dict[int, list[str]] = {}
-    warnings: list[str] = []
-    for problem in poolsplit.validate([value for _, value in parsed]):
-        if problem.severity == "error":
-            reasons.setdefault(problem.index, []).append(
-                f"{problem.field}: {problem.message}"
-            )
-        elif (
-            problem.field == "scope"
-            and parsed[problem.index][1].get("scope") == _ALWAYS
-        ):
-            warnings.append(f"scope: {problem.message}")
-    admitted: frozenset[str] | None = None
-    if pools is not None and all(p.types is not None for p in pools):
-        admitted = frozenset(t for p in pools for t in p.types or ())
+    skips = _Skips(ids, scopes)
+    parsed = _active_objects(values, skips)
+    reasons, warnings = _validation([value for _, value in parsed])
+    admitted = _admitted_types(pools)
     entries = []
     types = set()
     for position, (index, value) in enumerate(parsed):
         if position in reasons:
-            skip(index, value, "; ".join(reasons[position]))
+            skips.skip(index, value, "; ".join(reasons[position]))
             continue
         kind = value.get("type", "note")
         types.add(kind)
         if admitted is not None and kind not in admitted:
             if value.get("scope") == _ALWAYS:
-                warnings.append(
-                    f"always-scope entry {ident(index, value)!r} has type "
-                    f"{kind!r}, which no pool admits; it is not loaded"
-                )
-                always_skipped.append(
-                    Skipped(ident(index, value), f"type: no pool admits {kind!r}")
-                )
+                warnings.append(skips.not_admitted(index, value, kind))
             continue
         entries.append(value)
-    return Loadable(entries, frozenset(types), skipped, always_skipped, warnings)
+    return Loadable(
+        entries, frozenset(types), skips.skipped, skips.always_skipped, warnings
+    )
 
 
 def _unreadable(value: object) -> str | None:
@@ -1988,12 +1909,8 @@ def open_store(
     target = parse_url(url)
     backend: Backend
     if target.kind == "postgresql":
-        from poolsplit_memory._postgres import PostgresBackend
-
         backend = PostgresBackend(target.where, busy_ms=target.busy_ms)
     else:
-        from poolsplit_memory._sqlite import SQLiteBackend
-
         backend = SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
     return Store(
         backend,

@@ -18,8 +18,16 @@ from datetime import datetime, timedelta, timezone
 import poolsplit
 import pytest
 from conftest import execute_raw, plant
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from poolsplit import Pool
 
 import poolsplit_memory
@@ -1294,127 +1302,151 @@ def update_in_model(store, model, ident, content):
     model[ident] = expected
 
 
+def retry_key_in_model(store, model, first_id, content, kind, scope, key):
+    """A remember with a key used before (by ``first_id``): the first call's
+    id when content, type and scope match it, else InvalidInput."""
+    first = model.get(first_id)
+    same = first is not None and (
+        first["content"],
+        first["type"],
+        first.get("scope"),
+    ) == (content, kind, scope)
+    if not same:
+        with pytest.raises(InvalidInput):
+            store.remember(content, type=kind, scope=scope, key=key, now=NOW)
+        return
+    again = store.remember(content, type=kind, scope=scope, key=key, now=NOW)
+    assert again.id == first_id
+
+
+def forget_in_model(model, ident):
+    """``ident`` and every entry whose ``superseded_by`` chain ends at it
+    leave the model; returns their ids."""
+    gone = {ident}
+    changed = True
+    while changed:
+        changed = False
+        for other, entry in model.items():
+            if other not in gone and entry.get("superseded_by") in gone:
+                gone.add(other)
+                changed = True
+    for other in gone:
+        del model[other]
+    return gone
+
+
+def keys_without(keys, ids):
+    """The keys still held: a key lives as long as its entry."""
+    return {k: v for k, v in keys.items() if v not in ids}
+
+
+def default_recall(active, message):
+    """What retrieve_pools picks from these active entries with the default
+    pools (README: DEFAULT_POOLS, then the spill-over pool of the others)."""
+    named = {t for p in DEFAULT_POOLS for t in p.types or ()}
+    kinds = {e.get("type", "note") for e in active} - named
+    pools = [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=tuple(sorted(kinds)))]
+    context = {"message": message, "tags": [], "project": None}
+    return poolsplit.retrieve_pools(active, pools, context, now=NOW)
+
+
+def import_in_model(store, model, ident, replace):
+    """One imported entry joins the model, unless its id is there and
+    ``replace`` is False (InvalidInput); whether it was written."""
+    entry = {"id": ident, "type": "fact", "content": f"imported {ident}"}
+    if ident in model and not replace:
+        with pytest.raises(InvalidInput):
+            store.import_jsonl(jsonl(entry), replace=False)
+        return False
+    assert store.import_jsonl(jsonl(entry), replace=replace) == 1
+    model[ident] = entry
+    return True
+
+
+# Draws pick by position in insertion order, never by the random ids'
+# sort order: a replayed run must draw the same way (hypothesis checks).
+class StoreAgainstModel(RuleBasedStateMachine):
+    """The store at ``url`` against a plain dict of its entries (see
+    :func:`test_stateful_store_matches_a_dict_model`)."""
+
+    def __init__(self, url):
+        super().__init__()
+        self.url = url
+
+    @initialize()
+    def open(self):
+        self.store = open_store(self.url, namespace=fresh())
+        self.model: dict[str, dict] = {}  # insertion order, like list()
+        self.keys: dict[str, str] = {}
+
+    def teardown(self):
+        self.store.close()
+
+    def active(self):
+        return [i for i, e in self.model.items() if poolsplit.default_is_active(e)]
+
+    @rule(
+        content=st.sampled_from(["alpha", "beta gamma", "billing fix", "delta"]),
+        kind=st.sampled_from(["fact", "task", "note", "correction"]),
+        always=st.booleans(),
+        key=st.one_of(st.none(), st.sampled_from(["k1", "k2"])),
+    )
+    def remember(self, content, kind, always, key):
+        scope = "always" if always else None
+        if key in self.keys:
+            retry_key_in_model(
+                self.store, self.model, self.keys[key], content, kind, scope, key
+            )
+            return
+        written = remember_in_model(self.store, self.model, content, kind, scope, key)
+        if key is not None and written is not None:
+            self.keys[key] = written
+
+    @precondition(lambda self: self.active())
+    @rule(data=st.data(), content=st.sampled_from(["new alpha", "new beta"]))
+    def supersede(self, data, content):
+        old = data.draw(st.sampled_from(self.active()))
+        supersede_in_model(self.store, self.model, old, content)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data(), content=st.sampled_from(["edited", "edited billing"]))
+    def update(self, data, content):
+        ident = data.draw(st.sampled_from(list(self.model)))
+        update_in_model(self.store, self.model, ident, content)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data())
+    def forget(self, data):
+        ident = data.draw(st.sampled_from(list(self.model)))
+        assert self.store.forget(ident) is True
+        self.keys = keys_without(self.keys, forget_in_model(self.model, ident))
+        assert self.store.forget(ident) is False
+
+    @rule(ident=st.sampled_from(["imp1", "imp2"]), replace=st.booleans())
+    def import_one(self, ident, replace):
+        if import_in_model(self.store, self.model, ident, replace):
+            self.keys = keys_without(self.keys, {ident})  # replace clears it
+
+    @invariant()
+    def lists_and_gets_the_model(self):
+        listed = everything(self.store)
+        assert [e["id"] for e in listed] == list(self.model)
+        assert listed == list(self.model.values())
+
+    @invariant()
+    def recalls_what_retrieve_pools_picks(self):
+        active = [self.model[i] for i in self.active()]
+        expected = default_recall(active, "billing alpha")
+        assert self.store.recall("billing alpha", now=NOW).pools == expected
+
+
 def test_stateful_store_matches_a_dict_model(store_url):
     """Random remember / supersede / keyed retry / update / forget / import
     sequences; after every step the store lists exactly the model's entries in
     insertion order, gets each, and recalls what retrieve_pools picks from
     the model's active entries."""
-    from hypothesis import settings
-    from hypothesis.stateful import (
-        RuleBasedStateMachine,
-        initialize,
-        invariant,
-        precondition,
-        rule,
-        run_state_machine_as_test,
-    )
-
-    # Draws pick by position in insertion order, never by the random ids'
-    # sort order: a replayed run must draw the same way (hypothesis checks).
-    class Machine(RuleBasedStateMachine):
-        @initialize()
-        def open(self):
-            self.store = open_store(store_url, namespace=fresh())
-            self.model: dict[str, dict] = {}  # insertion order, like list()
-            self.keys: dict[str, str] = {}
-
-        def teardown(self):
-            self.store.close()
-
-        def active(self):
-            return [i for i, e in self.model.items() if poolsplit.default_is_active(e)]
-
-        @rule(
-            content=st.sampled_from(["alpha", "beta gamma", "billing fix", "delta"]),
-            kind=st.sampled_from(["fact", "task", "note", "correction"]),
-            always=st.booleans(),
-            key=st.one_of(st.none(), st.sampled_from(["k1", "k2"])),
-        )
-        def remember(self, content, kind, always, key):
-            scope = "always" if always else None
-            if key in self.keys:
-                first = self.model.get(self.keys[key])
-                same = first is not None and (
-                    first["content"],
-                    first["type"],
-                    first.get("scope"),
-                ) == (content, kind, scope)
-                if not same:
-                    with pytest.raises(InvalidInput):
-                        self.store.remember(
-                            content, type=kind, scope=scope, key=key, now=NOW
-                        )
-                    return
-                again = self.store.remember(
-                    content, type=kind, scope=scope, key=key, now=NOW
-                )
-                assert again.id == self.keys[key]
-                return
-            written = remember_in_model(
-                self.store, self.model, content, kind, scope, key
-            )
-            if key is not None and written is not None:
-                self.keys[key] = written
-
-        @precondition(lambda self: self.active())
-        @rule(data=st.data(), content=st.sampled_from(["new alpha", "new beta"]))
-        def supersede(self, data, content):
-            old = data.draw(st.sampled_from(self.active()))
-            supersede_in_model(self.store, self.model, old, content)
-
-        @precondition(lambda self: self.model)
-        @rule(data=st.data(), content=st.sampled_from(["edited", "edited billing"]))
-        def update(self, data, content):
-            ident = data.draw(st.sampled_from(list(self.model)))
-            update_in_model(self.store, self.model, ident, content)
-
-        @precondition(lambda self: self.model)
-        @rule(data=st.data())
-        def forget(self, data):
-            ident = data.draw(st.sampled_from(list(self.model)))
-            assert self.store.forget(ident) is True
-            gone = {ident}
-            changed = True
-            while changed:
-                changed = False
-                for other, entry in self.model.items():
-                    if other not in gone and entry.get("superseded_by") in gone:
-                        gone.add(other)
-                        changed = True
-            for other in gone:
-                del self.model[other]
-            self.keys = {k: v for k, v in self.keys.items() if v not in gone}
-            assert self.store.forget(ident) is False
-
-        @rule(ident=st.sampled_from(["imp1", "imp2"]), replace=st.booleans())
-        def import_one(self, ident, replace):
-            entry = {"id": ident, "type": "fact", "content": f"imported {ident}"}
-            if ident in self.model and not replace:
-                with pytest.raises(InvalidInput):
-                    self.store.import_jsonl(jsonl(entry), replace=False)
-                return
-            assert self.store.import_jsonl(jsonl(entry), replace=replace) == 1
-            self.model[ident] = entry
-            self.keys = {k: v for k, v in self.keys.items() if v != ident}
-
-        @invariant()
-        def lists_and_gets_the_model(self):
-            listed = everything(self.store)
-            assert [e["id"] for e in listed] == list(self.model)
-            assert listed == list(self.model.values())
-
-        @invariant()
-        def recalls_what_retrieve_pools_picks(self):
-            active = [self.model[i] for i in self.active()]
-            named = {t for p in DEFAULT_POOLS for t in p.types or ()}
-            kinds = {e.get("type", "note") for e in active} - named
-            pools = [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=tuple(sorted(kinds)))]
-            context = {"message": "billing alpha", "tags": [], "project": None}
-            expected = poolsplit.retrieve_pools(active, pools, context, now=NOW)
-            assert self.store.recall("billing alpha", now=NOW).pools == expected
-
     run_state_machine_as_test(
-        Machine,
+        lambda: StoreAgainstModel(store_url),
         settings=settings(max_examples=30, stateful_step_count=15, deadline=None),
     )
 

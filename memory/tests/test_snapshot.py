@@ -66,8 +66,19 @@ operation = st.one_of(
 def apply(step: tuple[Any, ...], store: Any, other: Any, url: str, n: int) -> None:
     """One write (or a recall, which moves the snapshot forward) of the loop."""
     ids = [e["id"] for e in store.list(limit=500).entries]
-    kind = step[0]
     pick = ids[step[1] % len(ids)] if ids and isinstance(step[1], int) else None
+    if step[0].startswith("hand "):
+        by_hand(step, store, url, n, pick)
+    else:
+        through_a_store(step, store, other, url, n, pick)
+
+
+def through_a_store(
+    step: tuple[Any, ...], store: Any, other: Any, url: str, n: int, pick: Any
+) -> None:
+    """A step by the store under test, by another store on its namespace, or
+    by a store on another namespace."""
+    kind = step[0]
     if kind == "remember":
         _, type_, content, priority, always = step
         store.remember(
@@ -90,7 +101,14 @@ def apply(step: tuple[Any, ...], store: Any, other: Any, url: str, n: int) -> No
     elif kind == "other namespace":
         with open_store(url, namespace="elsewhere") as elsewhere:
             elsewhere.remember(step[1])
-    elif kind == "hand insert":
+    elif kind == "recall":
+        store.recall(step[1], now=NOW)
+
+
+def by_hand(step: tuple[Any, ...], store: Any, url: str, n: int, pick: Any) -> None:
+    """A step another tool takes on the database: insert, retire, delete."""
+    kind = step[0]
+    if kind == "hand insert":
         body = step[1] if step[1] != "ok" else {"type": "fact", "content": "by hand"}
         plant(url, "ada", f"hand{n}", body, type="fact")
     elif kind == "hand retire" and pick:
@@ -108,8 +126,6 @@ def apply(step: tuple[Any, ...], store: Any, other: Any, url: str, n: int) -> No
             "DELETE FROM poolsplit_entries WHERE namespace = ? AND id = ?",
             ("ada", pick),
         )
-    elif kind == "recall":
-        store.recall(step[1], now=NOW)
 
 
 POOLS = [Pool("a", 60, 2, ("correction", "fact")), Pool("b", 40, 3)]

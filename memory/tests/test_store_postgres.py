@@ -8,12 +8,11 @@ connection and a missing driver are.
 from __future__ import annotations
 
 import builtins
-import sys
 import threading
 
 import pytest
 
-from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
+from poolsplit_memory import InvalidInput, StoreUnavailable, _postgres, open_store
 
 psycopg = pytest.importorskip("psycopg")
 
@@ -150,8 +149,9 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch):
             raise ImportError("No module named 'psycopg'")
         return real_import(name, *args, **kwargs)
 
-    for name in [n for n in sys.modules if n.startswith("poolsplit_memory._postgres")]:
-        monkeypatch.delitem(sys.modules, name)
+    # psycopg is imported by the first PostgresBackend (the store imports the
+    # backend at its top): forget that import, then make it fail.
+    monkeypatch.setattr(_postgres, "psycopg", None)
     monkeypatch.setattr(builtins, "__import__", no_psycopg)
     with pytest.raises(StoreUnavailable) as info:
         open_store("postgresql://someone@127.0.0.1:1/db")

@@ -1,0 +1,161 @@
+"""What the store and its backends share: errors, rows, protocols, constants.
+
+The bottom room of the package: it imports nothing of ``poolsplit_memory``.
+The backends (``_sql.py``, ``_sqlite.py``, ``_postgres.py``) build on it, and
+``store.py`` on it and on them, so every import points down and none comes
+back (``tests/test_imports.py`` reads the imports and says so). The public
+names here (the errors) are exported by ``poolsplit_memory.store`` and the
+package root, where callers import them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final, NamedTuple, Protocol, TypeVar
+
+# ===========================================================================
+# Constants
+# ===========================================================================
+
+# How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
+DEFAULT_BUSY_MS: Final = 10_000
+# How far (in change-log positions) a snapshot may be behind and still be
+# brought forward row by row; the backends keep this much of the log.
+KEEP_CHANGES: Final = 20_000
+
+
+# ===========================================================================
+# Errors
+# ===========================================================================
+
+
+class StoreError(Exception):
+    """Base of every error the store raises."""
+
+
+class InvalidInput(StoreError, ValueError):
+    """Something the caller must change; nothing was written.
+
+    ``field`` names the argument or entry key (None when it is the call as a
+    whole), ``line`` the 1-based JSONL line of an import, ``id`` the entry.
+    The message is ``field: what is wrong``.
+    """
+
+    def __init__(
+        self,
+        field: str | None,
+        message: str,
+        *,
+        line: int | None = None,
+        id: str | None = None,
+    ) -> None:
+        text = message if field is None else f"{field}: {message}"
+        if line is not None:
+            text = f"line {line}: {text}"
+        super().__init__(text)
+        self.field = field
+        self.message = message
+        self.line = line
+        self.id = id
+
+
+class StoreUnavailable(StoreError):
+    """An operational failure, in one line: ``cause: where (detail)``.
+
+    ``cause`` is one of ``database is locked``, ``disk full``, ``database
+    unreachable``, ``database is read-only``, ``database file is corrupt``,
+    ``cannot open database file``, ``folder does not exist``, ``store is
+    closed``, ``database error`` (and a few more named in the backends).
+    """
+
+    def __init__(self, cause: str, where: str, detail: str | None = None) -> None:
+        text = f"{cause}: {where}"
+        if detail:
+            text += f" ({' '.join(detail.split())})"
+        super().__init__(text)
+        self.cause = cause
+        self.where = where
+
+
+# ===========================================================================
+# Rows: the columns a backend writes, the row it reads back
+# ===========================================================================
+
+
+class Row(NamedTuple):
+    """The columns of one entry as a backend writes them."""
+
+    id: str
+    type: str
+    status: str  # "active" or "inactive": default_is_active, indexed
+    scope: str | None
+    superseded_by: str | None
+    body: str
+
+
+class Stored(NamedTuple):
+    """One stored row as a backend reads it."""
+
+    seq: int
+    id: str
+    scope: str | None
+    body: str
+
+
+# ===========================================================================
+# What a backend provides
+# ===========================================================================
+
+T = TypeVar("T")
+
+
+class WriteTx(Protocol):
+    """The statements of one write transaction in one namespace."""
+
+    def get(self, ident: str) -> Stored | None: ...
+    def by_key(self, key: str) -> Stored | None: ...
+    def insert(self, row: Row, key: str | None) -> None: ...
+    def insert_many(self, rows: Sequence[Row]) -> None: ...
+    def replace(self, row: Row, *, clear_key: bool = False) -> None: ...
+    def delete(self, idents: Sequence[str]) -> list[str]: ...
+    def superseding(self, idents: Sequence[str]) -> list[str]: ...
+    def existing(self, idents: Sequence[str]) -> set[str]: ...
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
+    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]: ...
+
+
+class ReadTx(Protocol):
+    """The statements of one read transaction (a consistent snapshot)."""
+
+    def version(self) -> object: ...
+    def state(self) -> tuple[object, int]: ...
+    def changes(
+        self, after: int, types: Sequence[str] | None
+    ) -> tuple[list[int | None], list[Stored]]: ...
+    def get(self, ident: str) -> Stored | None: ...
+    def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
+    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
+    def every(self) -> list[Stored]: ...
+
+
+class Backend(Protocol):
+    """A database: one write transaction or read snapshot per call.
+
+    ``write`` and ``read`` run ``work`` in one transaction and roll it back
+    when ``work`` raises; a database failure comes out as StoreUnavailable.
+    ``version`` changes whenever the namespace may have changed, and reads
+    no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
+    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL).
+    """
+
+    url: str
+
+    @property
+    def rows_read(self) -> int: ...
+    @property
+    def scrub_pending(self) -> bool: ...
+
+    def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
+    def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
+    def version(self, namespace: str) -> object: ...
+    def close(self) -> None: ...
