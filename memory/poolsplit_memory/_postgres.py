@@ -182,6 +182,20 @@ BEGIN
     RETURN NULL;
 END
 $$"""
+
+# Migration 3 (dedupe): the identical-memory check's digest and the list
+# cursors' key (see _sqlite.py's MEMORY_HASH_AND_SECRETS). A row trigger
+# clears the digest of any body an UPDATE changes; the store writes it again.
+_CLEAR_DIGEST = """
+CREATE OR REPLACE FUNCTION poolsplit_clear_memory_hash() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body IS DISTINCT FROM OLD.body THEN
+        NEW.memory_hash := NULL;
+    END IF;
+    RETURN NEW;
+END
+$$"""
 MIGRATIONS = (
     (*SCHEMA_0_1_0, _BUMP_FUNCTION, *_create_triggers()),
     (
@@ -193,6 +207,16 @@ MIGRATIONS = (
         "CREATE INDEX poolsplit_changes_namespace "
         "ON poolsplit_changes (namespace, version)",
         _LOG_FUNCTION,
+    ),
+    (
+        "ALTER TABLE poolsplit_entries ADD COLUMN memory_hash text",
+        "CREATE INDEX poolsplit_entries_memory "
+        "ON poolsplit_entries (namespace, type, memory_hash, status)",
+        _CLEAR_DIGEST,
+        "CREATE TRIGGER poolsplit_entries_rehash BEFORE UPDATE OF body "
+        "ON poolsplit_entries FOR EACH ROW "
+        "EXECUTE FUNCTION poolsplit_clear_memory_hash()",
+        "CREATE TABLE poolsplit_secrets (name text PRIMARY KEY, value text NOT NULL)",
     ),
 )
 _LOG = ChangeLog(

@@ -221,17 +221,57 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
-    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]:
-        """The active rows of type ``kind`` whose content holds ``words`` in
-        this order (as the body spells them; SQLite's LIKE also folds ASCII
-        case): the few rows a duplicate check compares exactly."""
-        escaped = ("".join("\\" + c if c in "%_\\" else c for c in w) for w in words)
-        pattern = '%"content":"%' + "%".join(escaped) + '%"%'
-        sql = (
-            f"{_READ} WHERE namespace = ? AND status = 'active' AND type = ? "
-            "AND body LIKE ? ESCAPE '\\'"
+    def memories(
+        self, kinds: Sequence[str], digests: Sequence[str], words: Sequence[str] | None
+    ) -> list[Stored]:
+        """The active rows of a type in ``kinds`` whose ``memory_hash`` is one
+        of ``digests`` (one probe of the memory index each), and those whose
+        ``memory_hash`` is NULL (a row written by hand, by another tool, or
+        before the migration that added it), narrowed, when ``words`` is
+        given, to bodies holding those words in this order (as the body
+        spells them; SQLite's LIKE also folds ASCII case): the few rows an
+        identical-memory check compares exactly, in ``seq`` order."""
+        ns, types = self._namespace, list(kinds)
+        active = f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(types))})"
+        rows: list[Stored] = []
+        for start in range(0, len(digests), _CHUNK):
+            chunk = list(digests[start : start + _CHUNK])
+            sql = (
+                f"{active} AND memory_hash IN ({self._marks(len(chunk))}) "
+                "AND status = 'active'"
+            )
+            rows.extend(self._rows(sql, (ns, *types, *chunk)))
+        sql = f"{active} AND memory_hash IS NULL AND status = 'active'"
+        params: list[Any] = [ns, *types]
+        if words is not None:
+            escaped = (
+                "".join("\\" + c if c in "%_\\" else c for c in w) for w in words
+            )
+            sql += " AND body LIKE ? ESCAPE '\\'"
+            params.append('%"content":"%' + "%".join(escaped) + '%"%')
+        rows.extend(self._rows(sql, params))
+        rows.sort(key=lambda row: row.seq)
+        return rows
+
+    def secret(self, name: str) -> str | None:
+        """The database's secret ``name`` (shared by every process), or None."""
+        row = self._run(
+            "SELECT value FROM poolsplit_secrets WHERE name = ?", (name,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_secret(self, name: str, value: str) -> str:
+        """Store ``value`` as secret ``name`` unless the database holds one
+        already (another process may have stored it first: the first one
+        stays); return the one stored."""
+        self._run(
+            "INSERT INTO poolsplit_secrets (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO NOTHING",
+            (name, value),
         )
-        return self._rows(sql, (self._namespace, kind, pattern))
+        kept = self.secret(name)
+        assert kept is not None  # inserted, or kept by the conflicting insert
+        return kept
 
     def existing(self, idents: Sequence[str]) -> set[str]:
         """Which of these ids this namespace holds (reads the id index only)."""
@@ -252,7 +292,8 @@ class SqlTx:
     def insert(self, row: Row, key: str | None) -> None:
         sql = (
             f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-            "superseded_by, client_key, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            "superseded_by, client_key, body, memory_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self._run(
             sql,
@@ -265,18 +306,19 @@ class SqlTx:
                 row.superseded_by,
                 key,
                 row.body,
+                row.memory_hash,
             ),
         )
 
     def insert_many(self, rows: Sequence[Row]) -> None:
-        """Insert rows without keys, 100 to a statement (800 parameters: under
+        """Insert rows without keys, 100 to a statement (900 parameters: under
         SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
-            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
             sql = (
                 f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-                f"superseded_by, client_key, body) VALUES {values}"
+                f"superseded_by, client_key, body, memory_hash) VALUES {values}"
             )
             params: list[Any] = []
             for row in chunk:
@@ -290,11 +332,15 @@ class SqlTx:
                         row.superseded_by,
                         None,
                         row.body,
+                        row.memory_hash,
                     )
                 )
             self._run(sql, params)
 
     def replace(self, row: Row, *, clear_key: bool = False) -> None:
+        """Overwrite a row, then write its ``memory_hash`` in a statement of
+        its own: the database's trigger clears the digest of any body an
+        UPDATE changes (a hand edit's too), so it is set after the body."""
         self.scrubbed = True
         key = ", client_key = NULL" if clear_key else ""
         sql = (
@@ -312,6 +358,10 @@ class SqlTx:
                 self._namespace,
                 row.id,
             ),
+        )
+        self._run(
+            f"UPDATE {TABLE} SET memory_hash = ? WHERE namespace = ? AND id = ?",
+            (row.memory_hash, self._namespace, row.id),
         )
 
     def delete(self, idents: Sequence[str]) -> list[str]:
