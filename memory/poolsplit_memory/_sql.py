@@ -221,37 +221,49 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
-    def memories(
-        self, kinds: Sequence[str], digests: Sequence[str], words: Sequence[str] | None
-    ) -> list[Stored]:
+    def memories(self, kinds: Sequence[str], digests: Sequence[str]) -> list[Stored]:
         """The active rows of a type in ``kinds`` whose ``memory_hash`` is one
-        of ``digests`` (one probe of the memory index each), and those whose
-        ``memory_hash`` is NULL (a row written by hand, by another tool, or
-        before the migration that added it), narrowed, when ``words`` is
-        given, to bodies holding those words in this order (as the body
-        spells them; SQLite's LIKE also folds ASCII case): the few rows an
-        identical-memory check compares exactly, in ``seq`` order."""
+        of ``digests``: one probe of the memory index per digest."""
         ns, types = self._namespace, list(kinds)
-        active = f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(types))})"
         rows: list[Stored] = []
         for start in range(0, len(digests), _CHUNK):
             chunk = list(digests[start : start + _CHUNK])
             sql = (
-                f"{active} AND memory_hash IN ({self._marks(len(chunk))}) "
-                "AND status = 'active'"
+                f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(types))}) "
+                f"AND memory_hash IN ({self._marks(len(chunk))}) AND status = 'active'"
             )
             rows.extend(self._rows(sql, (ns, *types, *chunk)))
-        sql = f"{active} AND memory_hash IS NULL AND status = 'active'"
-        params: list[Any] = [ns, *types]
-        if words is not None:
-            escaped = (
-                "".join("\\" + c if c in "%_\\" else c for c in w) for w in words
-            )
-            sql += " AND body LIKE ? ESCAPE '\\'"
-            params.append('%"content":"%' + "%".join(escaped) + '%"%')
-        rows.extend(self._rows(sql, params))
-        rows.sort(key=lambda row: row.seq)
         return rows
+
+    def undigested(self, kinds: Sequence[str]) -> list[Stored]:
+        """The active rows of a type in ``kinds`` without a ``memory_hash``
+        (written by hand, by another tool, or before the migration that
+        added it; or a body changed since): the same index, one probe."""
+        sql = (
+            f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(kinds))}) "
+            "AND memory_hash IS NULL AND status = 'active'"
+        )
+        return self._rows(sql, (self._namespace, *kinds))
+
+    def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None:
+        """Write each row's ``memory_hash``, unless its body changed since it
+        was read (PostgreSQL: another transaction may have committed an edit
+        in between; its digest stays NULL)."""
+        for start in range(0, len(digests), _ROWS_PER_INSERT):
+            chunk = digests[start : start + _ROWS_PER_INSERT]
+            cases = " ".join("WHEN ? THEN ?" for _ in chunk)
+            rows = " OR ".join("(seq = ? AND body = ?)" for _ in chunk)
+            params: list[Any] = []
+            for row, digest in chunk:
+                params.extend((row.seq, digest))
+            params.append(self._namespace)
+            for row, _ in chunk:
+                params.extend((row.seq, row.body))
+            sql = (
+                f"UPDATE {TABLE} SET memory_hash = CASE seq {cases} END "
+                f"WHERE namespace = ? AND ({rows})"
+            )
+            self._run(sql, params)
 
     def secret(self, name: str) -> str | None:
         """The database's secret ``name`` (shared by every process), or None."""

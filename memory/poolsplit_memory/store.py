@@ -729,8 +729,10 @@ class WriteTx(Protocol):
     def existing(self, idents: Sequence[str]) -> set[str]: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def memories(
-        self, kinds: Sequence[str], digests: Sequence[str], words: Sequence[str] | None
+        self, kinds: Sequence[str], digests: Sequence[str]
     ) -> list[Stored]: ...
+    def undigested(self, kinds: Sequence[str]) -> list[Stored]: ...
+    def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None: ...
     def keep_secret(self, name: str, value: str) -> str: ...
 
 
@@ -1000,23 +1002,44 @@ def _memory_digest(memory: tuple[str, object, str]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+# The digest of a row whose body is not an entry (it is no memory; an edit
+# of the body clears it, and the next check reads the row again).
+_NO_MEMORY: Final = "-"
+
+
+def _twins(
+    tx: WriteTx, kinds: Sequence[str], digests: Sequence[str]
+) -> builtins.list[Stored]:
+    """The active rows of ``kinds`` that may be one of the memories of
+    ``digests``, in ``seq`` order: those with one of the digests (an index
+    probe each) and those without a digest (written by hand, by another
+    tool, by 0.1.0, or edited since), which get theirs here, in the write's
+    own transaction, so each is read this way once."""
+    rows = tx.memories(kinds, digests)
+    loose = tx.undigested(kinds)
+    if loose:
+        tx.set_digests([(row, _stored_digest(row)) for row in loose])
+    return sorted([*rows, *loose], key=lambda row: row.seq)
+
+
+def _stored_digest(stored: Stored) -> str:
+    value = _parse(stored)
+    return _memory_digest(_memory(value)) if isinstance(value, dict) else _NO_MEMORY
+
+
 def _duplicate(
     tx: WriteTx, entry: Mapping[str, Any], ignore: Iterable[str] = ()
 ) -> dict[str, Any] | None:
     """The active stored entry that is the same memory as ``entry`` (see
     :func:`_memory_key`), read in the write's own transaction; None if none.
 
-    Reads the active rows of the entry's type with its digest (one index
-    probe), and those without a digest whose body holds the content's words
-    in order (none, unless rows were written by another tool)."""
+    Reads only the rows :func:`_twins` names (none but the twin, unless
+    rows were written without a digest)."""
     key = _memory_key(entry)
     if key is None:
         return None
-    # The body holds the content's words in order, each as _dumps writes it:
-    # a row without a digest and without them cannot be the same memory.
-    words = [json.dumps(w, ensure_ascii=False)[1:-1] for w in key[2].split()]
     skip = set(ignore)
-    for stored in tx.memories([key[0]], [_memory_digest(key)], words):
+    for stored in _twins(tx, [key[0]], [_memory_digest(key)]):
         if stored.id in skip:
             continue
         value = _parse(stored)
@@ -1031,13 +1054,12 @@ def _stored_memories(
     ignore: Container[str],
 ) -> dict[tuple[str, object, str], str]:
     """The active stored entries (not ``ignore``d) that are one of these
-    memories, by memory key: the rows of their digests and those without a
-    digest, of the keys' types, for a whole import."""
+    memories, by memory key, for a whole import (see :func:`_twins`)."""
     memories = {key for key in keys if key is not None}
     kinds = sorted({key[0] for key in memories})
     digests = sorted({_memory_digest(key) for key in memories})
     stored: dict[tuple[str, object, str], str] = {}
-    for row in tx.memories(kinds, digests, None) if kinds else ():
+    for row in _twins(tx, kinds, digests) if kinds else ():
         value = _parse(row)
         key = _memory_key(value) if isinstance(value, dict) else None
         # a hand-written row's scope may be a list: never one of the keys
