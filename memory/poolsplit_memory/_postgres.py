@@ -212,6 +212,11 @@ MIGRATIONS = (
         "ALTER TABLE poolsplit_entries ADD COLUMN memory_hash text",
         "CREATE INDEX poolsplit_entries_memory "
         "ON poolsplit_entries (namespace, type, memory_hash, status)",
+        # the rows without a digest, usually none, by an index of their own:
+        # with statistics older than a namespace's rows the planner walked
+        # the whole namespace by another index for "memory_hash IS NULL"
+        "CREATE INDEX poolsplit_entries_undigested "
+        "ON poolsplit_entries (namespace, type) WHERE memory_hash IS NULL",
         _CLEAR_DIGEST,
         "CREATE TRIGGER poolsplit_entries_rehash BEFORE UPDATE OF body "
         "ON poolsplit_entries FOR EACH ROW "

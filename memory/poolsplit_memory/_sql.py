@@ -19,6 +19,7 @@ TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
 _ROWS_PER_INSERT = 100
 _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
+_READ_DIGEST = "SELECT seq, id, scope, body, memory_hash FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
 
@@ -221,29 +222,36 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
-    def memories(self, kinds: Sequence[str], digests: Sequence[str]) -> list[Stored]:
+    def memories(
+        self, kinds: Sequence[str], digests: Sequence[str]
+    ) -> tuple[list[Stored], list[Stored]]:
         """The active rows of a type in ``kinds`` whose ``memory_hash`` is one
-        of ``digests``: one probe of the memory index per digest."""
-        ns, types = self._namespace, list(kinds)
-        rows: list[Stored] = []
-        for start in range(0, len(digests), _CHUNK):
-            chunk = list(digests[start : start + _CHUNK])
-            sql = (
-                f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(types))}) "
-                f"AND memory_hash IN ({self._marks(len(chunk))}) AND status = 'active'"
-            )
-            rows.extend(self._rows(sql, (ns, *types, *chunk)))
-        return rows
-
-    def undigested(self, kinds: Sequence[str]) -> list[Stored]:
-        """The active rows of a type in ``kinds`` without a ``memory_hash``
-        (written by hand, by another tool, or before the migration that
-        added it; or a body changed since): the same index, one probe."""
-        sql = (
-            f"{_READ} WHERE namespace = ? AND type IN ({self._marks(len(kinds))}) "
-            "AND memory_hash IS NULL AND status = 'active'"
+        of ``digests``, and those without a ``memory_hash`` (written by hand,
+        by another tool, or before the migration that added it; or a body
+        changed since): one statement, one probe of the memory index per
+        digest and one of the rows without a digest (usually none)."""
+        where = (
+            f"{_READ_DIGEST} WHERE namespace = ? "
+            f"AND type IN ({self._marks(len(kinds))}) AND status = 'active' AND "
         )
-        return self._rows(sql, (self._namespace, *kinds))
+        found: list[Any] = []
+        for start in range(0, max(len(digests), 1), _CHUNK):
+            chunk = list(digests[start : start + _CHUNK])
+            parts: list[str] = []
+            params: list[Any] = []
+            if chunk:
+                parts.append(f"{where}memory_hash IN ({self._marks(len(chunk))})")
+                params.extend((self._namespace, *kinds, *chunk))
+            if start == 0:
+                parts.append(f"{where}memory_hash IS NULL")
+                params.extend((self._namespace, *kinds))
+            found.extend(self._run(" UNION ALL ".join(parts), params).fetchall())
+        self._counter.rows_read += len(found)
+        rows = [(Stored(int(r[0]), r[1], r[2], r[3]), r[4] is None) for r in found]
+        return (
+            [row for row, bare in rows if not bare],
+            [row for row, bare in rows if bare],
+        )
 
     def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None:
         """Write each row's ``memory_hash``, unless its body changed since it
@@ -252,17 +260,18 @@ class SqlTx:
         for start in range(0, len(digests), _ROWS_PER_INSERT):
             chunk = digests[start : start + _ROWS_PER_INSERT]
             cases = " ".join("WHEN ? THEN ?" for _ in chunk)
-            rows = " OR ".join("(seq = ? AND body = ?)" for _ in chunk)
+            sql = (
+                f"UPDATE {TABLE} SET memory_hash = CASE seq {cases} END "
+                f"WHERE namespace = ? AND seq IN ({self._marks(len(chunk))}) "
+                f"AND body = CASE seq {cases} END"
+            )
             params: list[Any] = []
             for row, digest in chunk:
                 params.extend((row.seq, digest))
             params.append(self._namespace)
+            params.extend(row.seq for row, _ in chunk)
             for row, _ in chunk:
                 params.extend((row.seq, row.body))
-            sql = (
-                f"UPDATE {TABLE} SET memory_hash = CASE seq {cases} END "
-                f"WHERE namespace = ? AND ({rows})"
-            )
             self._run(sql, params)
 
     def secret(self, name: str) -> str | None:

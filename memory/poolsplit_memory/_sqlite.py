@@ -96,7 +96,8 @@ CHANGE_LOG = (
 # by every process on the file. ``memory_hash`` is the digest of an entry's
 # memory (store.py's ``_memory_digest``), indexed so a remember finds its
 # twin by one lookup; a row without it (written by hand, by another tool or
-# before this migration) is NULL and compared the slow way. Any change of a
+# before this migration) is NULL, found by the same index (SQLite reads
+# "IS NULL" as an equality), read whole and given its digest. Any change of a
 # body clears the digest (the store then writes it again): a stale digest
 # would hide a twin. ``poolsplit_secrets`` holds the cursors' key.
 MEMORY_HASH_AND_SECRETS = (

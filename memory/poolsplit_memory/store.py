@@ -730,8 +730,7 @@ class WriteTx(Protocol):
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def memories(
         self, kinds: Sequence[str], digests: Sequence[str]
-    ) -> list[Stored]: ...
-    def undigested(self, kinds: Sequence[str]) -> list[Stored]: ...
+    ) -> tuple[list[Stored], list[Stored]]: ...
     def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None: ...
     def keep_secret(self, name: str, value: str) -> str: ...
 
@@ -1015,8 +1014,7 @@ def _twins(
     probe each) and those without a digest (written by hand, by another
     tool, by 0.1.0, or edited since), which get theirs here, in the write's
     own transaction, so each is read this way once."""
-    rows = tx.memories(kinds, digests)
-    loose = tx.undigested(kinds)
+    rows, loose = tx.memories(kinds, digests)
     if loose:
         tx.set_digests([(row, _stored_digest(row)) for row in loose])
     return sorted([*rows, *loose], key=lambda row: row.seq)

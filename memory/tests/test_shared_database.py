@@ -248,6 +248,28 @@ def test_a_row_written_without_a_digest_is_still_found(open_, store_url, how):
         assert count == 0 and "'h1'" in count.warnings[0]
 
 
+def test_a_row_without_a_digest_is_read_once_then_found_by_its_digest(open_, store_url):
+    """The first check that reads a planted row gives it its digest (a row
+    that is not an entry too: it is no memory until its body changes)."""
+    store = open_("ada")
+    body = {"id": "h1", "type": "fact", "content": "tea"}
+    plant(store_url, "ada", "h1", body, type="fact")
+    plant(store_url, "ada", "h2", "not json", type="fact")
+    before = store._backend.rows_read
+    store.remember("coffee", type="fact", now=NOW)
+    assert store._backend.rows_read == before + 2  # both planted rows, once
+    store.remember("water", type="fact", now=NOW)
+    assert store._backend.rows_read == before + 2
+    assert store.remember("tea", type="fact", now=NOW).id == "h1"
+    assert store._backend.rows_read == before + 3  # h1, by its digest
+    execute_raw(
+        store_url,
+        "UPDATE poolsplit_entries SET body = ? WHERE id = ?",
+        (json.dumps({"id": "h2", "type": "fact", "content": "milk"}), "h2"),
+    )
+    assert store.remember("milk", type="fact", now=NOW).id == "h2"
+
+
 def test_a_body_edited_by_hand_is_compared_as_it_now_reads(open_, store_url):
     """An UPDATE of a body that leaves memory_hash alone: the old digest is
     cleared, so the edited row is found as what it now says, and a remember
