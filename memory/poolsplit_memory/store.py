@@ -30,7 +30,8 @@ Decisions where the issue is silent:
   it.
 - Identical memories: a ``remember`` (or an ``import_jsonl`` line) whose
   content after whitespace normalisation, type and scope equal an active
-  entry stored in the namespace writes nothing and returns that entry's id with an
+  entry stored in the namespace (found by the indexed digest of
+  :func:`_memory_digest`) writes nothing and returns that entry's id with an
   ``idempotent`` warning (a ``supersedes`` then retires its target in
   favour of that entry). An ``update`` that would make an active entry the
   same memory as another active one is refused (InvalidInput naming the
