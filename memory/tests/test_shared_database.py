@@ -248,6 +248,16 @@ def test_a_row_written_without_a_digest_is_still_found(open_, store_url, how):
         assert count == 0 and "'h1'" in count.warnings[0]
 
 
+def test_an_import_beside_a_hand_written_row_with_a_list_scope(open_, store_url):
+    """A stored scope that is a JSON list is no memory of a file's line (the
+    import once failed on it with a bare TypeError)."""
+    store = open_("ada")
+    body = {"id": "h1", "type": "fact", "content": "tea", "scope": ["a"]}
+    plant(store_url, "ada", "h1", body, type="fact")
+    line = {"id": "x1", "type": "fact", "content": "tea"}
+    assert store.import_jsonl(io.StringIO(json.dumps(line) + "\n")) == 1
+
+
 def test_a_row_without_a_digest_is_read_once_then_found_by_its_digest(open_, store_url):
     """The first check that reads a planted row gives it its digest (a row
     that is not an entry too: it is no memory until its body changes)."""
