@@ -48,9 +48,10 @@ def like_duplicate(
     skip = set(ignore)
     for stored in tx._rows(sql, (tx._namespace, key[0], pattern)):
         value = store_module._parse(stored)
-        same = isinstance(value, dict) and store_module._memory_key(value) == key
-        if same and stored.id not in skip:
-            return value  # type: ignore[return-value]
+        if not isinstance(value, dict) or stored.id in skip:
+            continue
+        if store_module._memory_key(value) == key:
+            return value
     return None
 
 
@@ -59,15 +60,15 @@ def clear_digests(url: str | None, where: str) -> None:
     if url and url.startswith("postgres"):
         import psycopg
 
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql)
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute(sql)
         return
     import sqlite3
 
-    conn = sqlite3.connect(where)
-    with conn:
-        conn.execute(sql)
-    conn.close()
+    lite = sqlite3.connect(where)
+    with lite:
+        lite.execute(sql)
+    lite.close()
 
 
 def timed(store: Any, content: str) -> float:
