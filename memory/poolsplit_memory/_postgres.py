@@ -196,6 +196,20 @@ BEGIN
     RETURN NULL;
 END
 $$"""
+
+# Migration 3 (dedupe): the identical-memory check's digest and the list
+# cursors' key (see _sqlite.py's MEMORY_HASH_AND_SECRETS). A row trigger
+# clears the digest of any body an UPDATE changes; the store writes it again.
+_CLEAR_DIGEST = """
+CREATE OR REPLACE FUNCTION poolsplit_clear_memory_hash() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.body IS DISTINCT FROM OLD.body THEN
+        NEW.memory_hash := NULL;
+    END IF;
+    RETURN NEW;
+END
+$$"""
 MIGRATIONS = (
     (*SCHEMA_0_1_0, _BUMP_FUNCTION, *_create_triggers()),
     (
@@ -207,6 +221,21 @@ MIGRATIONS = (
         "CREATE INDEX poolsplit_changes_namespace "
         "ON poolsplit_changes (namespace, version)",
         _LOG_FUNCTION,
+    ),
+    (
+        "ALTER TABLE poolsplit_entries ADD COLUMN memory_hash text",
+        "CREATE INDEX poolsplit_entries_memory "
+        "ON poolsplit_entries (namespace, type, memory_hash, status)",
+        # the rows without a digest, usually none, by an index of their own:
+        # with statistics older than a namespace's rows the planner walked
+        # the whole namespace by another index for "memory_hash IS NULL"
+        "CREATE INDEX poolsplit_entries_undigested "
+        "ON poolsplit_entries (namespace, type) WHERE memory_hash IS NULL",
+        _CLEAR_DIGEST,
+        "CREATE TRIGGER poolsplit_entries_rehash BEFORE UPDATE OF body "
+        "ON poolsplit_entries FOR EACH ROW "
+        "EXECUTE FUNCTION poolsplit_clear_memory_hash()",
+        "CREATE TABLE poolsplit_secrets (name text PRIMARY KEY, value text NOT NULL)",
     ),
 )
 _LOG = ChangeLog(

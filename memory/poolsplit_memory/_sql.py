@@ -19,6 +19,7 @@ TABLE = "poolsplit_entries"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
 _ROWS_PER_INSERT = 100
 _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
+_READ_DIGEST = "SELECT seq, id, scope, body, memory_hash FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
 
@@ -221,17 +222,77 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
-    def containing(self, kind: str, words: Sequence[str]) -> list[Stored]:
-        """The active rows of type ``kind`` whose content holds ``words`` in
-        this order (as the body spells them; SQLite's LIKE also folds ASCII
-        case): the few rows a duplicate check compares exactly."""
-        escaped = ("".join("\\" + c if c in "%_\\" else c for c in w) for w in words)
-        pattern = '%"content":"%' + "%".join(escaped) + '%"%'
-        sql = (
-            f"{_READ} WHERE namespace = ? AND status = 'active' AND type = ? "
-            "AND body LIKE ? ESCAPE '\\'"
+    def memories(
+        self, kinds: Sequence[str], digests: Sequence[str]
+    ) -> tuple[list[Stored], list[Stored]]:
+        """The active rows of a type in ``kinds`` whose ``memory_hash`` is one
+        of ``digests``, and those without a ``memory_hash`` (written by hand,
+        by another tool, or before the migration that added it; or a body
+        changed since): one statement, one probe of the memory index per
+        digest and one of the rows without a digest (usually none)."""
+        where = (
+            f"{_READ_DIGEST} WHERE namespace = ? "
+            f"AND type IN ({self._marks(len(kinds))}) AND status = 'active' AND "
         )
-        return self._rows(sql, (self._namespace, kind, pattern))
+        found: list[Any] = []
+        for start in range(0, max(len(digests), 1), _CHUNK):
+            chunk = list(digests[start : start + _CHUNK])
+            parts: list[str] = []
+            params: list[Any] = []
+            if chunk:
+                parts.append(f"{where}memory_hash IN ({self._marks(len(chunk))})")
+                params.extend((self._namespace, *kinds, *chunk))
+            if start == 0:
+                parts.append(f"{where}memory_hash IS NULL")
+                params.extend((self._namespace, *kinds))
+            found.extend(self._run(" UNION ALL ".join(parts), params).fetchall())
+        self._counter.rows_read += len(found)
+        rows = [(Stored(int(r[0]), r[1], r[2], r[3]), r[4] is None) for r in found]
+        return (
+            [row for row, bare in rows if not bare],
+            [row for row, bare in rows if bare],
+        )
+
+    def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None:
+        """Write each row's ``memory_hash``, unless its body changed since it
+        was read (PostgreSQL: another transaction may have committed an edit
+        in between; its digest stays NULL)."""
+        for start in range(0, len(digests), _ROWS_PER_INSERT):
+            chunk = digests[start : start + _ROWS_PER_INSERT]
+            cases = " ".join("WHEN ? THEN ?" for _ in chunk)
+            sql = (
+                f"UPDATE {TABLE} SET memory_hash = CASE seq {cases} END "
+                f"WHERE namespace = ? AND seq IN ({self._marks(len(chunk))}) "
+                f"AND body = CASE seq {cases} END"
+            )
+            params: list[Any] = []
+            for row, digest in chunk:
+                params.extend((row.seq, digest))
+            params.append(self._namespace)
+            params.extend(row.seq for row, _ in chunk)
+            for row, _ in chunk:
+                params.extend((row.seq, row.body))
+            self._run(sql, params)
+
+    def secret(self, name: str) -> str | None:
+        """The database's secret ``name`` (shared by every process), or None."""
+        row = self._run(
+            "SELECT value FROM poolsplit_secrets WHERE name = ?", (name,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_secret(self, name: str, value: str) -> str:
+        """Store ``value`` as secret ``name`` unless the database holds one
+        already (another process may have stored it first: the first one
+        stays); return the one stored."""
+        self._run(
+            "INSERT INTO poolsplit_secrets (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO NOTHING",
+            (name, value),
+        )
+        kept = self.secret(name)
+        assert kept is not None  # inserted, or kept by the conflicting insert
+        return kept
 
     def existing(self, idents: Sequence[str]) -> set[str]:
         """Which of these ids this namespace holds (reads the id index only)."""
@@ -252,7 +313,8 @@ class SqlTx:
     def insert(self, row: Row, key: str | None) -> None:
         sql = (
             f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-            "superseded_by, client_key, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            "superseded_by, client_key, body, memory_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self._run(
             sql,
@@ -265,18 +327,19 @@ class SqlTx:
                 row.superseded_by,
                 key,
                 row.body,
+                row.memory_hash,
             ),
         )
 
     def insert_many(self, rows: Sequence[Row]) -> None:
-        """Insert rows without keys, 100 to a statement (800 parameters: under
+        """Insert rows without keys, 100 to a statement (900 parameters: under
         SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start : start + _ROWS_PER_INSERT]
-            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
             sql = (
                 f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-                f"superseded_by, client_key, body) VALUES {values}"
+                f"superseded_by, client_key, body, memory_hash) VALUES {values}"
             )
             params: list[Any] = []
             for row in chunk:
@@ -290,11 +353,15 @@ class SqlTx:
                         row.superseded_by,
                         None,
                         row.body,
+                        row.memory_hash,
                     )
                 )
             self._run(sql, params)
 
     def replace(self, row: Row, *, clear_key: bool = False) -> None:
+        """Overwrite a row, then write its ``memory_hash`` in a statement of
+        its own: the database's trigger clears the digest of any body an
+        UPDATE changes (a hand edit's too), so it is set after the body."""
         self.scrubbed = True
         key = ", client_key = NULL" if clear_key else ""
         sql = (
@@ -312,6 +379,10 @@ class SqlTx:
                 self._namespace,
                 row.id,
             ),
+        )
+        self._run(
+            f"UPDATE {TABLE} SET memory_hash = ? WHERE namespace = ? AND id = ?",
+            (row.memory_hash, self._namespace, row.id),
         )
 
     def delete(self, idents: Sequence[str]) -> list[str]:

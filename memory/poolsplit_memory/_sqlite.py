@@ -92,7 +92,26 @@ CHANGE_LOG = (
         VALUES (OLD.namespace, OLD.seq);
     END""",
 )
-MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG)
+# Migration 3 (dedupe): the identical-memory check and list cursors, shared
+# by every process on the file. ``memory_hash`` is the digest of an entry's
+# memory (store.py's ``_memory_digest``), indexed so a remember finds its
+# twin by one lookup; a row without it (written by hand, by another tool or
+# before this migration) is NULL, found by the same index (SQLite reads
+# "IS NULL" as an equality), read whole and given its digest. Any change of a
+# body clears the digest (the store then writes it again): a stale digest
+# would hide a twin. ``poolsplit_secrets`` holds the cursors' key.
+MEMORY_HASH_AND_SECRETS = (
+    "ALTER TABLE poolsplit_entries ADD COLUMN memory_hash TEXT",
+    "CREATE INDEX poolsplit_entries_memory "
+    "ON poolsplit_entries (namespace, type, memory_hash, status)",
+    """CREATE TRIGGER poolsplit_entries_rehash AFTER UPDATE OF body ON poolsplit_entries
+    WHEN NEW.body IS NOT OLD.body AND NEW.memory_hash IS NOT NULL
+    BEGIN
+        UPDATE poolsplit_entries SET memory_hash = NULL WHERE seq = NEW.seq;
+    END""",
+    "CREATE TABLE poolsplit_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
     "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",

@@ -23,12 +23,15 @@ Decisions where the issue is silent:
   export does not carry keys.
 - ``list`` returns every entry of the namespace (retired ones included, for
   auditing) in insertion order; the cursor is the position after the page,
-  masked and bound to the namespace by a secret of the Store object (it
-  reveals nothing of other namespaces; another namespace's, or another
-  store's or server process's, is refused).
+  masked and bound to the namespace by a secret of the database
+  (``poolsplit_secrets``, drawn by the first store that needs it): it
+  reveals nothing of other namespaces; another namespace's or another
+  database's is refused; every process and worker on the database accepts
+  it.
 - Identical memories: a ``remember`` (or an ``import_jsonl`` line) whose
   content after whitespace normalisation, type and scope equal an active
-  entry stored in the namespace writes nothing and returns that entry's id with an
+  entry stored in the namespace (found by the indexed digest of
+  :func:`_memory_digest`) writes nothing and returns that entry's id with an
   ``idempotent`` warning (a ``supersedes`` then retires its target in
   favour of that entry). An ``update`` that would make an active entry the
   same memory as another active one is refused (InvalidInput naming the
@@ -615,6 +618,7 @@ def _row(entry: Mapping[str, Any]) -> Row:
         scope=entry.get("scope") if isinstance(entry.get("scope"), str) else None,
         superseded_by=retired if isinstance(retired, str) and retired else None,
         body=_dumps(entry),
+        memory_hash=_memory_digest(_memory(entry)),
     )
 
 
@@ -848,14 +852,54 @@ def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     return all(stored.get(f) == new.get(f) for f in fields)
 
 
-def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:
+def _memory(entry: Mapping[str, Any]) -> tuple[str, object, str]:
     """What makes two entries the same memory: type, scope and content with
-    its whitespace normalised; None for an entry that is not active (a
-    retired or inactive entry never loads, so a copy of it is no copy)."""
-    if not default_is_active(entry) or entry.get("superseded_by"):
-        return None
+    its whitespace normalised (the one normalisation rule)."""
     content = " ".join(_content_text(entry).split())
     return (str(entry.get("type") or "note"), entry.get("scope"), content)
+
+
+def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:
+    """The entry's :func:`_memory`, or None for an entry that is not active
+    (a retired or inactive entry never loads, so a copy of it is no copy)."""
+    if not default_is_active(entry) or entry.get("superseded_by"):
+        return None
+    return _memory(entry)
+
+
+def _memory_digest(memory: tuple[str, object, str]) -> str:
+    """The digest of a :func:`_memory`, stored in the indexed ``memory_hash``
+    column of every row the store writes, so the identical-memory check
+    reads only the rows of the same digest (a LIKE over the bodies cost 72
+    ms a remember at 100,000 entries). Equal memories have equal digests;
+    the check still compares the memories themselves, so a collision can
+    never merge two different ones."""
+    text = json.dumps(memory, ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# The digest of a row whose body is not an entry (it is no memory; an edit
+# of the body clears it, and the next check reads the row again).
+_NO_MEMORY: Final = "-"
+
+
+def _twins(
+    tx: WriteTx, kinds: Sequence[str], digests: Sequence[str]
+) -> builtins.list[Stored]:
+    """The active rows of ``kinds`` that may be one of the memories of
+    ``digests``, in ``seq`` order: those with one of the digests (an index
+    probe each) and those without a digest (written by hand, by another
+    tool, by 0.1.0, or edited since), which get theirs here, in the write's
+    own transaction, so each is read this way once."""
+    rows, loose = tx.memories(kinds, digests)
+    if loose:
+        tx.set_digests([(row, _stored_digest(row)) for row in loose])
+    return sorted([*rows, *loose], key=lambda row: row.seq)
+
+
+def _stored_digest(stored: Stored) -> str:
+    value = _parse(stored)
+    return _memory_digest(_memory(value)) if isinstance(value, dict) else _NO_MEMORY
 
 
 def _duplicate(
@@ -864,18 +908,13 @@ def _duplicate(
     """The active stored entry that is the same memory as ``entry`` (see
     :func:`_memory_key`), read in the write's own transaction; None if none.
 
-    Reads only the active rows of the entry's type whose body holds the
-    content's words in order."""
+    Reads only the rows :func:`_twins` names (none but the twin, unless
+    rows were written without a digest)."""
     key = _memory_key(entry)
     if key is None:
         return None
-    # The body holds the content's words in order, each as _dumps writes it:
-    # a row without them cannot be the same memory, and the database leaves
-    # it out without sending it (reading every row of the type cost 150 ms
-    # a write at 10,000 entries).
-    words = [json.dumps(w, ensure_ascii=False)[1:-1] for w in key[2].split()]
     skip = set(ignore)
-    for stored in tx.containing(key[0], words):
+    for stored in _twins(tx, [key[0]], [_memory_digest(key)]):
         if stored.id in skip:
             continue
         value = _parse(stored)
@@ -889,16 +928,24 @@ def _stored_memories(
     keys: Iterable[tuple[str, object, str] | None],
     ignore: Container[str],
 ) -> dict[tuple[str, object, str], str]:
-    """The active stored entries of the keys' types (not ``ignore``d), by
-    memory key: one read for a whole import."""
-    kinds = sorted({key[0] for key in keys if key is not None})
+    """The active stored entries (not ``ignore``d) that are one of these
+    memories, by memory key, for a whole import (see :func:`_twins`)."""
+    memories = {key for key in keys if key is not None}
+    kinds = sorted({key[0] for key in memories})
+    digests = sorted({_memory_digest(key) for key in memories})
     stored: dict[tuple[str, object, str], str] = {}
-    for row in tx.candidates(kinds) if kinds else ():
+    for row in _twins(tx, kinds, digests) if kinds else ():
         value = _parse(row)
         key = _memory_key(value) if isinstance(value, dict) else None
-        if key is not None and row.id not in ignore:
+        # a hand-written row's scope may be a list: never one of the keys
+        usable = key is not None and _hashable(key[1]) and row.id not in ignore
+        if usable and key in memories:
             stored.setdefault(key, row.id)
     return stored
+
+
+def _hashable(value: object) -> bool:
+    return not isinstance(value, (dict, builtins.list))
 
 
 def _idempotent(ident: str) -> str:
@@ -930,7 +977,7 @@ class Store:
         self._max_entry_tokens = max_entry_tokens
         self._cache: dict[tuple[Pool, ...] | None, _Snapshot] = {}
         self._cache_lock = threading.Lock()
-        self._cursor_key = os.urandom(32)  # list cursors: see _cursor
+        self._cursor_key: bytes | None = None  # the database's: see _cursor_secret
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -1253,7 +1300,7 @@ class Store:
         after = (
             0
             if cursor is None
-            else _cursor_position(self._cursor_key, self.namespace, cursor)
+            else _cursor_position(self._cursor_secret(), self.namespace, cursor)
         )
         rows = self._backend.read(
             self.namespace, lambda tx: tx.page(type, after, limit + 1)
@@ -1262,8 +1309,29 @@ class Store:
         rows = rows[:limit]
         return Page(
             [_readable(row) for row in rows],
-            _cursor(self._cursor_key, self.namespace, rows[-1].seq) if more else None,
+            _cursor(self._cursor_secret(), self.namespace, rows[-1].seq)
+            if more
+            else None,
         )
+
+    def _cursor_secret(self) -> bytes:
+        """The key of this database's list cursors, the same in every process
+        and Store on it (so any worker accepts a cursor another gave): read
+        once per Store; the first Store ever to need it draws it and stores
+        it, and of two drawing at once the first stored wins (both read it
+        back in their write)."""
+        key = self._cursor_key
+        if key is None:
+            value = self._backend.read(
+                self.namespace, lambda tx: tx.secret(_CURSOR_SECRET)
+            )
+            if value is None:
+                drawn = os.urandom(32).hex()
+                value = self._backend.write(
+                    self.namespace, lambda tx: tx.keep_secret(_CURSOR_SECRET, drawn)
+                )
+            key = self._cursor_key = value.encode("utf-8")
+        return key
 
     def recall(
         self,
@@ -1621,10 +1689,12 @@ class Store:
 
 
 # A list cursor: 8 random bytes, the row's position masked by a pad drawn
-# from them, and a tag binding both to the namespace, all keyed by a secret
-# of the Store object. It reveals nothing (not the position, which counts
-# every namespace's rows), and another namespace's or store's is refused.
+# from them, and a tag binding both to the namespace, all keyed by the
+# database's secret (``poolsplit_secrets``). It reveals nothing (not the
+# position, which counts every namespace's rows); another namespace's or
+# database's is refused, and every process on the database accepts it.
 _CURSOR_BYTES: Final = 24
+_CURSOR_SECRET: Final = "list cursor"
 
 
 def _keyed(key: bytes, label: bytes, *parts: bytes) -> bytes:
@@ -1641,11 +1711,11 @@ def _cursor(key: bytes, namespace: str, seq: int) -> str:
 
 
 def _cursor_position(key: bytes, namespace: str, cursor: object) -> int:
-    """The position a ``next_cursor`` of this store and namespace stands for.
+    """The position a ``next_cursor`` of this database and namespace stands for.
 
     Raises:
         InvalidInput: anything else (another namespace's cursor, another
-            store's or server process's, an edited one).
+            database's, an edited one).
     """
     raw = b""
     if isinstance(cursor, str) and cursor.isascii():
@@ -1663,8 +1733,7 @@ def _cursor_position(key: bytes, namespace: str, cursor: object) -> int:
     raise InvalidInput(
         "cursor",
         f"must be a next_cursor that list gave in this namespace, got "
-        f"{_short(cursor)}; a cursor lasts as long as the store (server process) "
-        "that gave it: list again with no cursor",
+        f"{_short(cursor)}; list again with no cursor",
     )
 
 

@@ -27,9 +27,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import InvalidInput, StoreUnavailable, _index, open_store
+from poolsplit_memory import InvalidInput, StoreUnavailable, _index, _sqlite, open_store
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
+LATEST = len(_sqlite.MIGRATIONS)  # the schema version a store writes
 WORDS = ("billing", "deploy", "search", "report", "invoice")
 TYPES = ("correction", "task", "fact", "note")
 
@@ -319,10 +320,10 @@ def test_a_database_written_by_0_1_0_opens_with_every_entry(
             assert recalled["facts"] == ["f2"]
             written = store.remember("a new fact about invoices", type="fact", now=NOW)
             assert written.id in store.recall("invoices", now=NOW).ids()["facts"]
-        assert schema_version(url) == 2
+        assert schema_version(url) == LATEST
         with open_store(url, namespace="ada") as again:  # nothing left to migrate
             assert len(again.list().entries) == 5
-        assert schema_version(url) == 2
+        assert schema_version(url) == LATEST
     finally:
         if admin is not None:
             drop_pg_database(url, admin)
@@ -378,7 +379,7 @@ def test_concurrent_first_opens_of_a_0_1_0_database_migrate_once(
     for thread in threads:
         thread.join()
     assert failures == []
-    assert schema_version(url) == 2
+    assert schema_version(url) == LATEST
 
 
 # --- faults: another process writing, killed mid-write -----------------------------
