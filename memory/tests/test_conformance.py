@@ -697,6 +697,44 @@ def test_recall_returns_copies_the_caller_may_change(open_):
     assert again["tags"] == ["a"]
 
 
+def _read(recall):
+    return (
+        recall.text,
+        recall.pools,
+        recall.ids(),
+        recall.chat_text(),
+        recall.to_dict(),
+        recall.skipped,
+        recall.warnings,
+        recall.always_skipped,
+        recall.loaded,
+    )
+
+
+def test_a_recall_read_after_later_writes_is_the_recall_of_its_moment(open_):
+    """A recall's text and pools are made when first read; reading them
+    after the store changed the chosen entries gives what reading at once
+    gave (and a caller's edit of pools reaches neither the store nor the
+    recall's ids and chat text)."""
+    store = open_("ada")
+    rule = store.remember("Never deploy on Fridays", type="correction", scope="always")
+    fact = store.remember("billing runs nightly", type="fact", tags=["billing"])
+    store.remember("billing owner is Sam", type="fact", project="pay")
+    late = store.recall("billing", now=NOW)
+    at_once = _read(store.recall("billing", now=NOW))
+    assert fact.id in at_once[2]["facts"] and rule.id in at_once[2]["corrections"]
+    store.update(fact.id, content="billing runs hourly", tags=["changed"])
+    store.update(rule.id, content="Deploy any day")
+    store.remember("billing is late again", type="fact")
+    store.forget(at_once[2]["facts"][-1])
+    assert _read(late) == at_once
+    late.pools["facts"][0]["content"] = "edited by the caller"
+    assert late.chat_text() == at_once[3]
+    assert store.recall("billing", now=NOW).pools["facts"][0]["content"] != (
+        "edited by the caller"
+    )
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [({"message": 5}, "message"), ({"tags": "x"}, "tags"), ({"project": 3}, "project")],
