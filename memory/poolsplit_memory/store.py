@@ -84,13 +84,22 @@ from typing import IO, Any, Final, NamedTuple, Protocol, TypeVar, Union
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
-from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
+from poolsplit import (
+    Pool,
+    Scorer,
+    TokenCounter,
+    default_is_active,
+    default_token_counter,
+)
 
+from . import _ranking
 from ._index import Index
+from ._ranking import Statistics
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "RANKINGS",
     "SPILL_OVER",
     "InvalidInput",
     "Loadable",
@@ -128,6 +137,10 @@ SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
 # How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
 DEFAULT_BUSY_MS: Final = 10_000
+# How a recall ranks (open_store's ``ranking``): "lexical", the default, is
+# the core's signals times a BM25+ relevance over the namespace's statistics
+# (_ranking.py); "core" is poolsplit.default_scorer alone.
+RANKINGS: Final = ("lexical", "core")
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -700,6 +713,16 @@ class _Snapshot:
     lazy_index: list[Index | None] = dataclasses.field(
         default_factory=list, compare=False
     )
+    # The lexical ranking's statistics of ``entries``, built on first use.
+    lazy_stats: list[Statistics] = dataclasses.field(
+        default_factory=list, compare=False
+    )
+
+    def statistics(self) -> Statistics:
+        """The ranking's statistics of this version's entries."""
+        if not self.lazy_stats:  # two threads: both build, same result
+            self.lazy_stats.append(Statistics(self.entries))
+        return self.lazy_stats[0]
 
     def index(self) -> Index | None:
         """The recall index, or None on this version's first recall."""
@@ -731,6 +754,35 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     return {"message": message, "tags": _tag_list(tags), "project": project}
 
 
+_RELEVANCE_ROWS: Final = 20
+
+
+def _relevance_lines(
+    snap: _Snapshot, context: Mapping[str, Any], report: poolsplit.Explanation
+) -> str:
+    """The relevance factor of the entries explain reports that share a term
+    with the message (every other entry's is 1.0), best first, at most 20."""
+    relevance = snap.statistics().relevance(context["message"])
+    rows = []
+    for decision in report.decisions:
+        entry = snap.entries[decision.index]
+        factor = relevance.factor(entry)
+        if factor > 1.0:
+            shared = relevance.weights.keys() & _ranking.terms(_content_text(entry))
+            rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
+    rows.sort()
+    lines = [
+        f"\nrelevance, score = base x (1 + {_ranking.RELEVANCE_WEIGHT:g} x r): "
+        f"{len(rows)} entries share a term with the message (the others: 1.0)"
+    ]
+    lines += [
+        f"- {ident}: x{-f:.3f} ({terms})" for f, ident, terms in rows[:_RELEVANCE_ROWS]
+    ]
+    if len(rows) > _RELEVANCE_ROWS:
+        lines.append(f"- and {len(rows) - _RELEVANCE_ROWS} more")
+    return "\n".join(lines) + "\n"
+
+
 def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     fields = ("content", "type", "scope", "tags", "project", "base_priority")
     return all(stored.get(f) == new.get(f) for f in fields)
@@ -749,8 +801,10 @@ class Store:
         pools: Sequence[Pool] | None,
         token_counter: TokenCounter,
         max_entry_tokens: int,
+        ranking: str = "lexical",
     ) -> None:
         self._backend = backend
+        self.ranking = ranking
         self.namespace = namespace
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
@@ -1083,8 +1137,20 @@ class Store:
         chosen_pools = self.pools if pools is None else _check_pools(pools)
         snap = self._snapshot(chosen_pools)
         pools_now = self._pools_for(snap, chosen_pools)
-        index = snap.index()
-        if index is None:
+        # The recall index bounds default_scorer's scores only; the lexical
+        # ranking reads its own statistics (_ranking.recall: the same result
+        # as retrieve_pools with its scorer).
+        index = snap.index() if self.ranking == "core" else None
+        if self.ranking == "lexical":
+            got = _ranking.recall(
+                snap.statistics(),
+                snap.entries,
+                pools_now,
+                context,
+                token_counter=self._token_counter,
+                now=now,
+            )
+        elif index is None:
             got = poolsplit.retrieve_pools(
                 snap.entries,
                 pools_now,
@@ -1118,14 +1184,23 @@ class Store:
             snap.entries,
             self._pools_for(snap),
             context,
+            scorer=self._scorer(snap, context),
             token_counter=self._token_counter,
             now=now,
         )
         text = report.render()
+        if self.ranking == "lexical":
+            text += _relevance_lines(snap, context, report)
         if snap.skipped:
             lines = [f"- {s.id}: {s.reason}" for s in snap.skipped]
             text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
         return text
+
+    def _scorer(self, snap: _Snapshot, context: Mapping[str, Any]) -> Scorer:
+        """The scorer of this store's ranking for one recall's context."""
+        if self.ranking == "core":
+            return poolsplit.default_scorer
+        return snap.statistics().scorer(context)
 
     def _pools_for(
         self, snap: _Snapshot, pools: Sequence[Pool] | None = None
@@ -1485,6 +1560,7 @@ def open_store(
     pools: Sequence[Pool] | None = None,
     token_counter: TokenCounter = default_token_counter,
     max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
+    ranking: str = "lexical",
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
 
@@ -1492,11 +1568,13 @@ def open_store(
     ``sqlite:////absolute``, ``:memory:``, or ``postgresql://...`` /
     ``postgres://...`` (needs the ``postgres`` extra); either URL takes
     ``?busy_timeout=MS`` (see :func:`parse_url`). ``pools=None`` means
-    :data:`DEFAULT_POOLS` plus the spill-over pool.
+    :data:`DEFAULT_POOLS` plus the spill-over pool. ``ranking``: how a
+    recall ranks the entries of a pool, one of :data:`RANKINGS`
+    (memory/README.md's "Ranking").
 
     Raises:
         InvalidInput: an empty or unsupported url, a bad namespace, pools,
-            or max_entry_tokens.
+            max_entry_tokens or ranking.
         StoreUnavailable: the database cannot be opened (one line naming the
             cause: missing folder, not a database, read-only, unreachable).
     """
@@ -1518,6 +1596,8 @@ def open_store(
         )
     if not callable(token_counter):
         raise InvalidInput("token_counter", "must be callable")
+    if ranking not in RANKINGS:
+        raise InvalidInput("ranking", f"must be one of {RANKINGS}, got {ranking!r}")
     target = parse_url(url)
     backend: Backend
     if target.kind == "postgresql":
@@ -1534,6 +1614,7 @@ def open_store(
         pools=checked_pools,
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
+        ranking=ranking,
     )
 
 
