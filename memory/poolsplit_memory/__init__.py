@@ -15,6 +15,7 @@ from __future__ import annotations
 from poolsplit_memory.store import (
     DEFAULT_MAX_ENTRY_TOKENS,
     DEFAULT_POOLS,
+    RANKINGS,
     SPILL_OVER,
     InvalidInput,
     Loadable,
@@ -37,6 +38,7 @@ from poolsplit_memory.store import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "RANKINGS",
     "SPILL_OVER",
     "InvalidInput",
     "Loadable",

@@ -354,7 +354,9 @@ class Statistics:
         """The message's terms weighed once, for scoring many entries."""
         return Relevance(self, message)
 
-    def scorer(self, context: Context | None) -> Scorer:
+    def scorer(
+        self, context: Context | None, *, relevance: Relevance | None = None
+    ) -> Scorer:
         """A ``poolsplit`` scorer for this context (see the module docstring).
 
         The base is ``poolsplit.default_scorer`` with the context's ``tags``
@@ -363,8 +365,8 @@ class Statistics:
         core hands it back the context it was built for).
         """
         context = {} if context is None else context
-        message = context.get("message")
-        relevance = self.relevance(message if isinstance(message, str) else "")
+        if relevance is None:
+            relevance = self.relevance(_message(context))
         base_context = {key: context[key] for key in context if key != "message"}
         default_scorer = poolsplit.default_scorer
         factor = relevance.factor
@@ -511,6 +513,7 @@ def recall(
     *,
     token_counter: TokenCounter,
     now: datetime | None,
+    relevance: Relevance | None = None,
 ) -> dict[str, list[E]]:
     """``poolsplit.retrieve_pools(entries, pools, context,
     scorer=stats.scorer(context), ...)``, the same result, with the core
@@ -527,13 +530,16 @@ def recall(
     by tokens: the best entry left out may still fit).
     """
     now = datetime.now(timezone.utc) if now is None else now
-    relevance = stats.relevance(_message(context))
+    if relevance is None:
+        relevance = stats.relevance(_message(context))
     if not isinstance(now, datetime) or any(
         not isinstance(pool, Pool) for pool in pools
     ):  # the core says what is wrong
-        return _core(entries, pools, context, stats.scorer(context), token_counter, now)
+        plain = stats.scorer(context, relevance=relevance)
+        return _core(entries, pools, context, plain, token_counter, now)
     if not _always_admitted(stats, entries, pools):  # the core warns by position
-        return _core(entries, pools, context, stats.scorer(context), token_counter, now)
+        plain = stats.scorer(context, relevance=relevance)
+        return _core(entries, pools, context, plain, token_counter, now)
     scores = _fast_scores(stats, entries, context, now, relevance)
     by_object: dict[int, float] = {}
     # The always-scope entries go in every subset: they rank first here.

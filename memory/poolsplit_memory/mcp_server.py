@@ -52,7 +52,7 @@ from typing import Annotated, Any, Callable
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, open_store
-from poolsplit_memory.store import is_ephemeral, parse_url
+from poolsplit_memory.store import RANKINGS, is_ephemeral, parse_url
 
 try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -517,6 +517,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a JSON array of pools, as `poolsplit --pools` reads",
     )
     parser.add_argument(
+        "--ranking",
+        choices=RANKINGS,
+        default="lexical",
+        help="how recall ranks: lexical (BM25+ with the core's signals, the "
+        "default), core (poolsplit's default scorer) or semantic (needs "
+        "'poolsplit-memory[semantic]')",
+    )
+    parser.add_argument(
         "--ephemeral",
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
@@ -548,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     try:
-        store = open_store(url, namespace=args.namespace, pools=pools)
+        store = open_store(
+            url, namespace=args.namespace, pools=pools, ranking=args.ranking
+        )
     except StoreError as exc:
         return _fail(str(exc))
     with store:

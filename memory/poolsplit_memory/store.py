@@ -139,8 +139,9 @@ DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
 DEFAULT_BUSY_MS: Final = 10_000
 # How a recall ranks (open_store's ``ranking``): "lexical", the default, is
 # the core's signals times a BM25+ relevance over the namespace's statistics
-# (_ranking.py); "core" is poolsplit.default_scorer alone.
-RANKINGS: Final = ("lexical", "core")
+# (_ranking.py); "core" is poolsplit.default_scorer alone; "semantic" (the
+# semantic extra) fuses the lexical relevance with e5 vectors (_semantic.py).
+RANKINGS: Final = ("lexical", "core", "semantic")
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -718,6 +719,9 @@ class _Snapshot:
         default_factory=list, compare=False
     )
 
+    # The semantic ranking's vectors of ``entries``, loaded on first use.
+    lazy_vectors: list[Any] = dataclasses.field(default_factory=list, compare=False)
+
     def statistics(self) -> Statistics:
         """The ranking's statistics of this version's entries."""
         if not self.lazy_stats:  # two threads: both build, same result
@@ -757,12 +761,21 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
 _RELEVANCE_ROWS: Final = 20
 
 
+def _run(tx: Any, sql: str, params: Sequence[Any]) -> Any:
+    """One statement in a backend's transaction (its SqlTx's runner, which
+    rewrites the ``?`` marks for PostgreSQL): the semantic side table's."""
+    return tx._run(sql, params)
+
+
 def _relevance_lines(
-    snap: _Snapshot, context: Mapping[str, Any], report: poolsplit.Explanation
+    store: Store,
+    snap: _Snapshot,
+    context: Mapping[str, Any],
+    report: poolsplit.Explanation,
 ) -> str:
     """The relevance factor of the entries explain reports that share a term
     with the message (every other entry's is 1.0), best first, at most 20."""
-    relevance = snap.statistics().relevance(context["message"])
+    relevance = store._relevance(snap, context)
     rows = []
     for decision in report.decisions:
         entry = snap.entries[decision.index]
@@ -773,10 +786,11 @@ def _relevance_lines(
     rows.sort()
     lines = [
         f"\nrelevance, score = base x (1 + {_ranking.RELEVANCE_WEIGHT:g} x r): "
-        f"{len(rows)} entries share a term with the message (the others: 1.0)"
+        f"{len(rows)} entries above 1.0 (the others: 1.0), with their shared terms"
     ]
     lines += [
-        f"- {ident}: x{-f:.3f} ({terms})" for f, ident, terms in rows[:_RELEVANCE_ROWS]
+        f"- {ident}: x{-f:.3f} ({terms or 'no shared term'})"
+        for f, ident, terms in rows[:_RELEVANCE_ROWS]
     ]
     if len(rows) > _RELEVANCE_ROWS:
         lines.append(f"- and {len(rows) - _RELEVANCE_ROWS} more")
@@ -802,9 +816,17 @@ class Store:
         token_counter: TokenCounter,
         max_entry_tokens: int,
         ranking: str = "lexical",
+        dialect: str = "sqlite",
     ) -> None:
         self._backend = backend
         self.ranking = ranking
+        self._embedder: Any = None
+        if ranking == "semantic":
+            from . import _semantic
+
+            self._embedder = _semantic.Embedder.shared()
+            statements = _semantic.schema(dialect)
+            backend.write(namespace, lambda tx: [_run(tx, s, ()) for s in statements])
         self.namespace = namespace
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
@@ -917,7 +939,9 @@ class Store:
                 warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)
 
-        return self._backend.write(self.namespace, work)
+        written = self._backend.write(self.namespace, work)
+        self._after_write()
+        return written
 
     def _always_warnings(self, tx: WriteTx) -> builtins.list[str]:
         """The always-scope total warning, if this namespace passes it with
@@ -1072,7 +1096,9 @@ class Store:
                 tx.delete(frontier)
             return True
 
-        return self._backend.write(self.namespace, work)
+        forgotten = self._backend.write(self.namespace, work)
+        self._after_write(forgot=forgotten)
+        return forgotten
 
     # --- reads -------------------------------------------------------------
 
@@ -1141,7 +1167,7 @@ class Store:
         # ranking reads its own statistics (_ranking.recall: the same result
         # as retrieve_pools with its scorer).
         index = snap.index() if self.ranking == "core" else None
-        if self.ranking == "lexical":
+        if self.ranking != "core":
             got = _ranking.recall(
                 snap.statistics(),
                 snap.entries,
@@ -1149,6 +1175,7 @@ class Store:
                 context,
                 token_counter=self._token_counter,
                 now=now,
+                relevance=self._relevance(snap, context),
             )
         elif index is None:
             got = poolsplit.retrieve_pools(
@@ -1189,8 +1216,8 @@ class Store:
             now=now,
         )
         text = report.render()
-        if self.ranking == "lexical":
-            text += _relevance_lines(snap, context, report)
+        if self.ranking != "core":
+            text += _relevance_lines(self, snap, context, report)
         if snap.skipped:
             lines = [f"- {s.id}: {s.reason}" for s in snap.skipped]
             text = text.rstrip("\n") + "\n\nrows left out:\n" + "\n".join(lines) + "\n"
@@ -1200,7 +1227,54 @@ class Store:
         """The scorer of this store's ranking for one recall's context."""
         if self.ranking == "core":
             return poolsplit.default_scorer
-        return snap.statistics().scorer(context)
+        return snap.statistics().scorer(
+            context, relevance=self._relevance(snap, context)
+        )
+
+    def _relevance(
+        self, snap: _Snapshot, context: Mapping[str, Any]
+    ) -> _ranking.Relevance:
+        """The message's relevance: lexical, or hybrid with the vectors."""
+        stats = snap.statistics()
+        if self.ranking != "semantic":
+            return stats.relevance(context["message"])
+        from . import _semantic
+
+        return _semantic.Hybrid(stats, context["message"], self._vectors(snap))
+
+    def _vectors(self, snap: _Snapshot) -> Any:
+        """The snapshot's vectors: stored ones, the missing embedded once."""
+        from . import _semantic
+
+        if not snap.lazy_vectors:  # two threads: both load, same result
+            namespace = self.namespace
+            snap.lazy_vectors.append(
+                _semantic.load_vectors(
+                    self._embedder,
+                    snap.entries,
+                    lambda: self._backend.read(
+                        namespace, lambda tx: _semantic.read(_run, tx, namespace)
+                    ),
+                    lambda rows: self._backend.write(
+                        namespace, lambda tx: _semantic.write(_run, tx, namespace, rows)
+                    ),
+                )
+            )
+        return snap.lazy_vectors[0]
+
+    def _after_write(self, *, forgot: bool = False) -> None:
+        """Semantic ranking: embed what a write stored (the next recall then
+        embeds only its message); drop the vectors of forgotten entries."""
+        if self.ranking != "semantic":
+            return
+        from . import _semantic
+
+        if forgot:
+            namespace = self.namespace
+            self._backend.write(
+                namespace, lambda tx: _semantic.prune(_run, tx, namespace)
+            )
+        self._vectors(self._snapshot())
 
     def _pools_for(
         self, snap: _Snapshot, pools: Sequence[Pool] | None = None
@@ -1319,7 +1393,9 @@ class Store:
             tx.insert_many(fresh)
             return len(entries)
 
-        return self._backend.write(self.namespace, work)
+        count = self._backend.write(self.namespace, work)
+        self._after_write()
+        return count
 
     def _read_jsonl(
         self, source: Source, replace: bool
@@ -1598,6 +1674,13 @@ def open_store(
         raise InvalidInput("token_counter", "must be callable")
     if ranking not in RANKINGS:
         raise InvalidInput("ranking", f"must be one of {RANKINGS}, got {ranking!r}")
+    if ranking == "semantic":
+        try:
+            from . import _semantic
+
+            _semantic.Embedder.shared()
+        except ImportError as exc:
+            raise InvalidInput("ranking", str(exc)) from None
     target = parse_url(url)
     backend: Backend
     if target.kind == "postgresql":
@@ -1615,6 +1698,7 @@ def open_store(
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
         ranking=ranking,
+        dialect=target.kind,
     )
 
 
