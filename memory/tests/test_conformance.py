@@ -1459,3 +1459,23 @@ def test_a_body_whose_id_is_missing_or_differs_is_read_under_the_rows_id(
     assert store.forget("row") is True
     assert store.get("row") is None
     assert len(store.list().entries) == 2  # kept and new
+
+
+def test_the_lexical_ranking_matches_stems_alike_on_both_backends(open_):
+    """Porter stems and the namespace's statistics: 'painting' finds
+    'paints', the rarer shared term ranks first, and explain shows the
+    factor; the same on every backend (the expected ids are fixed)."""
+    store = open_("ada", pools=[Pool("all", 1000, 2)])
+    rows = [
+        ("a", "Ada paints sunsets every weekend"),
+        ("b", "Bob paints fences"),
+        ("c", "The weekend market opens early"),
+        ("d", "Sunsets at the lake"),
+        ("e", "Billing runs on the first weekend"),
+    ]
+    store.import_jsonl(
+        jsonl(*({"id": i, "content": c, "type": "fact"} for i, c in rows))
+    )
+    assert store.recall("painting sunsets", now=NOW).ids()["all"] == ["a", "d"]
+    explained = store.explain("painting sunsets", now=NOW)
+    assert "- a: x" in explained and "(paint, sunset)" in explained
