@@ -516,7 +516,7 @@ def test_store_recall_uses_the_index_and_matches_the_core(
         now=NOW,
     )
     want = {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
-    with open_store(os.fspath(tmp_path / "m.db")) as store:
+    with open_store(os.fspath(tmp_path / "m.db"), ranking="core") as store:
         store.import_jsonl(io.StringIO(lines))
         for turn in range(3):
             got = store.recall(message, now=NOW).ids()
