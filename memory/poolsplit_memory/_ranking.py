@@ -291,6 +291,14 @@ class Statistics:
         record = self._contents.get(content)
         return terms(content) if record is None else record[0]
 
+    def streams_of(self, content: str) -> frozenset[tuple[str, int]]:
+        """(term, length) for each term of a content, its length being its
+        number of terms: what a recall index files the content under, so
+        that :meth:`Relevance.bounds` bounds each such stream's factor."""
+        found = self.terms_of(content)
+        length = len(found)
+        return frozenset((term, length) for term in found)
+
     def add(self, entry: Entry) -> None:
         """Count ``entry`` (a stored entry dict)."""
         content = _content(entry)
@@ -389,6 +397,7 @@ class Relevance:
 
     def __init__(self, stats: Statistics, message: str) -> None:
         self._stats = stats
+        self.message = message
         weights = {t: stats.idf(t) for t in sorted(terms(message))}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
@@ -401,6 +410,39 @@ class Relevance:
             content: self._normalised(total, len(stats._contents[content][0]))
             for content, total in shared.items()
         }
+        # No counted entry's factor is above this (a recall index's bound).
+        self.most = 1.0 + RELEVANCE_WEIGHT * max(self._share.values(), default=0.0)
+        self._bounds: dict[tuple[str, int], float] | None = None
+
+    def bounds(self) -> dict[tuple[str, int], float]:
+        """For each (term, length) of :meth:`Statistics.streams_of` held by
+        a counted content sharing that term with the message, the largest
+        factor of such a content: the bound of that stream of a recall
+        index (an entry of one length sharing one term gets one factor, so
+        a message of one term has exact bounds). O(postings of the
+        message's terms), once per relevance."""
+        if self._bounds is None:
+            best: dict[tuple[str, int], float] = {}
+            contents, share = self._stats._contents, self._share
+            for term in self.weights:
+                for content in self._stats._postings[term]:
+                    key = (term, len(contents[content][0]))
+                    found = share[content]
+                    if found > best.get(key, -1.0):
+                        best[key] = found
+            weight = RELEVANCE_WEIGHT
+            self._bounds = {key: 1.0 + weight * r for key, r in best.items()}
+        return self._bounds
+
+    @property
+    def statistics(self) -> Statistics:
+        """The statistics this relevance was weighed over."""
+        return self._stats
+
+    def scorer(self, context: Context | None) -> Scorer:
+        """``statistics.scorer(context)`` with this relevance (``context``'s
+        message is the one it was built for)."""
+        return self._stats.scorer(context, relevance=self)
 
     def _normalised(self, shared_idf: float, length: int) -> float:
         """``r``: the shared terms' idf times the length part, over the ceiling."""

@@ -809,12 +809,16 @@ class _Snapshot:
     reads it under its lock.
     """
 
-    def __init__(self, pools: Sequence[Pool] | None) -> None:
+    def __init__(self, pools: Sequence[Pool] | None, *, ranking: str) -> None:
         self._pools = pools
         self.signal: object = None  # the backend's version when last checked
         self.position = 0  # the change log's position applied
-        self.index = Index()
         self.stats = Statistics()  # the lexical ranking's, of the entries
+        # The index's word streams: the ranking's terms (its statistics hold
+        # each entry's, computed once as it enters), or the core's words.
+        self.index = (
+            Index() if ranking == "core" else Index(terms=self.stats.streams_of)
+        )
         # The semantic ranking's vectors of the entries, at a position.
         self.vectors: tuple[int, Any] | None = None
         self._types: collections.Counter[str] = collections.Counter()
@@ -1481,11 +1485,23 @@ class Store:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
             now = datetime.now(timezone.utc) if now is None else now
-            if self.ranking == "core":
+            if self.ranking != "semantic":
+                # The index's walk, bounded by the lexical relevance's
+                # factors (1 for an entry sharing no term with the message).
                 got = snap.index.recall(
-                    pools_now, context, token_counter=self._token_counter, now=now
+                    pools_now,
+                    context,
+                    token_counter=self._token_counter,
+                    now=now,
+                    relevance=(
+                        None
+                        if self.ranking == "core"
+                        else snap.stats.relevance(message)
+                    ),
                 )
             else:
+                # The hybrid factor is above 1 for nearly every entry: no
+                # index skips any, so one loop scores them all.
                 got = _ranking.recall(
                     snap.stats,
                     snap.entries,
@@ -1666,7 +1682,7 @@ class Store:
         signal, position, changed, rows = self._backend.read(self.namespace, work)
         snap = cached
         if changed is None or snap is None:
-            snap = _Snapshot(pools)
+            snap = _Snapshot(pools, ranking=self.ranking)
             changed = []
         snap.apply(changed, rows)
         snap.signal, snap.position = signal, position
@@ -2077,7 +2093,7 @@ def _load(
     version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
 ) -> _Snapshot:
     """A snapshot of these candidate rows, checked by :func:`loadable`."""
-    snap = _Snapshot(pools)
+    snap = _Snapshot(pools, ranking="core")
     snap.apply((), rows)
     snap.signal = version
     return snap
