@@ -194,6 +194,18 @@ MIGRATIONS = (
         "ON poolsplit_changes (namespace, version)",
         _LOG_FUNCTION,
     ),
+    # The semantic ranking's vectors (_semantic.py): one per (namespace,
+    # model, id), with a digest of the content it was computed from.
+    (
+        """CREATE TABLE poolsplit_vectors (
+            namespace text NOT NULL,
+            id text NOT NULL,
+            model text NOT NULL,
+            digest text NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (namespace, model, id)
+        )""",
+    ),
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",

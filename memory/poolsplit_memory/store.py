@@ -1105,7 +1105,6 @@ class Store:
         token_counter: TokenCounter,
         max_entry_tokens: int,
         ranking: str = "lexical",
-        dialect: str = "sqlite",
     ) -> None:
         self._backend = backend
         self.ranking = ranking
@@ -1114,8 +1113,6 @@ class Store:
             from . import _semantic
 
             self._embedder = _semantic.Embedder.shared()
-            statements = _semantic.schema(dialect)
-            backend.write(namespace, lambda tx: [_run(tx, s, ()) for s in statements])
         self.namespace = namespace
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
@@ -1413,7 +1410,7 @@ class Store:
             return True
 
         forgotten = self._backend.write(self.namespace, work)
-        self._after_write(forgot=forgotten)
+        self._after_write()
         return forgotten
 
     # --- reads -------------------------------------------------------------
@@ -1622,18 +1619,12 @@ class Store:
             )
         return snap.vectors[1]
 
-    def _after_write(self, *, forgot: bool = False) -> None:
+    def _after_write(self) -> None:
         """Semantic ranking: embed what a write stored (the next recall then
-        embeds only its message); drop the vectors of forgotten entries."""
+        embeds only its message). A forgotten entry's vector was deleted
+        in its transaction (SqlTx.delete)."""
         if self.ranking != "semantic":
             return
-        from . import _semantic
-
-        if forgot:
-            namespace = self.namespace
-            self._backend.write(
-                namespace, lambda tx: _semantic.prune(_run, tx, namespace)
-            )
         with self._cache_lock:
             self._vectors(self._snapshot())
 
@@ -2173,7 +2164,6 @@ def open_store(
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
         ranking=ranking,
-        dialect=target.kind,
     )
 
 

@@ -306,10 +306,10 @@ def test_a_database_written_by_0_1_0_opens_with_every_entry(
             assert recalled["facts"] == ["f2"]
             written = store.remember("a new fact about invoices", type="fact", now=NOW)
             assert written.id in store.recall("invoices", now=NOW).ids()["facts"]
-        assert schema_version(url) == 2
+        assert schema_version(url) == 3  # the last migration: the vectors
         with open_store(url, namespace="ada") as again:  # nothing left to migrate
             assert len(again.list().entries) == 5
-        assert schema_version(url) == 2
+        assert schema_version(url) == 3  # the last migration: the vectors
     finally:
         if admin is not None:
             drop_pg_database(url, admin)
@@ -365,7 +365,7 @@ def test_concurrent_first_opens_of_a_0_1_0_database_migrate_once(
     for thread in threads:
         thread.join()
     assert failures == []
-    assert schema_version(url) == 2
+    assert schema_version(url) == 3  # the last migration: the vectors
 
 
 # --- faults: another process writing, killed mid-write -----------------------------
