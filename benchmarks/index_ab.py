@@ -57,11 +57,26 @@ def by_scorer(index: Any) -> Any:
 
 
 def core_recall(
-    self: Any, pools: Any, context: Any, *, now: Any, token_counter: Any
+    self: Any,
+    pools: Any,
+    context: Any,
+    *,
+    now: Any,
+    token_counter: Any,
+    relevance: Any = None,
 ) -> Any:
-    """B: the core on every entry of the namespace, no index."""
+    """B: the core on every entry of the namespace, no index (with the
+    lexical ranking's scorer when the store gives its relevance)."""
+    scorer = (
+        poolsplit.default_scorer if relevance is None else relevance.scorer(context)
+    )
     return poolsplit.retrieve_pools(
-        self.entries, pools, context, now=now, token_counter=token_counter
+        self.entries,
+        pools,
+        context,
+        scorer=scorer,
+        now=now,
+        token_counter=token_counter,
     )
 
 

@@ -43,7 +43,7 @@ echo "built: $(basename "$core") $(basename "$memory")"
 
 echo "== install them with every extra into $venv"
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$core" "$memory"
-"$venv/bin/python" -m pip install -q "$core" "$memory[mcp,postgres,langgraph,llamaindex,test]"
+"$venv/bin/python" -m pip install -q "$core" "$memory[mcp,postgres,langgraph,llamaindex,semantic,test]"
 
 if [ -z "${POOLSPLIT_PG_DSN:-}" ]; then
     echo "== start PostgreSQL"
@@ -52,7 +52,7 @@ if [ -z "${POOLSPLIT_PG_DSN:-}" ]; then
     pg_dir=$POOLSPLIT_PG_DIR
 fi
 export POOLSPLIT_PG_DSN POOLSPLIT_PG_DIR="${POOLSPLIT_PG_DIR:-}"
-export POOLSPLIT_REQUIRE_PG=1
+export POOLSPLIT_REQUIRE_PG=1 POOLSPLIT_REQUIRE_SEMANTIC=1
 
 echo "== memory tests, from the installed wheels, outside the checkout"
 mkdir -p "$work/run"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from poolsplit_memory.store import (
     DEFAULT_MAX_ENTRY_TOKENS,
     DEFAULT_POOLS,
+    RANKINGS,
     REMEMBER_DESCRIPTION,
     SPILL_OVER,
     Imported,
@@ -39,6 +40,7 @@ from poolsplit_memory.store import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
     "Imported",

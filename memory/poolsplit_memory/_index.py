@@ -40,6 +40,12 @@ subset that the pool admits scores above ``t``. The check after the call:
 each pool that ranks is full and its last ranked entry scores above ``t``,
 or ``t`` is below its floor, or the subset holds all of its candidates.
 
+With the lexical ranking (``recall(..., relevance=...)``) the message's
+factor is the relevance's: exactly 1 for an entry sharing no term, so the
+word streams are the only boosted ones; they are filed by (term, the
+entry's number of terms), and each is bounded by the largest factor of its
+entries (``Relevance.bounds``), exact for a message of one term.
+
 The index leaves to the core (every entry) what it does not model: an
 entry whose scope is set but not ``"always"``, a priority that is not a
 number, tags that are not a list of str, an unhashable project, an object
@@ -51,6 +57,7 @@ raises (so that it names the store's position).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections import Counter
@@ -68,7 +75,10 @@ from itertools import chain
 from typing import Any
 
 import poolsplit
-from poolsplit import Pool, TokenCounter
+from poolsplit import Pool, Scorer, TokenCounter
+
+from . import _ranking
+from ._ranking import Relevance
 
 # A bound of a boosted stream is the base times the largest boost, times this
 # margin: the score multiplies its factors in another order, so it may round
@@ -114,7 +124,7 @@ class _Call:
 
     context: Mapping[str, Any]
     now: datetime
-    words: frozenset[str]
+    words: frozenset[Any]  # names of the word streams the message boosts
     tags: frozenset[str]
     boosted: Container[int]  # entries the message or the tags may boost
     project: Any
@@ -123,7 +133,14 @@ class _Call:
     # may boost, a bound of the factor of any of them, and of one of them.
     message_boosted: Collection[int] = ()
     message_factor: float = 1.0
+    # A bound of the factor of a word stream's entries, per stream name
+    # (absent: message_factor).
+    word_factor: Mapping[Any, float] = dataclasses.field(default_factory=dict)
     factor_of: Callable[[int], float] = lambda key: 1.0
+    # The scorer the core ranks by (the default one, or the lexical
+    # ranking's for this message) and, for the latter, its relevance.
+    scorer: Scorer = poolsplit.default_scorer
+    relevance: Relevance | None = None
 
 
 class Index:
@@ -140,7 +157,13 @@ class Index:
     then gives the core every entry.
     """
 
-    def __init__(self, entries: Sequence[Entry] = ()) -> None:
+    def __init__(
+        self,
+        entries: Sequence[Entry] = (),
+        *,
+        terms: Callable[[str], frozenset[Any]] = poolsplit.significant_words,
+    ) -> None:
+        self._terms = terms  # a content's terms, what the word streams hold
         self._entries: dict[int, Entry] = {}
         self._ordered: list[Entry] | None = []
         self._objects: Counter[int] = Counter()  # id() of each entry object
@@ -148,13 +171,13 @@ class Index:
         self._special: set[int] = set()  # always-scope: always in the subset
         self._created: dict[int, float | None] = {}
         self._priority: dict[int, float] = {}
-        self._content_words: dict[int, frozenset[str]] = {}
+        self._content_words: dict[int, frozenset[Any]] = {}
         self._tag_sets: dict[int, frozenset[str]] = {}
         self._place: dict[int, tuple[GroupKey, tuple[Any, ...]]] = {}
         self._members: dict[GroupKey, list[tuple[Any, ...]]] = {}  # best first
         self._by_type: dict[str, dict[GroupKey, None]] = {}
-        self._words: dict[str, dict[GroupKey, list[tuple[Any, ...]]]] = {}
-        self._word_hits: dict[str, set[int]] = {}
+        self._words: dict[Any, dict[GroupKey, list[tuple[Any, ...]]]] = {}
+        self._word_hits: dict[Any, set[int]] = {}
         self._tags: dict[str, dict[GroupKey, list[tuple[Any, ...]]]] = {}
         self._tag_hits: dict[str, set[int]] = {}
         for position, entry in enumerate(entries):
@@ -305,7 +328,7 @@ class Index:
             members = self._members[group] = []
             self._by_type.setdefault(kind, {})[group] = None
         put(members, rank)
-        words = self._content_words[key] = poolsplit.significant_words(content)
+        words = self._content_words[key] = self._terms(content)
         tag_set = self._tag_sets[key] = frozenset(tags or ())
         for names, index, hits in (
             (words, self._words, self._word_hits),
@@ -322,19 +345,27 @@ class Index:
         *,
         now: datetime,
         token_counter: TokenCounter,
+        relevance: Relevance | None = None,
     ) -> dict[str, list[Entry]]:
         """``poolsplit.retrieve_pools(entries, pools, context, ...)``, the same
-        result, reading a few entries per pool instead of every one."""
+        result, reading a few entries per pool instead of every one.
+
+        ``relevance`` (the lexical ranking's, for this context's message,
+        over statistics that count exactly this index's entries, and an
+        index built with ``terms=`` its statistics' terms): the scorer is
+        then ``relevance.scorer(context)``, base x relevance factor, and
+        the word streams are the message's terms.
+        """
         if not (
             self.usable
             and len(self._members) * _GROUP_SHARE <= len(self._entries)
             and _usual(pools, now)
             and self._always_admitted(pools)
         ):
-            return self._core(self.entries, pools, context, now, token_counter)
-        call = self._call(context, now)
+            return self._whole(pools, context, now, token_counter, relevance)
+        call = self._call(context, now, relevance)
         if call is None:
-            return self._core(self.entries, pools, context, now, token_counter)
+            return self._whole(pools, context, now, token_counter, relevance)
         # Each entry costs a token at least: a pool takes max_tokens at most.
         wanted = {
             pool.name: _FIRST_ROUND * min(pool.max_entries, pool.max_tokens)
@@ -351,15 +382,19 @@ class Index:
                             pool, wanted[pool.name], call, subset, limit
                         )
             except _TooMany:
-                return self._core(self.entries, pools, context, now, token_counter)
+                return self._whole(pools, context, now, token_counter, relevance)
             chosen = [self._entries[key] for key in sorted(subset)]
             try:
-                got = self._core(chosen, pools, context, now, token_counter)
+                got = self._core(
+                    chosen, pools, context, now, token_counter, call.scorer
+                )
             except Exception:
                 # An error names an entry by its position in the list given:
                 # the core on every entry raises it with the store's position,
                 # or, if the walk never reaches that entry, gives the result.
-                return self._core(self.entries, pools, context, now, token_counter)
+                return self._core(
+                    self.entries, pools, context, now, token_counter, call.scorer
+                )
             failed = [
                 pool
                 for pool in pools
@@ -373,7 +408,12 @@ class Index:
             for pool in failed:
                 wanted[pool.name] *= _GROWTH
 
-    def _call(self, context: Mapping[str, Any], now: datetime) -> _Call | None:
+    def _call(
+        self,
+        context: Mapping[str, Any],
+        now: datetime,
+        relevance: Relevance | None = None,
+    ) -> _Call | None:
         """The call's words, tags and boosted entries; None for a context the
         index does not model (the core then reads it, and says what is wrong)."""
         if not isinstance(context, Mapping) or not _CONTEXT_KEYS.issuperset(context):
@@ -385,12 +425,19 @@ class Index:
         call = _Call(
             context=context,
             now=now,
-            words=poolsplit.significant_words(message or ""),
+            words=(
+                poolsplit.significant_words(message or "")
+                if relevance is None
+                else frozenset(relevance.bounds())
+            ),
             tags=frozenset(tags or ()),
             boosted=(),
             project=context.get("project"),
             now_seconds=_seconds(now),
         )
+        if relevance is not None:
+            call.relevance = relevance
+            call.scorer = relevance.scorer(context)
         self._message(call)
         call.boosted = call.message_boosted
         if call.tags:
@@ -405,9 +452,24 @@ class Index:
         relevance rule plugs in. It sets the entries the message may boost
         (only entries sharing a significant word of it: the word streams
         hold exactly those), a bound of the factor any of them gets, and a
-        bound of one entry's factor. Here the default scorer's: 1 +
+        bound of one entry's factor. The default scorer's: 1 +
         MESSAGE_BOOST x shared words / message words; the most words any
-        entry shares is counted at C speed, one entry's on demand."""
+        entry shares is counted at C speed, one entry's on demand. The
+        lexical ranking's: the relevance's own factors, 1 exactly for an
+        entry sharing no term (so only the term streams' entries are
+        boosted), each at most ``relevance.most``."""
+        relevance = call.relevance
+        if relevance is not None:
+            hits = self._word_hits
+            call.message_boosted = set().union(
+                *[hits[term] for term in call.words if term in hits]
+            )
+            if call.message_boosted:
+                entries, factor = self._entries, relevance.factor
+                call.message_factor = relevance.most
+                call.word_factor = relevance.bounds()
+                call.factor_of = lambda key: factor(entries[key])
+            return
         shared = Counter(
             chain.from_iterable(self._word_hits.get(word, ()) for word in call.words)
         )
@@ -430,6 +492,28 @@ class Index:
             for key in self._special
         )
 
+    def _whole(
+        self,
+        pools: Sequence[Pool],
+        context: Mapping[str, Any],
+        now: datetime,
+        token_counter: TokenCounter,
+        relevance: Relevance | None,
+    ) -> dict[str, list[Entry]]:
+        """Every entry to the core: by the default scorer, or the lexical
+        ranking's one-loop scan (``_ranking.recall``, the same result)."""
+        if relevance is None:
+            return self._core(self.entries, pools, context, now, token_counter)
+        return _ranking.recall(
+            relevance.statistics,
+            self.entries,
+            pools,
+            context,
+            token_counter=token_counter,
+            now=now,
+            relevance=relevance,
+        )
+
     def _core(
         self,
         entries: Sequence[Entry],
@@ -437,9 +521,10 @@ class Index:
         context: Mapping[str, Any],
         now: datetime,
         token_counter: TokenCounter,
+        scorer: Scorer = poolsplit.default_scorer,
     ) -> dict[str, list[Entry]]:
         return poolsplit.retrieve_pools(
-            entries, pools, context, token_counter=token_counter, now=now
+            entries, pools, context, scorer=scorer, token_counter=token_counter, now=now
         )
 
     def _take(
@@ -456,12 +541,16 @@ class Index:
         )
         streams = [_Stream(self._members[g], None) for g in groups]
         tag_factor = _MAX_TAGS if call.tags else 1.0
-        for names, index, boost in (
+        word_factor = call.word_factor
+        for names, index, most in (
             (call.words, self._words, call.message_factor * tag_factor),
             (call.tags, self._tags, _MAX_TAGS * call.message_factor),
         ):
             for name in names:
                 by_group = index.get(name, {})
+                boost = most
+                if index is self._words and name in word_factor:
+                    boost = word_factor[name] * tag_factor
                 streams.extend(
                     _Stream(by_group[g], boost) for g in groups if g in by_group
                 )
@@ -641,5 +730,5 @@ def _holds(
     used = sum(poolsplit.entry_cost(entry, token_counter) for entry in ranked)
     if len(ranked) < pool.max_entries and used < pool.max_tokens:
         return False
-    last = poolsplit.default_scorer(ranked[-1], call.context, now=call.now)
+    last = call.scorer(ranked[-1], call.context, now=call.now)
     return threshold < last

@@ -237,6 +237,18 @@ MIGRATIONS = (
         "EXECUTE FUNCTION poolsplit_clear_memory_hash()",
         "CREATE TABLE poolsplit_secrets (name text PRIMARY KEY, value text NOT NULL)",
     ),
+    # The semantic ranking's vectors (_semantic.py): one per (namespace,
+    # model, id), with a digest of the content it was computed from.
+    (
+        """CREATE TABLE poolsplit_vectors (
+            namespace text NOT NULL,
+            id text NOT NULL,
+            model text NOT NULL,
+            digest text NOT NULL,
+            vector bytea NOT NULL,
+            PRIMARY KEY (namespace, model, id)
+        )""",
+    ),
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",

@@ -397,6 +397,12 @@ class SqlTx:
                 f"AND id IN ({self._marks(len(chunk))})"
             )
             self._run(sql, (self._namespace, *chunk))
+            # Their semantic vectors (the side table of the last migration)
+            # go in the same transaction: none outlives its entry.
+            self._run(
+                sql.replace(f"FROM {TABLE} ", "FROM poolsplit_vectors ", 1),
+                (self._namespace, *chunk),
+            )
         return chunk_ids
 
     def superseding(self, idents: Sequence[str]) -> list[str]:

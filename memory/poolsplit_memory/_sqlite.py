@@ -111,7 +111,19 @@ MEMORY_HASH_AND_SECRETS = (
     END""",
     "CREATE TABLE poolsplit_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
-MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS)
+# Migration 4: the semantic ranking's vectors (_semantic.py): one per (namespace, model,
+# id), with a digest of the content it was computed from.
+VECTORS = (
+    """CREATE TABLE poolsplit_vectors (
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (namespace, model, id)
+    )""",
+)
+MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
     "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",

@@ -70,7 +70,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
-from poolsplit_memory.store import REMEMBER_DESCRIPTION, is_ephemeral, parse_url
+from poolsplit_memory.store import (
+    RANKINGS,
+    REMEMBER_DESCRIPTION,
+    is_ephemeral,
+    parse_url,
+)
 
 try:
     import anyio
@@ -969,6 +974,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a JSON array of pools, as `poolsplit --pools` reads",
     )
     parser.add_argument(
+        "--ranking",
+        choices=RANKINGS,
+        default="lexical",
+        help="how recall ranks: lexical (BM25+ with the core's signals, the "
+        "default), core (poolsplit's default scorer) or semantic (needs "
+        "'poolsplit-memory[semantic]')",
+    )
+    parser.add_argument(
         "--ephemeral",
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
@@ -1054,7 +1067,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     try:
-        store = open_store(url, namespace=args.namespace, pools=pools)
+        store = open_store(
+            url, namespace=args.namespace, pools=pools, ranking=args.ranking
+        )
     except StoreError as exc:
         return _fail(str(exc))
     with store:

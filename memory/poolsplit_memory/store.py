@@ -103,10 +103,18 @@ from typing import IO, Any, Final, NamedTuple, Union
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
-from poolsplit import Pool, TokenCounter, default_is_active, default_token_counter
+from poolsplit import (
+    Pool,
+    Scorer,
+    TokenCounter,
+    default_is_active,
+    default_token_counter,
+)
 
+from . import _ranking
 from ._index import Index
 from ._postgres import PostgresBackend
+from ._ranking import Statistics
 from ._sqlite import SQLiteBackend
 from ._types import (
     DEFAULT_BUSY_MS,
@@ -124,6 +132,7 @@ from ._types import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
     "Imported",
@@ -161,6 +170,11 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+# How a recall ranks (open_store's ``ranking``): "lexical", the default, is
+# the core's signals times a BM25+ relevance over the namespace's statistics
+# (_ranking.py); "core" is poolsplit.default_scorer alone; "semantic" (the
+# semantic extra) fuses the lexical relevance with e5 vectors (_semantic.py).
+RANKINGS: Final = ("lexical", "core", "semantic")
 
 
 def default_pools(types: Iterable[str]) -> list[Pool]:
@@ -680,20 +694,28 @@ class _Snapshot:
     it equal to ``loadable`` over the rows as they are now: :meth:`apply`
     takes the changed rows' seqs and their current candidate rows (a seq
     without one was deleted or is no candidate any more), forgets what it
-    knew of those seqs and loads the rows by ``loadable``. Entries enter and leave
-    in one place each (:meth:`_enter`, :meth:`_leave`), which also keeps the
-    recall index up to date. The always-scope state (the budget warning,
+    knew of those seqs and loads the rows by ``loadable``. Entries enter and
+    leave in one place each (:meth:`_enter`, :meth:`_leave`), which also
+    keeps the recall index and the ranking's statistics up to date. The
+    always-scope state (the budget warning,
     the always-scope rows not loaded) depends on all always-scope rows
     together, so it is recomputed from them, few by that rule's own cap,
     whenever one of them changes. Not thread-safe: the store changes and
     reads it under its lock.
     """
 
-    def __init__(self, pools: Sequence[Pool] | None) -> None:
+    def __init__(self, pools: Sequence[Pool] | None, *, ranking: str) -> None:
         self._pools = pools
         self.signal: object = None  # the backend's version when last checked
         self.position = 0  # the change log's position applied
-        self.index = Index()
+        self.stats = Statistics()  # the lexical ranking's, of the entries
+        # The index's word streams: the ranking's terms (its statistics hold
+        # each entry's, computed once as it enters), or the core's words.
+        self.index = (
+            Index() if ranking == "core" else Index(terms=self.stats.streams_of)
+        )
+        # The semantic ranking's vectors of the entries, at a position.
+        self.vectors: tuple[int, Any] | None = None
         self._types: collections.Counter[str] = collections.Counter()
         # seq -> (order key, Skipped): loadable lists the unreadable rows
         # first, then those validate refuses, each in seq order.
@@ -768,14 +790,17 @@ class _Snapshot:
         """The one place entries enter the snapshot (seq, entry)."""
         for _, entry in entries:
             self._types[entry.get("type", "note")] += 1
+            self.stats.add(entry)
         self.index.add_many(entries)
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
-        kind = self.index.entry(seq).get("type", "note")
+        entry = self.index.entry(seq)
+        kind = entry.get("type", "note")
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
+        self.stats.remove(entry)
         self.index.remove(seq)
 
 
@@ -897,6 +922,45 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
             "project", f"must be a str or None, got {type(project).__name__}"
         )
     return {"message": message, "tags": _tag_list(tags), "project": project}
+
+
+_RELEVANCE_ROWS: Final = 20
+
+
+def _run(tx: Any, sql: str, params: Sequence[Any]) -> Any:
+    """One statement in a backend's transaction (its SqlTx's runner, which
+    rewrites the ``?`` marks for PostgreSQL): the semantic side table's."""
+    return tx._run(sql, params)
+
+
+def _relevance_lines(
+    store: Store,
+    snap: _Snapshot,
+    context: Mapping[str, Any],
+    report: poolsplit.Explanation,
+) -> str:
+    """The relevance factor of the entries explain reports that share a term
+    with the message (every other entry's is 1.0), best first, at most 20."""
+    relevance = store._relevance(snap, context)
+    rows = []
+    for decision in report.decisions:
+        entry = snap.entries[decision.index]
+        factor = relevance.factor(entry)
+        if factor > 1.0:
+            shared = relevance.weights.keys() & _ranking.terms(_content_text(entry))
+            rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
+    rows.sort()
+    lines = [
+        f"\nrelevance, score = base x (1 + {_ranking.RELEVANCE_WEIGHT:g} x r): "
+        f"{len(rows)} entries above 1.0 (the others: 1.0), with their shared terms"
+    ]
+    lines += [
+        f"- {ident}: x{-f:.3f} ({terms or 'no shared term'})"
+        for f, ident, terms in rows[:_RELEVANCE_ROWS]
+    ]
+    if len(rows) > _RELEVANCE_ROWS:
+        lines.append(f"- and {len(rows) - _RELEVANCE_ROWS} more")
+    return "\n".join(lines) + "\n"
 
 
 def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -1021,8 +1085,15 @@ class Store:
         pools: Sequence[Pool] | None,
         token_counter: TokenCounter,
         max_entry_tokens: int,
+        ranking: str = "lexical",
     ) -> None:
         self._backend = backend
+        self.ranking = ranking
+        self._embedder: Any = None
+        if ranking == "semantic":
+            from . import _semantic
+
+            self._embedder = _semantic.Embedder.shared()
         self.namespace = namespace
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
@@ -1139,7 +1210,9 @@ class Store:
                 warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)
 
-        return self._backend.write(self.namespace, work)
+        written = self._backend.write(self.namespace, work)
+        self._after_write()
+        return written
 
     def _always_warnings(self, tx: WriteTx) -> builtins.list[str]:
         """The always-scope total warning, if this namespace passes it with
@@ -1317,7 +1390,9 @@ class Store:
                 tx.delete(frontier)
             return True
 
-        return self._backend.write(self.namespace, work)
+        forgotten = self._backend.write(self.namespace, work)
+        self._after_write()
+        return forgotten
 
     # --- reads -------------------------------------------------------------
 
@@ -1407,12 +1482,34 @@ class Store:
         chosen_pools = self.pools if pools is None else _check_pools(pools)
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
-            got = snap.index.recall(
-                self._pools_for(snap, chosen_pools),
-                context,
-                token_counter=self._token_counter,
-                now=datetime.now(timezone.utc) if now is None else now,
-            )
+            pools_now = self._pools_for(snap, chosen_pools)
+            now = datetime.now(timezone.utc) if now is None else now
+            if self.ranking != "semantic":
+                # The index's walk, bounded by the lexical relevance's
+                # factors (1 for an entry sharing no term with the message).
+                got = snap.index.recall(
+                    pools_now,
+                    context,
+                    token_counter=self._token_counter,
+                    now=now,
+                    relevance=(
+                        None
+                        if self.ranking == "core"
+                        else snap.stats.relevance(message)
+                    ),
+                )
+            else:
+                # The hybrid factor is above 1 for nearly every entry: no
+                # index skips any, so one loop scores them all.
+                got = _ranking.recall(
+                    snap.stats,
+                    snap.entries,
+                    pools_now,
+                    context,
+                    token_counter=self._token_counter,
+                    now=now,
+                    relevance=self._relevance(snap, context),
+                )
             return _recalled(got, snap)
 
     def explain(
@@ -1448,15 +1545,19 @@ class Store:
                 snap.entries,
                 pools,
                 context,
+                scorer=self._scorer(snap, context),
                 token_counter=self._token_counter,
                 now=now,
                 ids=filters["ids"],
                 types=filters["types"],
                 outcomes=filters["outcomes"],
             )
+            relevance = ""
+            if self.ranking != "core":
+                relevance = _relevance_lines(self, snap, context, report)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
-        text = report.render(summary=summary).rstrip("\n") + "\n"
+        text = report.render(summary=summary).rstrip("\n") + "\n" + relevance
         if unused:
             text += (
                 f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
@@ -1481,6 +1582,53 @@ class Store:
         shown = [p for p in pools if not snap.types.isdisjoint(p.types or ())]
         unused = [p.name for p in pools if p not in shown]
         return shown or pools[:1], unused
+
+    def _scorer(self, snap: _Snapshot, context: Mapping[str, Any]) -> Scorer:
+        """The scorer of this store's ranking for one recall's context."""
+        if self.ranking == "core":
+            return poolsplit.default_scorer
+        return snap.stats.scorer(context, relevance=self._relevance(snap, context))
+
+    def _relevance(
+        self, snap: _Snapshot, context: Mapping[str, Any]
+    ) -> _ranking.Relevance:
+        """The message's relevance: lexical, or hybrid with the vectors."""
+        stats = snap.stats
+        if self.ranking != "semantic":
+            return stats.relevance(context["message"])
+        from . import _semantic
+
+        return _semantic.Hybrid(stats, context["message"], self._vectors(snap))
+
+    def _vectors(self, snap: _Snapshot) -> Any:
+        """The snapshot's vectors: stored ones, the missing embedded once."""
+        from . import _semantic
+
+        if snap.vectors is None or snap.vectors[0] != snap.position:
+            namespace = self.namespace
+            snap.vectors = (
+                snap.position,
+                _semantic.load_vectors(
+                    self._embedder,
+                    snap.entries,
+                    lambda: self._backend.read(
+                        namespace, lambda tx: _semantic.read(_run, tx, namespace)
+                    ),
+                    lambda rows: self._backend.write(
+                        namespace, lambda tx: _semantic.write(_run, tx, namespace, rows)
+                    ),
+                ),
+            )
+        return snap.vectors[1]
+
+    def _after_write(self) -> None:
+        """Semantic ranking: embed what a write stored (the next recall then
+        embeds only its message). A forgotten entry's vector was deleted
+        in its transaction (SqlTx.delete)."""
+        if self.ranking != "semantic":
+            return
+        with self._cache_lock:
+            self._vectors(self._snapshot())
 
     def _pools_for(
         self, snap: _Snapshot, pools: Sequence[Pool] | None = None
@@ -1527,7 +1675,7 @@ class Store:
         signal, position, changed, rows = self._backend.read(self.namespace, work)
         snap = cached
         if changed is None or snap is None:
-            snap = _Snapshot(pools)
+            snap = _Snapshot(pools, ranking=self.ranking)
             snap.apply([], rows)
         elif changed or rows:  # else only other namespaces changed: no work
             snap.apply(changed, rows)
@@ -1618,7 +1766,9 @@ class Store:
             tx.insert_many(fresh)
             return Imported(len(kept), warnings)
 
-        return self._backend.write(self.namespace, work)
+        count = self._backend.write(self.namespace, work)
+        self._after_write()
+        return count
 
     def _unique(
         self,
@@ -1977,7 +2127,7 @@ def _load(
     version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
 ) -> _Snapshot:
     """A snapshot of these candidate rows, checked by :func:`loadable`."""
-    snap = _Snapshot(pools)
+    snap = _Snapshot(pools, ranking="core")
     snap.apply((), rows)
     snap.signal = version
     return snap
@@ -1995,6 +2145,7 @@ def open_store(
     pools: Sequence[Pool] | None = None,
     token_counter: TokenCounter = default_token_counter,
     max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
+    ranking: str = "lexical",
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
 
@@ -2002,11 +2153,13 @@ def open_store(
     ``sqlite:////absolute``, ``:memory:``, or ``postgresql://...`` /
     ``postgres://...`` (needs the ``postgres`` extra); either URL takes
     ``?busy_timeout=MS`` (see :func:`parse_url`). ``pools=None`` means
-    :data:`DEFAULT_POOLS` plus the spill-over pool.
+    :data:`DEFAULT_POOLS` plus the spill-over pool. ``ranking``: how a
+    recall ranks the entries of a pool, one of :data:`RANKINGS`
+    (memory/README.md's "Ranking").
 
     Raises:
         InvalidInput: an empty or unsupported url, a bad namespace, pools,
-            or max_entry_tokens.
+            max_entry_tokens or ranking.
         StoreUnavailable: the database cannot be opened (one line naming the
             cause: missing folder, not a database, read-only, unreachable).
     """
@@ -2028,6 +2181,15 @@ def open_store(
         )
     if not callable(token_counter):
         raise InvalidInput("token_counter", "must be callable")
+    if ranking not in RANKINGS:
+        raise InvalidInput("ranking", f"must be one of {RANKINGS}, got {ranking!r}")
+    if ranking == "semantic":
+        try:
+            from . import _semantic
+
+            _semantic.Embedder.shared()
+        except ImportError as exc:
+            raise InvalidInput("ranking", str(exc)) from None
     target = parse_url(url)
     backend: Backend
     if target.kind == "postgresql":
@@ -2040,6 +2202,7 @@ def open_store(
         pools=checked_pools,
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
+        ranking=ranking,
     )
 
 

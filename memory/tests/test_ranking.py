@@ -1,0 +1,300 @@
+"""The lexical ranking (_ranking.py) against memory/README.md's "Ranking".
+
+The oracle below is written from the README's formula and imports nothing
+of the ranking: its words are the README's rule (a regex and the core's
+stopword list), its stems Snowball's own Porter stemmer, its statistics
+counted from scratch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from datetime import datetime, timezone
+
+import poolsplit
+import pytest
+import snowballstemmer
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from poolsplit import Pool
+
+from poolsplit_memory import _ranking
+from poolsplit_memory._ranking import MAX_FACTOR, Statistics, recall, stem, terms
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+_PORTER = snowballstemmer.stemmer("porter")
+
+
+# --- the oracle, from the README ---------------------------------------------
+
+
+def oracle_terms(text):
+    words = set(re.findall(r"[a-z0-9]{3,}", text.lower())) - poolsplit.STOPWORDS
+    return {_PORTER.stemWord(w) for w in words}
+
+
+def oracle_score(entries, entry, context):
+    docs = [oracle_terms(e.get("content") or "") for e in entries]
+    n_docs = len(docs)
+    average = sum(len(d) for d in docs) / n_docs if n_docs else 0.0
+
+    def idf(term):
+        n = sum(1 for d in docs if term in d)
+        return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
+
+    known = [
+        t
+        for t in oracle_terms(context.get("message") or "")
+        if any(t in d for d in docs)
+    ]
+    own = oracle_terms(entry.get("content") or "")
+    shared = sum(idf(t) for t in known if t in own)
+    r = 0.0
+    if shared:
+        length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
+        r = shared * (length + 1) / (sum(idf(t) for t in known) * 3.2)
+    base_context = {k: v for k, v in context.items() if k != "message"}
+    base = poolsplit.default_scorer(entry, base_context, now=NOW)
+    return base * (1 + 9 * r), r
+
+
+# --- strategies ----------------------------------------------------------------
+
+VOCABULARY = [
+    "paint", "paints", "painted", "painting", "sunset", "sunsets", "run",
+    "running", "runs", "marathon", "relational", "relate", "conditional",
+    "caress", "ponies", "happy", "happiness", "adoption", "agency", "the",
+    "with", "Caroline", "Melanie", "42", "co", "it",
+]  # fmt: skip
+text = st.lists(st.sampled_from(VOCABULARY), max_size=8).map(" ".join)
+entry = st.fixed_dictionaries(
+    {"content": text, "type": st.sampled_from(["note", "fact", "task"])},
+    optional={
+        "scope": st.just("always"),
+        "tags": st.lists(st.sampled_from(["a", "b", "c"]), max_size=2),
+        "base_priority": st.one_of(st.integers(-2, 10), st.floats(0, 10)),
+        "project": st.sampled_from(["p", "q"]),
+        "created": st.sampled_from(
+            ["2026-05-30", "2026-01-01T10:00:00Z", "2024-02-02", "2027-01-01"]
+        ),
+    },
+)
+contexts = st.fixed_dictionaries(
+    {
+        "message": text,
+        "tags": st.lists(st.sampled_from(["a", "b"]), max_size=2),
+        "project": st.sampled_from([None, "p"]),
+    }
+)
+
+
+# --- the formula ---------------------------------------------------------------
+
+
+@given(entries=st.lists(entry, min_size=1, max_size=12), context=contexts)
+@example(entries=[{"content": "", "type": "note"}], context={"message": "paint"})
+def test_property_the_scorer_is_the_readme_formula(entries, context):
+    stats = Statistics(entries)
+    scorer = stats.scorer(context)
+    relevance = stats.relevance(context["message"])
+    for e in entries:
+        expected, r = oracle_score(entries, e, context)
+        assert math.isclose(scorer(e, context, now=NOW), expected, rel_tol=1e-12)
+        assert math.isclose(relevance.share(e), r, rel_tol=1e-12, abs_tol=0.0)
+        assert 1.0 <= relevance.factor(e) < MAX_FACTOR
+
+
+@given(entries=st.lists(entry, min_size=1, max_size=12), context=contexts)
+def test_property_an_entry_sharing_no_term_gets_exactly_its_base(entries, context):
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    for e in entries:
+        if not terms(e["content"]) & terms(context["message"]):
+            assert relevance.factor(e) == 1.0
+
+
+def test_an_entry_not_counted_is_scored_by_the_same_formula():
+    counted = [{"content": "Ada paints sunsets"}, {"content": "Bob runs"}]
+    stranger = {"content": "painting the sunset"}
+    context = {"message": "paint a sunset"}
+    expected, _ = oracle_score(counted, stranger, context)
+    scorer = Statistics(counted).scorer(context)
+    assert math.isclose(scorer(stranger, context, now=NOW), expected, rel_tol=1e-12)
+
+
+def test_a_message_with_no_known_term_leaves_every_score_at_its_base():
+    stats = Statistics([{"content": "Ada paints"}])
+    assert stats.relevance("zebra quantum").factor({"content": "Ada paints"}) == 1.0
+    assert stats.relevance("").factor({"content": "Ada paints"}) == 1.0
+    assert Statistics().relevance("paint").factor({"content": "paint"}) == 1.0
+
+
+def test_a_rarer_shared_term_weighs_more():
+    entries = [{"content": f"note {i} about billing"} for i in range(9)]
+    entries.append({"content": "refund policy"})
+    relevance = Statistics(entries).relevance("billing refund")
+    assert relevance.factor(entries[-1]) > relevance.factor(entries[0]) > 1.0
+
+
+# --- statistics kept by writes -------------------------------------------------
+
+
+@given(
+    entries=st.lists(entry, min_size=1, max_size=12),
+    removed=st.lists(st.integers(0, 11), max_size=12),
+    context=contexts,
+)
+def test_property_add_and_remove_keep_what_a_rebuild_computes(
+    entries, removed, context
+):
+    stats = Statistics()
+    for e in entries:
+        stats.add(e)
+    gone = {i % len(entries) for i in removed}
+    for i in sorted(gone):
+        stats.remove(entries[i])
+    kept = [e for i, e in enumerate(entries) if i not in gone]
+    rebuilt = Statistics(kept)
+    assert (stats.count, stats.total_length) == (rebuilt.count, rebuilt.total_length)
+    assert stats._frequency == rebuilt._frequency
+    assert stats._postings.keys() == rebuilt._postings.keys()
+    assert stats._types == rebuilt._types
+    assert stats._always_types == rebuilt._always_types
+    mine, theirs = stats.scorer(context), rebuilt.scorer(context)
+    for e in kept:
+        assert mine(e, context, now=NOW) == theirs(e, context, now=NOW)
+
+
+def test_removing_an_entry_never_added_names_it():
+    stats = Statistics([{"id": "a", "content": "kept"}])
+    with pytest.raises(ValueError, match="entry 'b': its content is not counted"):
+        stats.remove({"id": "b", "content": "never added"})
+
+
+# --- the fast recall is retrieve_pools with the scorer -------------------------
+
+pool_lists = st.lists(
+    st.builds(
+        Pool,
+        st.sampled_from(["p1", "p2", "p3"]),
+        st.integers(0, 40),
+        st.integers(0, 4),
+        st.one_of(st.none(), st.lists(st.sampled_from(["note", "fact", "task"]))),
+    ),
+    min_size=1,
+    max_size=3,
+    unique_by=lambda pool: pool.name,
+)
+
+
+@settings(max_examples=300)
+@given(
+    entries=st.lists(entry, max_size=40),
+    pools=pool_lists,
+    context=contexts,
+    first=st.sampled_from([1, 4]),
+    share=st.sampled_from([1, 4]),
+)
+def test_property_recall_equals_retrieve_pools_with_the_scorer(
+    entries, pools, context, first, share
+):
+    """On small stores too: the first round and the share left to the core
+    are made small, so that the subset's rounds run."""
+    entries = [dict(e, id=str(i)) for i, e in enumerate(entries)]
+    saved = _ranking._FIRST_ROUND, _ranking._MAX_SHARE
+    _ranking._FIRST_ROUND, _ranking._MAX_SHARE = first, share
+    try:
+        check_recall(entries, pools, context)
+    finally:
+        _ranking._FIRST_ROUND, _ranking._MAX_SHARE = saved
+
+
+def check_recall(entries, pools, context):
+    stats = Statistics(entries)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        expected = poolsplit.retrieve_pools(
+            entries, pools, context, scorer=stats.scorer(context), now=NOW
+        )
+        got = recall(
+            stats,
+            entries,
+            pools,
+            context,
+            token_counter=poolsplit.default_token_counter,
+            now=NOW,
+        )
+    assert got == expected
+    messages = [str(w.message) for w in warned]  # the same, by the same positions
+    assert messages[: len(messages) // 2] == messages[len(messages) // 2 :]
+    assert all(a is b for name in got for a, b in zip(got[name], expected[name]))
+
+
+def test_recall_on_many_entries_reads_a_subset_and_agrees():
+    entries = [
+        {"id": str(i), "content": f"note {i} on topic {i % 50}", "created": 1.7e9 + i}
+        for i in range(2000)
+    ]
+    pools = [Pool("a", 400, 3), Pool("b", 400, 2)]
+    context = {"message": "topic 7", "tags": [], "project": None}
+    stats = Statistics(entries)
+    scorer = stats.scorer(context)
+    expected = poolsplit.retrieve_pools(entries, pools, context, scorer=scorer, now=NOW)
+    original = _ranking._core
+    seen = []
+
+    def core(subset, *args):
+        seen.append(len(subset))
+        return original(subset, *args)
+
+    _ranking._core = core
+    try:
+        got = recall(
+            stats,
+            entries,
+            pools,
+            context,
+            token_counter=poolsplit.default_token_counter,
+            now=NOW,
+        )
+    finally:
+        _ranking._core = original
+    assert got == expected
+    assert seen and max(seen) < len(entries) // 4
+
+
+# --- terms and the stemmer -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [  # Porter (1980)'s own examples, step by step
+        ("caresses", "caress"), ("ponies", "poni"), ("cats", "cat"),
+        ("feed", "feed"), ("agreed", "agre"), ("plastered", "plaster"),
+        ("motoring", "motor"), ("sing", "sing"), ("conflated", "conflat"),
+        ("troubled", "troubl"), ("sized", "size"), ("hopping", "hop"),
+        ("falling", "fall"), ("filing", "file"), ("happy", "happi"),
+        ("relational", "relat"), ("conditional", "condit"),
+        ("rational", "ration"), ("triplicate", "triplic"),
+        ("formative", "form"), ("revival", "reviv"), ("adjustable", "adjust"),
+        ("adoption", "adopt"), ("probate", "probat"), ("controll", "control"),
+        ("roll", "roll"), ("go", "go"), ("café", "café"),
+    ],
+)  # fmt: skip
+def test_porter_examples(word, expected):
+    assert stem(word) == expected
+
+
+@given(st.text("abcdeilmnorstuvyz", min_size=3, max_size=14))
+def test_property_stem_is_snowballs_porter(word):
+    assert stem(word) == _PORTER.stemWord(word)
+
+
+def test_terms_are_stems_of_significant_words():
+    assert terms("She paints; her PAINTING was sold, the sunsets too") == {
+        "paint",
+        "sold",
+        "sunset",
+    }
