@@ -77,8 +77,7 @@ from typing import Any
 import poolsplit
 from poolsplit import Pool, Scorer, TokenCounter
 
-from . import _ranking
-from ._ranking import Relevance
+from ._ranking import Relevance, recall_by_scores
 
 # A bound of a boosted stream is the base times the largest boost, times this
 # margin: the score multiplies its factors in another order, so it may round
@@ -501,10 +500,10 @@ class Index:
         relevance: Relevance | None,
     ) -> dict[str, list[Entry]]:
         """Every entry to the core: by the default scorer, or the lexical
-        ranking's one-loop scan (``_ranking.recall``, the same result)."""
+        ranking's one-loop scan (``_ranking.recall_by_scores``, the same result)."""
         if relevance is None:
             return self._core(self.entries, pools, context, now, token_counter)
-        return _ranking.recall(
+        return recall_by_scores(
             relevance.statistics,
             self.entries,
             pools,
@@ -534,26 +533,7 @@ class Index:
         tied with the last) to ``subset``; return the best bound left out
         (None when none is). Raises _TooMany once ``subset`` passes ``limit``
         (a tie of thousands: the core reads them faster than this loop)."""
-        groups: Sequence[GroupKey] = (
-            list(self._members)
-            if pool.types is None
-            else [g for kind in pool.types for g in self._by_type.get(kind, ())]
-        )
-        streams = [_Stream(self._members[g], None) for g in groups]
-        tag_factor = _MAX_TAGS if call.tags else 1.0
-        word_factor = call.word_factor
-        for names, index, most in (
-            (call.words, self._words, call.message_factor * tag_factor),
-            (call.tags, self._tags, _MAX_TAGS * call.message_factor),
-        ):
-            for name in names:
-                by_group = index.get(name, {})
-                boost = most
-                if index is self._words and name in word_factor:
-                    boost = word_factor[name] * tag_factor
-                streams.extend(
-                    _Stream(by_group[g], boost) for g in groups if g in by_group
-                )
+        streams = self._streams(pool, call)
         # (-bound, kind, number): kind 0 is a stream's head (number: the
         # stream), 1 a boosted entry with the bound of its own shares
         # (number: its key), given up by a stream whose loose bound (the
@@ -589,6 +569,32 @@ class Index:
                 if len(subset) > limit:
                     raise _TooMany
         return None
+
+    def _streams(self, pool: Pool, call: _Call) -> list[_Stream]:
+        """The pool's streams: each group's members unboosted, then each of
+        the call's words and tags in each group, boosted by the most that
+        word or tag can multiply a score by."""
+        groups: Sequence[GroupKey] = (
+            list(self._members)
+            if pool.types is None
+            else [g for kind in pool.types for g in self._by_type.get(kind, ())]
+        )
+        streams = [_Stream(self._members[g], None) for g in groups]
+        tag_factor = _MAX_TAGS if call.tags else 1.0
+        word_factor = call.word_factor
+        for names, index, most in (
+            (call.words, self._words, call.message_factor * tag_factor),
+            (call.tags, self._tags, _MAX_TAGS * call.message_factor),
+        ):
+            for name in names:
+                by_group = index.get(name, {})
+                boost = most
+                if index is self._words and name in word_factor:
+                    boost = word_factor[name] * tag_factor
+                streams.extend(
+                    _Stream(by_group[g], boost) for g in groups if g in by_group
+                )
+        return streams
 
     def _push(
         self,

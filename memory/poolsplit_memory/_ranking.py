@@ -45,7 +45,7 @@ __all__ = [
     "B",
     "Relevance",
     "Statistics",
-    "recall",
+    "recall_by_scores",
     "stem",
     "terms",
 ]
@@ -550,7 +550,7 @@ def _fast_scores(
     return scores
 
 
-def recall(
+def recall_by_scores(
     stats: Statistics,
     entries: Sequence[E],
     pools: Sequence[Pool],
@@ -586,35 +586,62 @@ def recall(
         plain = stats.scorer(context, relevance=relevance)
         return _core(entries, pools, context, plain, token_counter, now)
     scores = _fast_scores(stats, entries, context, now, relevance)
-    by_object: dict[int, float] = {}
     # The always-scope entries go in every subset: they rank first here.
     keys = scores
     always = stats._always_types
     if always or len(stats._features) != len(entries):
         keys = [math.inf if _always(stats, e) else s for e, s in zip(entries, scores)]
+    wanted = _FIRST_ROUND * sum(min(p.max_entries, p.max_tokens) for p in pools)
+    wanted += sum(always.values())
+    while wanted > 0 and wanted * _MAX_SHARE < len(entries):
+        got = _on_the_best(
+            stats, entries, pools, context, scores, keys, wanted, token_counter, now
+        )
+        if got is not None:
+            return got
+        wanted *= _GROWTH
+    return _core(entries, pools, context, _scored(entries, scores), token_counter, now)
+
+
+def _on_the_best(
+    stats: Statistics,
+    entries: Sequence[E],
+    pools: Sequence[Pool],
+    context: Context,
+    scores: Sequence[float],
+    keys: Sequence[float],
+    wanted: int,
+    token_counter: TokenCounter,
+    now: datetime,
+) -> dict[str, list[E]] | None:
+    """The core's result on the ``wanted`` best keys (and every tie with the
+    last), when it is the result on every entry; None when a pool could
+    still take an entry left out (the caller widens the subset)."""
+    best = heapq.nlargest(wanted + 1, keys)
+    cut, left_out = best[-2], best[-1]  # the last one in, the best left out
+    if left_out == cut:  # a tie is never split
+        left_out = max((k for k in keys if k < cut), default=-math.inf)
+    chosen = [(e, s) for e, s, k in zip(entries, scores, keys) if k >= cut]
+    subset = [entry for entry, _ in chosen]
+    scorer = _scored(subset, [score for _, score in chosen])
+    got = _core(subset, pools, context, scorer, token_counter, now)
+    if all(
+        _holds(pool, got[pool.name], left_out)
+        or _all_candidates(stats, pool, subset, entries)
+        for pool in pools
+    ):
+        return got
+    return None
+
+
+def _scored(entries: Sequence[Entry], scores: Sequence[float]) -> Scorer:
+    """A scorer that answers each of ``entries`` (by identity) its score."""
+    by_object = {id(entry): score for entry, score in zip(entries, scores)}
 
     def scorer(entry: Entry, _context: Context | None, /, *, now: datetime) -> float:
         return by_object[id(entry)]
 
-    wanted = _FIRST_ROUND * sum(min(p.max_entries, p.max_tokens) for p in pools)
-    wanted += sum(always.values())
-    while wanted > 0 and wanted * _MAX_SHARE < len(entries):
-        best = heapq.nlargest(wanted + 1, keys)
-        cut, left_out = best[-2], best[-1]  # the last one in, the best left out
-        if left_out == cut:  # a tie is never split
-            left_out = max((k for k in keys if k < cut), default=-math.inf)
-        subset = [entry for entry, key in zip(entries, keys) if key >= cut]
-        by_object = {id(e): s for e, s, k in zip(entries, scores, keys) if k >= cut}
-        got = _core(subset, pools, context, scorer, token_counter, now)
-        if all(
-            _holds(pool, got[pool.name], left_out)
-            or _all_candidates(stats, pool, subset, entries)
-            for pool in pools
-        ):
-            return got
-        wanted *= _GROWTH
-    by_object = {id(e): score for e, score in zip(entries, scores)}
-    return _core(entries, pools, context, scorer, token_counter, now)
+    return scorer
 
 
 def _message(context: Context) -> str:

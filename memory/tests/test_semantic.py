@@ -89,22 +89,53 @@ def test_a_recall_embeds_only_its_message(open_, monkeypatch):
     assert embedded == ["Eve runs marathons"]
 
 
+def stored_vectors(store, ids):
+    """id -> (digest, vector) in the side table, read by another store."""
+    return store._backend.read("ada", lambda tx: tx.vectors(_semantic.MODEL, ids))
+
+
 def test_vectors_follow_updates_and_forget(open_, store_url):
     store = open_("ada", ranking="semantic")
     first = store.remember("Bob adopted a puppy", type="fact", now=NOW)
-    store.remember("Ada paints sunsets", type="fact", now=NOW)
+    second = store.remember("Ada paints sunsets", type="fact", now=NOW)
     store.update(first.id, content="Bob adopted a kitten")
-    store.recall("cat", now=NOW)  # the stale vector is replaced here
     reader = open_("ada", ranking="semantic")
-    rows = reader._backend.read(
-        "ada", lambda tx: _semantic.read(lambda t, s, p: t._run(s, p), tx, "ada")
-    )
+    rows = stored_vectors(reader, [first.id, second.id])
     assert rows[first.id][0] == _semantic.digest("Bob adopted a kitten")
+    assert rows[second.id][0] == _semantic.digest("Ada paints sunsets")
     store.forget(first.id)
-    rows = reader._backend.read(
-        "ada", lambda tx: _semantic.read(lambda t, s, p: t._run(s, p), tx, "ada")
-    )
-    assert set(rows) == {e["id"] for e in store.list().entries}
+    assert set(stored_vectors(reader, [first.id, second.id])) == {second.id}
+
+
+def test_after_a_write_only_the_written_entries_vectors_are_read(open_, monkeypatch):
+    """The snapshot keeps the vectors it read: a write reads (and embeds)
+    only what it wrote, a write to another namespace nothing."""
+    store = open_("ada", ranking="semantic")
+    for text in FACTS:
+        store.remember(text, type="fact", now=NOW)
+    store.recall("pets", now=NOW)
+    other = open_("bob", ranking="semantic")
+    asked: list[list[str]] = []
+    real = type(_sql_tx(store)).vectors
+
+    def counting(self, model, ids):
+        if self._namespace == "ada":
+            asked.append(list(ids))
+        return real(self, model, ids)
+
+    monkeypatch.setattr(type(_sql_tx(store)), "vectors", counting)
+    written = store.remember("Eve runs marathons", type="fact", now=NOW)
+    store.recall("running", now=NOW)
+    assert asked == [[written.id]]
+    other.remember("elsewhere", type="fact", now=NOW)
+    store.recall("running", now=NOW)
+    assert asked == [[written.id]]
+    assert store.recall("marathon", now=NOW).ids()
+
+
+def _sql_tx(store):
+    """The backend's transaction object (SqlTx), for counting its reads."""
+    return store._backend.read("ada", lambda tx: tx)
 
 
 def test_an_import_is_embedded_and_recalled_by_meaning(open_):
