@@ -137,6 +137,7 @@ class HttpConfig:
     url: str
     namespace: str = "default"
     pools_file: str | None = None
+    ranking: str = "lexical"
     host: str = "127.0.0.1"
     port: int = 8765
     workers: int = 1
@@ -159,6 +160,7 @@ class HttpConfig:
             url=data["url"],
             namespace=data["namespace"],
             pools_file=data["pools_file"],
+            ranking=data["ranking"],
             host=data["host"],
             port=data["port"],
             workers=data["workers"],
@@ -201,9 +203,12 @@ class _Stores:
     """One open store per namespace in use, opened on first use (a worker
     holds connections only for the namespaces it has served)."""
 
-    def __init__(self, url: str, pools: Sequence[poolsplit.Pool] | None) -> None:
+    def __init__(
+        self, url: str, pools: Sequence[poolsplit.Pool] | None, ranking: str
+    ) -> None:
         self._url = url
         self._pools = pools
+        self._ranking = ranking
         self._open: dict[str, Store] = {}
         self._lock = threading.Lock()
 
@@ -211,7 +216,12 @@ class _Stores:
         with self._lock:
             store = self._open.get(namespace)
             if store is None:
-                store = open_store(self._url, namespace=namespace, pools=self._pools)
+                store = open_store(
+                    self._url,
+                    namespace=namespace,
+                    pools=self._pools,
+                    ranking=self._ranking,
+                )
                 self._open[namespace] = store
             return store
 
@@ -542,7 +552,7 @@ def build_app(
         if config.pools_file is not None
         else None
     )
-    stores = _Stores(config.url, pools)
+    stores = _Stores(config.url, pools, config.ranking)
     _stores[:] = [stores]
     server.middleware.append(_tenant_middleware)
     # The SDK builds its session manager here; its routes are replaced below
@@ -673,6 +683,7 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         url=url,
         namespace=args.namespace,
         pools_file=args.pools,
+        ranking=args.ranking,
         host=host,
         port=int(port),
         workers=args.workers,

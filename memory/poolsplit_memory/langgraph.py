@@ -80,6 +80,7 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 from poolsplit import (
     Pool,
     TokenCounter,
+    default_scorer,
     default_token_counter,
     render,
     retrieve_pools,
@@ -93,9 +94,11 @@ from poolsplit_memory import (
     check_entry,
 )
 from poolsplit_memory._entries import Prepared, prepare
+from poolsplit_memory._ranking import Statistics
 
 __all__ = [
     "METADATA_KEY",
+    "RANKINGS",
     "Namespace",
     "load_entries",
     "memory_middleware",
@@ -146,6 +149,7 @@ def with_memory(
     max_history_tokens: int = 2000,
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    ranking: str = "lexical",
 ) -> list[BaseMessage]:
     """The model's input: one merged system message, then the history.
 
@@ -166,9 +170,13 @@ def with_memory(
     budget. System messages already in ``messages`` are merged after
     ``prompt`` instead of being sent again.
 
+    ``ranking`` ranks within a pool as ``open_store(ranking=...)`` does
+    (:data:`RANKINGS`).
+
     Raises:
         TypeError: ``max_history_tokens`` is not an int.
-        ValueError: ``max_history_tokens`` is negative.
+        ValueError: ``max_history_tokens`` is negative, or ``ranking`` is
+            not one of :data:`RANKINGS`.
         The errors of ``poolsplit.retrieve_pools`` for bad pools.
     """
     return _with_memory(
@@ -178,6 +186,7 @@ def with_memory(
         max_history_tokens=max_history_tokens,
         headers=headers,
         now=now,
+        ranking=_check_ranking(ranking),
     )
 
 
@@ -189,6 +198,37 @@ def _latest_human(history: Sequence[BaseMessage]) -> int | None:
     return None
 
 
+RANKINGS: Final = ("lexical", "core")
+"""How the adapters rank within a pool, as ``open_store(ranking=...)``:
+"lexical" (the default) weighs the message by BM25+ over the namespace's
+entries, "core" is ``poolsplit.default_scorer``. ("semantic" needs the
+vectors a ``poolsplit_memory`` store keeps.)"""
+
+
+def _check_ranking(ranking: object) -> str:
+    if ranking not in RANKINGS:
+        raise ValueError(
+            f"ranking must be one of {RANKINGS}, got {ranking!r} (semantic "
+            "recall needs a poolsplit_memory store: open_store(..., "
+            'ranking="semantic"))'
+        )
+    return str(ranking)
+
+
+def _filled(
+    read: Prepared, message: str, ranking: str, now: datetime | None
+) -> dict[str, list[Any]]:
+    """The pools for ``message``, ranked as a store with this ``ranking``
+    ranks them (the lexical statistics are those of the entries read)."""
+    context = {"message": message}
+    scorer = (
+        default_scorer
+        if ranking == "core"
+        else Statistics(read.entries).scorer(context)
+    )
+    return retrieve_pools(read.entries, read.pools, context, scorer=scorer, now=now)
+
+
 def _with_memory(
     messages: Sequence[BaseMessage],
     read: Prepared,
@@ -197,6 +237,7 @@ def _with_memory(
     max_history_tokens: int,
     headers: Mapping[str, str] | None,
     now: datetime | None,
+    ranking: str,
 ) -> list[BaseMessage]:
     if isinstance(max_history_tokens, bool) or not isinstance(max_history_tokens, int):
         raise TypeError(
@@ -211,7 +252,7 @@ def _with_memory(
     current = [] if start is None else history[start:]
     earlier = history if start is None else history[:start]
     message = "" if start is None else history[start].text
-    results = retrieve_pools(read.entries, read.pools, {"message": message}, now=now)
+    results = _filled(read, message, ranking, now)
     current_tokens = count_tokens_approximately(current)
     room = max_history_tokens - current_tokens
     kept: list[BaseMessage] = []
@@ -488,8 +529,10 @@ class _MemoryMiddleware(AgentMiddleware):
         namespace: Namespace,
         headers: Mapping[str, str] | None,
         now: datetime | None,
+        ranking: str,
     ) -> None:
         super().__init__()
+        self.ranking = _check_ranking(ranking)
         self.pools = None if pools is None else list(pools)
         self.prompt = prompt
         self.namespace = namespace
@@ -516,9 +559,7 @@ class _MemoryMiddleware(AgentMiddleware):
         ]
         start = _latest_human(history)
         message = "" if start is None else history[start].text
-        results = retrieve_pools(
-            read.entries, read.pools, {"message": message}, now=self.now
-        )
+        results = _filled(read, message, self.ranking, self.now)
         own = [request.system_message.text] if request.system_message else []
         own += [m.text for m in request.messages if isinstance(m, SystemMessage)]
         system = _system_message(
@@ -551,6 +592,7 @@ def memory_middleware(
     namespace: Namespace = user_namespace,
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    ranking: str = "lexical",
 ) -> AgentMiddleware:
     """Agent middleware for ``create_agent(..., middleware=[...], store=...)``.
 
@@ -563,8 +605,9 @@ def memory_middleware(
     the latest question always reaches the model whole. ``namespace`` is a
     tuple or a function of the run's config (default: ``("memories",
     user_id)``). Sync and async agents both work (``search``/``asearch``).
+    ``ranking``: as :func:`with_memory`'s.
     """
-    return _MemoryMiddleware(pools, prompt, namespace, headers, now)
+    return _MemoryMiddleware(pools, prompt, namespace, headers, now, ranking)
 
 
 def memory_prompt(
@@ -575,6 +618,7 @@ def memory_prompt(
     max_history_tokens: int = 2000,
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    ranking: str = "lexical",
 ) -> Callable[[Mapping[str, Any]], list[BaseMessage]]:
     """A ``prompt=`` callable for ``create_react_agent(..., store=store)``.
 
@@ -582,8 +626,10 @@ def memory_prompt(
     namespace the run's config names through ``langgraph.config.get_store()``
     (exactly that namespace, never a longer one) and returns
     :func:`with_memory`'s messages: one system message, the history trimmed
-    to ``max_history_tokens``, the latest question whole.
+    to ``max_history_tokens``, the latest question whole. ``ranking``: as
+    :func:`with_memory`'s.
     """
+    ranking = _check_ranking(ranking)
 
     def memory_prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
         store = get_store()
@@ -600,6 +646,7 @@ def memory_prompt(
             max_history_tokens=max_history_tokens,
             headers=headers,
             now=now,
+            ranking=ranking,
         )
 
     return memory_prompt
@@ -614,14 +661,16 @@ def memory_node(
     max_history_tokens: int = 2000,
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    ranking: str = "lexical",
 ) -> MemoryNode:
     """A LangGraph node that calls ``model`` with pooled memory injected.
 
     For a hand-built graph (compile it with ``store=``): it reads the
     namespace exactly, invokes ``model`` on :func:`with_memory`'s messages and
     adds only the reply to the state, so the memory is rebuilt every turn and
-    never stored in the history.
+    never stored in the history. ``ranking``: as :func:`with_memory`'s.
     """
+    ranking = _check_ranking(ranking)
 
     def call_model(
         state: Mapping[str, Any],
@@ -639,6 +688,7 @@ def memory_node(
             max_history_tokens=max_history_tokens,
             headers=headers,
             now=now,
+            ranking=ranking,
         )
         return {"messages": [model.invoke(messages, config)]}
 

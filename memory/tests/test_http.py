@@ -424,6 +424,24 @@ def test_http_mcp_client_over_streamable_http(tmp_path):
     assert list(exported(str(db), "ada", tmp_path)) == [ident]
 
 
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+def test_http_tenant_stores_rank_as_the_ranking_flag_says(tmp_path, ranking):
+    """--ranking reaches every tenant's store (explain shows the lexical
+    relevance block only under the lexical ranking)."""
+    db = tmp_path / "m.db"
+    args = () if ranking == "lexical" else ("--ranking", ranking)
+    with serve(tmp_path, db, *args) as server:
+        ok(
+            rpc(
+                server.base,
+                "remember",
+                {"content": "deploy on Fridays", "type": "fact"},
+            )
+        )
+        explained = ok(rpc(server.base, "explain", {"message": "deploy"}))["table"]
+    assert ("relevance, score = base x" in explained) == (ranking == "lexical")
+
+
 # --- tenants ----------------------------------------------------------------
 
 

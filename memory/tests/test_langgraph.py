@@ -14,6 +14,7 @@ import random
 import warnings
 from urllib.parse import unquote
 
+import poolsplit
 import pytest
 
 if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
@@ -170,6 +171,72 @@ def test_with_memory_without_a_human_message_fills_pools_for_nothing():
     expected = retrieve_pools(demo_store(), POOLS, {"message": ""}, now=DEMO_NOW)
     injected = messages[0].additional_kwargs[METADATA_KEY]["pools"]
     assert injected == {n: [e["id"] for e in es] for n, es in expected.items()}
+
+
+RANKED = [
+    {"id": "inv", "type": "fact", "content": "the invoice export is overdue"},
+    *(
+        {"id": f"bill{n}", "type": "fact", "content": f"billing note number {n}"}
+        for n in range(5)
+    ),
+]
+
+
+def readme_lexical_scorer(entries, message):
+    """memory/README.md's "Ranking" formula (test_ranking.py's oracle), with
+    the core's base at the call's ``now``."""
+    from test_ranking import oracle_score
+
+    def score(entry, _context, /, *, now):
+        _, r = oracle_score(entries, entry, {"message": message})
+        return poolsplit.default_scorer(entry, {}, now=now) * (1 + 9 * r)
+
+    return score
+
+
+def test_with_memory_ranks_as_the_store_lexical_by_default_or_core():
+    """The adapters rank within a pool as ``open_store(ranking=...)``: by
+    default the BM25+ relevance over the namespace's entries (the rarer
+    "invoice" outranks "billing", which five entries share), with
+    ``ranking="core"`` the core's default scorer (both words count alike)."""
+    pools = [Pool("all", 1000, 1)]
+    message = "billing invoice"
+    lexical = retrieve_pools(
+        RANKED,
+        pools,
+        {"message": message},
+        scorer=readme_lexical_scorer(RANKED, message),
+        now=DEMO_NOW,
+    )
+    core = retrieve_pools(RANKED, pools, {"message": message}, now=DEMO_NOW)
+    assert (
+        [e["id"] for e in lexical["all"]] == ["inv"] != [e["id"] for e in core["all"]]
+    )
+    for ranking, expected in ((None, lexical), ("lexical", lexical), ("core", core)):
+        options = {} if ranking is None else {"ranking": ranking}
+        messages = with_memory(
+            [HumanMessage(message)], RANKED, pools, now=DEMO_NOW, **options
+        )
+        injected = messages[0].additional_kwargs[METADATA_KEY]["pools"]
+        assert injected == {n: [e["id"] for e in es] for n, es in expected.items()}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ranking: with_memory([], [], POOLS, ranking=ranking),
+        lambda ranking: memory_middleware(ranking=ranking),
+        lambda ranking: memory_prompt(ranking=ranking),
+        lambda ranking: memory_node(
+            FakeMessagesListChatModel(responses=[]), ranking=ranking
+        ),
+    ],
+    ids=["with_memory", "memory_middleware", "memory_prompt", "memory_node"],
+)
+@pytest.mark.parametrize("ranking", ["semantic", "bm25", None])
+def test_every_entry_point_refuses_a_ranking_it_cannot_do(make, ranking):
+    with pytest.raises(ValueError, match="ranking must be one of .*open_store"):
+        make(ranking)
 
 
 @pytest.mark.parametrize(
