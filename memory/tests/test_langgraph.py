@@ -124,7 +124,11 @@ def test_with_memory_sends_a_3000_word_question_whole():
     """Problem 1: the old with_memory dropped it and sent only the system message."""
     history = [HumanMessage("earlier question"), AIMessage("earlier answer")]
     messages = with_memory(
-        [*history, HumanMessage(LONG_QUESTION)], demo_store(), POOLS, now=DEMO_NOW
+        [*history, HumanMessage(LONG_QUESTION)],
+        demo_store(),
+        POOLS,
+        now=DEMO_NOW,
+        ranking="core",  # the ranking's own test is below
     )
     assert messages[-1].text == LONG_QUESTION
     assert len(messages) == 2  # the earlier history had no room left
