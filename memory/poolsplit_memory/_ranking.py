@@ -415,17 +415,29 @@ class Relevance:
         self._bounds: dict[tuple[str, int], float] | None = None
 
     def bounds(self) -> dict[tuple[str, int], float]:
-        """For each (term, length) of :meth:`Statistics.streams_of` held by
-        a counted content sharing that term with the message, the largest
-        factor of such a content: the bound of that stream of a recall
-        index (an entry of one length sharing one term gets one factor, so
-        a message of one term has exact bounds). O(postings of the
-        message's terms), once per relevance."""
+        """The bound of each (term, length) stream of a recall index
+        (:meth:`Statistics.streams_of`) that this message's walk needs.
+
+        A content sharing several of the message's terms sits in several
+        streams; it is bounded by one of them, its own: the stream of the
+        shared term held by the fewest contents (then the first by name).
+        A stream's bound is the largest factor of the contents it owns, so
+        the few contents sharing every term no longer set the bound of the
+        many sharing one (an entry of one length sharing one term gets one
+        factor: a stream owning only such entries has an exact bound). A
+        stream owning no content is left out: its entries are bounded by
+        their own streams. O(postings of the message's terms), once per
+        relevance."""
         if self._bounds is None:
             best: dict[tuple[str, int], float] = {}
             contents, share = self._stats._contents, self._share
-            for term in self.weights:
-                for content in self._stats._postings[term]:
+            postings = self._stats._postings
+            owned: set[str] = set()
+            for term in sorted(self.weights, key=lambda t: (len(postings[t]), t)):
+                for content in postings[term]:
+                    if content in owned:
+                        continue
+                    owned.add(content)
                     key = (term, len(contents[content][0]))
                     found = share[content]
                     if found > best.get(key, -1.0):

@@ -144,6 +144,22 @@ def test_a_rarer_shared_term_weighs_more():
     assert relevance.factor(entries[-1]) > relevance.factor(entries[0]) > 1.0
 
 
+def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream():
+    """Relevance.bounds: each content belongs to the stream of the shared
+    term the fewest contents hold, so the one entry sharing every term does
+    not raise the bound of the many sharing one."""
+    entries = [
+        {"content": "billing deploy"},
+        *({"content": f"deploy {word}"} for word in ("search", "report", "fix")),
+        {"content": "billing invoice"},
+    ]
+    relevance = Statistics(entries).relevance("billing deploy")
+    both = relevance.factor(entries[0])
+    one = max(relevance.factor(e) for e in entries[1:4])
+    assert relevance.bounds() == {("bill", 2): both, ("deploi", 2): one}  # stems
+    assert one < both
+
+
 # --- statistics kept by writes -------------------------------------------------
 
 
