@@ -953,8 +953,8 @@ def _relevance_lines(
         f"{len(rows)} entries above 1.0 (the others: 1.0), with their shared terms"
     ]
     lines += [
-        f"- {ident}: x{-f:.3f} ({terms or 'no shared term'})"
-        for f, ident, terms in rows[:_RELEVANCE_ROWS]
+        f"- {ident}: x{-f:.3f} ({shared or 'no shared term'})"
+        for f, ident, shared in rows[:_RELEVANCE_ROWS]
     ]
     if len(rows) > _RELEVANCE_ROWS:
         lines.append(f"- and {len(rows) - _RELEVANCE_ROWS} more")
