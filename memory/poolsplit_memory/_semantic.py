@@ -36,7 +36,7 @@ from poolsplit import Entry
 
 from ._ranking import Relevance, Statistics
 
-__all__ = ["ALPHA", "MODEL", "Embedder", "Hybrid", "digest", "load_vectors"]
+__all__ = ["ALPHA", "MODEL", "Embedder", "Hybrid", "Kept", "digest", "load_vectors"]
 
 ALPHA: Final = 0.3
 MODEL: Final = "multilingual-e5-small-q4"
@@ -114,16 +114,34 @@ class Vectors:
         self.matrix = rows
 
 
-def missing(
-    entries: Sequence[Entry], stored: dict[str, tuple[str, bytes]]
-) -> list[int]:
+class Kept:
+    """The vectors a snapshot has read, kept from one load to the next.
+
+    ``stored``: id -> (digest, vector). ``checked``: id -> the entry object
+    whose content that digest was last found to match. A snapshot never
+    changes an entry in place (a changed row enters as a new dict), so the
+    same object needs no new digest: a load after a write hashes only the
+    entries that are new to it.
+    """
+
+    def __init__(self) -> None:
+        self.stored: dict[str, tuple[str, bytes]] = {}
+        self.checked: dict[str, Entry] = {}
+
+
+def missing(entries: Sequence[Entry], kept: Kept) -> list[int]:
     """Positions of the entries without a vector of their current content."""
-    return [
-        i
-        for i, entry in enumerate(entries)
-        if (found := stored.get(str(entry.get("id")))) is None
-        or found[0] != digest(_text(entry))
-    ]
+    absent = []
+    for i, entry in enumerate(entries):
+        ident = str(entry.get("id"))
+        if kept.checked.get(ident) is entry:
+            continue
+        found = kept.stored.get(ident)
+        if found is None or found[0] != digest(_text(entry)):
+            absent.append(i)
+        else:
+            kept.checked[ident] = entry
+    return absent
 
 
 def _text(entry: Entry) -> str:
@@ -163,23 +181,22 @@ class Hybrid(Relevance):
 def load_vectors(
     embedder: Embedder,
     entries: Sequence[Entry],
-    known: dict[str, tuple[str, bytes]],
+    kept: Kept,
     read: Callable[[list[str]], dict[str, tuple[str, bytes]]],
     write: Callable[[list[tuple[str, str, bytes]]], None],
 ) -> Vectors:
     """The entries' vectors, a row per entry.
 
-    ``known`` (id -> (digest, vector), kept by the caller from one call to
-    the next) is brought to the entries: those without a vector of their
-    current content are looked up in the side table (``read`` of their
-    ids: after a write, the written entries only), and those still without
-    one are embedded now and written back (``write`` of (id, digest,
-    vector) rows). Ids no entry has any more leave ``known``.
+    ``kept`` (see :class:`Kept`) is brought to the entries: those without a
+    vector of their current content are looked up in the side table
+    (``read`` of their ids: after a write, the written entries only), and
+    those still without one are embedded now and written back (``write`` of
+    (id, digest, vector) rows). Ids no entry has any more leave ``kept``.
     """
-    absent = missing(entries, known)
+    absent = missing(entries, kept)
     if absent:
-        known.update(read([str(entries[i].get("id")) for i in absent]))
-        absent = missing(entries, known)
+        kept.stored.update(read([str(entries[i].get("id")) for i in absent]))
+        absent = missing(entries, kept)
     if absent:
         texts = [_text(entries[i]) for i in absent]
         fresh = embedder.passages(texts)
@@ -188,10 +205,14 @@ def load_vectors(
             for i, text, vector in zip(absent, texts, fresh)
         ]
         write(rows)
-        for ident, mark, vector in rows:
-            known[ident] = (mark, vector)
+        for i, (ident, mark, vector) in zip(absent, rows):
+            kept.stored[ident] = (mark, vector)
+            kept.checked[ident] = entries[i]
     ids = [str(entry.get("id")) for entry in entries]
-    if len(known) > len(ids):
-        for gone in known.keys() - set(ids):
-            del known[gone]
-    return Vectors(embedder, entries, embedder.matrix([known[i][1] for i in ids]))
+    if len(kept.stored) > len(ids):
+        gone = kept.stored.keys() - set(ids)
+        for ident in gone:
+            del kept.stored[ident]
+            kept.checked.pop(ident, None)
+    matrix = embedder.matrix([kept.stored[i][1] for i in ids])
+    return Vectors(embedder, entries, matrix)

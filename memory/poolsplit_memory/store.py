@@ -114,7 +114,7 @@ from poolsplit import (
 from ._index import Index
 from ._postgres import PostgresBackend
 from ._ranking import RELEVANCE_WEIGHT, Relevance, Statistics, recall_by_scores, terms
-from ._semantic import MODEL, Embedder, Hybrid, Vectors, load_vectors
+from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._sqlite import SQLiteBackend
 from ._types import (
     DEFAULT_BUSY_MS,
@@ -715,10 +715,10 @@ class _Snapshot:
             Index() if ranking == "core" else Index(terms=self.stats.streams_of)
         )
         # The semantic ranking's: the entries' vectors (None once a change
-        # is applied), and the stored vectors read so far (id -> (digest,
-        # vector)), so that a change reads only the changed entries'.
+        # is applied), and the stored vectors read so far, so that a change
+        # reads and hashes only the changed entries'.
         self.vectors: Vectors | None = None
-        self.known_vectors: dict[str, tuple[str, bytes]] = {}
+        self.kept_vectors = Kept()
         self._types: collections.Counter[str] = collections.Counter()
         # seq -> (order key, Skipped): loadable lists the unreadable rows
         # first, then those validate refuses, each in seq order.
@@ -1601,7 +1601,7 @@ class Store:
             snap.vectors = load_vectors(
                 embedder,
                 snap.entries,
-                snap.known_vectors,
+                snap.kept_vectors,
                 lambda ids: self._backend.read(
                     namespace, lambda tx: tx.vectors(MODEL, ids)
                 ),

@@ -133,6 +133,23 @@ def test_after_a_write_only_the_written_entries_vectors_are_read(open_, monkeypa
     assert store.recall("marathon", now=NOW).ids()
 
 
+def test_after_a_write_only_the_written_entries_content_is_hashed(open_, monkeypatch):
+    """The snapshot remembers which entry object each kept vector was checked
+    against: a write hashes the new content, not every entry's again."""
+    store = open_("ada", ranking="semantic")
+    for text in FACTS:
+        store.remember(text, type="fact", now=NOW)
+    store.recall("pets", now=NOW)
+    hashed: list[str] = []
+    real = _semantic.digest
+    monkeypatch.setattr(
+        _semantic, "digest", lambda text: hashed.append(text) or real(text)
+    )
+    store.remember("Eve runs marathons", type="fact", now=NOW)
+    store.recall("running", now=NOW)
+    assert set(hashed) == {"Eve runs marathons"}
+
+
 def _sql_tx(store):
     """The backend's transaction object (SqlTx), for counting its reads."""
     return store._backend.read("ada", lambda tx: tx)
