@@ -1336,7 +1336,18 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
+        return _run_stdio(store)
+
+
+def _run_stdio(store: Store) -> int:
+    """Serve ``store`` over stdio until the client closes it (0) or Ctrl-C
+    (130, one line on stderr, no traceback: the first page says Ctrl-C
+    stops it)."""
+    try:
         anyio.run(_serve_stdio, build_server(store))
+    except KeyboardInterrupt:
+        print(f"{_PROG}: stopped", file=sys.stderr)
+        return 130
     return 0
 
 

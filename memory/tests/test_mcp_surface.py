@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import time
 
 import pytest
 
@@ -18,7 +21,7 @@ mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from test_http import HEADERS, add_token, request, serve  # noqa: E402
-from test_mcp import error, ok, run, server  # noqa: E402
+from test_mcp import HANG, SERVER, error, ok, run, server  # noqa: E402
 
 TOOLS = {"remember", "recall", "get", "list", "update", "forget", "explain"}
 
@@ -255,6 +258,31 @@ def test_the_recall_prompt_is_the_pooled_recall_as_a_user_message(tmp_path):
                 assert info.value.error.message.startswith(expected)
 
     run(body)
+
+
+def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
+    """The first page says Ctrl-C stops it: SIGINT ends it with status 130."""
+    proc = subprocess.Popen(
+        [str(SERVER), "--db", str(tmp_path / "m.db")],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(600):  # bounded: until it says where the memory is
+            if (tmp_path / "m.db").exists():
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=HANG)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err.decode() and err.decode().endswith("stopped\n")
 
 
 # --- over HTTP: a tenant reads only its own namespace -----------------------

@@ -76,7 +76,7 @@ def run_try_memory(snippet, tmp_path, monkeypatch):
 def first_page_output():
     """The output block printed after the try-it snippet in README.md."""
     text = README.read_text(encoding="utf-8")
-    found = re.search(r"It prints \(the id differs\):\n\n```\n(.*?)```", text, re.S)
+    found = re.search(r"It prints \(the id differs;.*?\):\n\n```\n(.*?)```", text, re.S)
     assert found, "README.md: the try-it snippet's output block is missing"
     return found.group(1)
 
