@@ -293,6 +293,7 @@ if TYPE_CHECKING:
     _Text = Optional[str]
     _Scope = Optional[str]
     _Number = Optional[Union[int, float]]
+    _Outcomes = Optional[list[str]]
 elif _MCP_MISSING is None:
     # A str that may be null, declared as ``str`` so that the SDK's argument
     # pre-parse (which reads a string as JSON for any other annotation) keeps
@@ -308,6 +309,18 @@ elif _MCP_MISSING is None:
         str,
         WrapValidator(_none_or),
         WithJsonSchema({"anyOf": [{"enum": list(_SCOPES)}, {"type": "null"}]}),
+    ]
+    # The store reads each outcome in any case; the schema lists them.
+    _Outcomes = Annotated[
+        Optional[list[str]],
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"enum": list(poolsplit.OUTCOMES)}},
+                    {"type": "null"},
+                ]
+            }
+        ),
     ]
     # int before float, so that 9 stays 9 (a float annotation made it 9.0).
     _Number = Annotated[
@@ -533,7 +546,7 @@ def explain(
         list[str] | None, Field(description="only rows of these types")
     ] = None,
     outcomes: Annotated[
-        list[str] | None,
+        _Outcomes,
         Field(
             description="only rows with one of these outcomes: "
             + ", ".join(poolsplit.OUTCOMES)

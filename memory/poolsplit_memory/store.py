@@ -840,12 +840,18 @@ def _explain_filters(
     outcomes: Iterable[str] | None,
     summary: object,
 ) -> dict[str, builtins.list[str] | None]:
-    """``explain``'s filters checked (InvalidInput naming the bad one)."""
+    """``explain``'s filters checked (InvalidInput naming the bad one); an
+    outcome is read in any case, as the names cannot be confused."""
     filters = {
         "ids": _filter("ids", ids),
         "types": _filter("types", types),
         "outcomes": _filter("outcomes", outcomes),
     }
+    if filters["outcomes"] is not None:  # any case: "Selected" is selected
+        known = {o.casefold(): o for o in poolsplit.OUTCOMES}
+        filters["outcomes"] = [
+            known.get(o.strip().casefold(), o) for o in filters["outcomes"]
+        ]
     unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
     if unknown:
         raise InvalidInput(

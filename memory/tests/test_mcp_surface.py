@@ -161,6 +161,8 @@ def test_every_tool_reads_well_to_a_model(tmp_path):
             for name in ("remember", "update"):
                 scope = by_name[name].input_schema["properties"]["scope"]
                 assert {"enum": ["always", "context"]} in scope["anyOf"], name
+            outcomes = by_name["explain"].input_schema["properties"]["outcomes"]
+            assert outcomes["anyOf"][0]["items"]["enum"][:2] == ["always", "selected"]
             update = by_name["update"].input_schema["properties"]
             assert "[] to remove" in update["tags"]["description"]
             assert '"" to remove' in update["project"]["description"]
@@ -180,6 +182,25 @@ def test_explain_on_an_empty_store_warns_of_no_pool_never_configured(tmp_path):
                 assert "spelling" not in table and "warning" not in table
                 assert "no active entry in namespace 'default'" in table
                 assert "default pools with no entry yet" in table
+
+    run(body)
+
+
+def test_explain_reads_an_outcome_in_any_case_and_names_the_accepted(tmp_path):
+    async def body():
+        async with server(tmp_path, "--ephemeral") as client:
+            entry = await a_correction(client)
+            args = {"message": "npm", "summary": False}
+            any_case = await client.call_tool(
+                "explain", {**args, "outcomes": ["Always"]}
+            )
+            exact = await client.call_tool("explain", {**args, "outcomes": ["always"]})
+            assert ok(any_case) == ok(exact)
+            assert entry["id"] in ok(exact)["table"]
+            refused = error(
+                await client.call_tool("explain", {**args, "outcomes": ["chosen"]})
+            )
+            assert refused.startswith("outcomes: must be among always, selected")
 
     run(body)
 
