@@ -14,7 +14,7 @@ export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 NODE_VERSION=22.23.3
 SUITE_VERSION=0.1.16
 root=$(pwd)
-work=$(mktemp -d /tmp/poolsplit-conformance.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/poolsplit-conformance.XXXXXX")
 server_pid=""
 cleanup() {
     if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 root=$(pwd)
-work=$(mktemp -d /tmp/poolsplit-memory-test.XXXXXX)
+work=$(mktemp -d "${TMPDIR:-/tmp}/poolsplit-memory-test.XXXXXX")
 pg_dir=""
 cleanup() {
     if [ -n "$pg_dir" ]; then

@@ -27,14 +27,26 @@ except ``recall`` and ``explain``, whose text is what the model reads:
 - ``get(id)`` -> ``{"entry": {...} or null}``
 - ``list(type=None, limit=50, cursor=None)`` -> ``{"entries", "next_cursor"}``
 - ``update(id, content=None, type=None, scope=None, tags=None, project=None,
-  base_priority=None)`` -> ``{"entry", "warnings"}``: an argument left out is
-  unchanged; ``scope``, ``tags``, ``project`` or ``base_priority`` sent as
-  ``null`` removes that key
+  base_priority=None)`` -> ``{"entry", "warnings"}``: an argument left out or
+  sent as ``null`` is unchanged (a strict client sends every field);
+  ``scope="context"``, ``tags=[]`` and ``project=""`` clear; taking an
+  always-scope entry out of that scope is a ``scope:`` warning
 - ``forget(id)`` -> ``{"forgotten": true or false, "warnings": [...]}``
 - ``explain(message, tags=[], project=None, ids=None, types=None,
   outcomes=None, summary=true)`` -> the explain table, at most
   ``EXPLAIN_LIMIT`` characters (a longer one is cut at a line and says how
   to ask for less); ``{"table": ..., "cut": bool}``
+
+``scope`` is ``"always"`` or ``"context"`` in any case (``"Always"`` is
+always); another value is refused naming the two. Each description is
+written for the model that reads it: the number, not a constant's name.
+
+Resources: each entry is ``memory://{namespace}/{id}`` (a resource
+template), listed a page of 50 at a time (``resources/list`` with its
+cursor, as ``list``) and read as its JSON; a request reaches only its own
+namespace (over HTTP the token's), any other URI is "not found". The
+``recall`` prompt (argument ``message``) is recall's text as one user
+message.
 
 Arguments: a number may be sent as a string that spells it (``"9"``), a
 list as a string that spells it in JSON (``'["a"]'``); any other string for
@@ -57,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import os
 import sys
@@ -65,7 +78,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Union
+from urllib.parse import quote, unquote
 
 import poolsplit
 
@@ -84,18 +98,35 @@ try:
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.tools import Tool
     from mcp.server.stdio import stdio_server
+    from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
     from mcp_types import (
+        INTERNAL_ERROR,
+        INVALID_PARAMS,
         INVALID_REQUEST,
         PARSE_ERROR,
         CallToolResult,
         EmptyResult,
         ErrorData,
+        GetPromptRequestParams,
+        GetPromptResult,
         JSONRPCError,
+        ListPromptsResult,
+        ListResourcesResult,
+        ListResourceTemplatesResult,
         LoggingMessageNotification,
         LoggingMessageNotificationParams,
+        PaginatedRequestParams,
+        Prompt,
+        PromptArgument,
+        PromptMessage,
+        ReadResourceRequestParams,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
         SetLevelRequestParams,
         TextContent,
+        TextResourceContents,
         ToolAnnotations,
         jsonrpc_message_adapter,
     )
@@ -108,7 +139,15 @@ except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says 
 
     _MCP_MISSING = exc
 
-__all__ = ["EXPLAIN_LIMIT", "StoreResolver", "build_server", "default_db_path", "main"]
+__all__ = [
+    "ENTRY_URI_TEMPLATE",
+    "EXPLAIN_LIMIT",
+    "StoreResolver",
+    "build_server",
+    "default_db_path",
+    "entry_uri",
+    "main",
+]
 
 _PROG = "poolsplit-mcp"
 # This module's import name, also when it runs as ``python -m`` (then __main__).
@@ -239,16 +278,11 @@ def _store(ctx: Context[Any, Any]) -> Store:
     return resolve(ctx)
 
 
-def _sent(ctx: Context[Any, Any]) -> frozenset[str]:
-    """The argument names the client sent (``update`` tells "left out" from
-    "null" by them)."""
-    params = ctx.request_context.params or {}
-    arguments = params.get("arguments") if isinstance(params, Mapping) else None
-    return frozenset(arguments) if isinstance(arguments, Mapping) else frozenset()
-
-
 # ---------------------------------------------------------------------------
 # Argument types: what the schemas advertise is what the tools take
+
+
+_SCOPES = ("always", "context")
 
 
 def _none_or(value: Any, handler: Callable[[Any], Any]) -> Any:
@@ -257,7 +291,9 @@ def _none_or(value: Any, handler: Callable[[Any], Any]) -> Any:
 
 if TYPE_CHECKING:
     _Text = Optional[str]
-    _Scope = Optional[Literal["always"]]
+    _Scope = Optional[str]
+    _Number = Optional[Union[int, float]]
+    _Outcomes = Optional[list[str]]
 elif _MCP_MISSING is None:
     # A str that may be null, declared as ``str`` so that the SDK's argument
     # pre-parse (which reads a string as JSON for any other annotation) keeps
@@ -267,9 +303,29 @@ elif _MCP_MISSING is None:
         WrapValidator(_none_or),
         WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "null"}]}),
     ]
+    # The store reads the scope (any case: "Always" is always) and names the
+    # accepted values when it refuses one; the schema lists them.
     _Scope = Annotated[
-        Optional[Literal["always"]],
-        WithJsonSchema({"anyOf": [{"enum": ["always"]}, {"type": "null"}]}),
+        str,
+        WrapValidator(_none_or),
+        WithJsonSchema({"anyOf": [{"enum": list(_SCOPES)}, {"type": "null"}]}),
+    ]
+    # The store reads each outcome in any case; the schema lists them.
+    _Outcomes = Annotated[
+        Optional[list[str]],
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"enum": list(poolsplit.OUTCOMES)}},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ]
+    # int before float, so that 9 stays 9 (a float annotation made it 9.0).
+    _Number = Annotated[
+        Optional[Union[int, float]],
+        WithJsonSchema({"anyOf": [{"type": "number"}, {"type": "null"}]}),
     ]
 
 _NUMBER_NOTE = ' (a number, or a string spelling one: "9")'
@@ -339,13 +395,14 @@ def remember(
         _Scope,
         Field(
             description='"always": loaded on every recall, outside every cap '
-            "(a rule the user gave that must apply every turn)"
+            '(a rule the user gave that must apply every turn); "context" or '
+            "null (the default): loaded when it ranks for the message"
         ),
     ] = None,
     tags: Annotated[list[str], Field(description="tags" + _LIST_NOTE)] = [],  # noqa: B006
     project: Annotated[_Text, Field(description="project")] = None,
     base_priority: Annotated[
-        float | None, Field(description="priority, default 5" + _NUMBER_NOTE)
+        _Number, Field(description="priority, default 5" + _NUMBER_NOTE)
     ] = None,
     supersedes: Annotated[
         _Text, Field(description="id of the active entry this one replaces")
@@ -415,39 +472,44 @@ def list_(
 def update(
     ctx: Context[Any, Any],
     id: Annotated[str, Field(description="the entry's id")],
-    content: Annotated[_Text, Field(description="new content")] = None,
-    type: Annotated[_Text, Field(description="new type")] = None,
-    scope: Annotated[_Scope, Field(description='"always", or null to remove')] = None,
+    content: Annotated[_Text, Field(description="new content; null: unchanged")] = None,
+    type: Annotated[_Text, Field(description="new type; null: unchanged")] = None,
+    scope: Annotated[
+        _Scope,
+        Field(
+            description='"always" (loaded on every recall) or "context" (loaded '
+            "when it ranks; removes the scope); null: unchanged"
+        ),
+    ] = None,
     tags: Annotated[
         list[str] | None,
-        Field(description="new tags, or null to remove" + _LIST_NOTE),
+        Field(description="new tags, [] to remove them; null: unchanged" + _LIST_NOTE),
     ] = None,
     project: Annotated[
-        _Text, Field(description="new project, or null to remove")
+        _Text, Field(description='new project, "" to remove it; null: unchanged')
     ] = None,
     base_priority: Annotated[
-        float | None,
-        Field(description="new priority, or null to remove" + _NUMBER_NOTE),
+        _Number,
+        Field(
+            description="new priority (5 is the default); null: unchanged"
+            + _NUMBER_NOTE
+        ),
     ] = None,
 ) -> Annotated[CallToolResult, UpdateResult]:
-    """Change fields of one entry; an argument left out stays as it is. A
-    change that would make it the same memory as another active entry is
-    refused (forget one of them instead)."""
-    sent = _sent(ctx)
-    given = {
-        "content": content,
-        "type": type,
-        "scope": scope,
-        "tags": None if tags is None else tuple(tags),
-        "project": project,
-        "base_priority": base_priority,
-    }
-    changes: dict[str, Any] = {
-        field: value
-        for field, value in given.items()
-        if value is not None or (field in sent and field not in ("content", "type"))
-    }
-    updated = _store(ctx).update(id, **changes)
+    """Change fields of one entry. A field left out or null stays as it is;
+    clear with scope="context", tags=[] or project="". Taking an
+    always-scope entry out of that scope returns a warning. A change that
+    would make it the same memory as another active entry is refused
+    (forget one of them instead)."""
+    updated = _store(ctx).update(
+        id,
+        content=content,
+        type=type,
+        scope=scope,
+        tags=tags,
+        project=project,
+        base_priority=base_priority,
+    )
     return _result({"entry": updated.entry, "warnings": list(updated.warnings)})
 
 
@@ -484,7 +546,7 @@ def explain(
         list[str] | None, Field(description="only rows of these types")
     ] = None,
     outcomes: Annotated[
-        list[str] | None,
+        _Outcomes,
         Field(
             description="only rows with one of these outcomes: "
             + ", ".join(poolsplit.OUTCOMES)
@@ -500,7 +562,8 @@ def explain(
 ) -> Annotated[CallToolResult, ExplainResult]:
     """Why entries were or were not selected, per pool: a summary by
     default; filter by ids, types or outcomes with summary=false for rows.
-    At most EXPLAIN_LIMIT characters."""
+    At most {limit} characters (a longer table is cut at a line and says
+    how to ask for less)."""
     table = _store(ctx).explain(
         message,
         tags=tuple(tags),
@@ -565,16 +628,27 @@ def _tools() -> list[Tool]:
         (forget, "forget", None, hints(False, destroys=True)),
         (explain, "explain", None, hints(True)),
     )
-    return [
+    tools = [
         Tool.from_function(
             fn,
             name=name,
-            description=description,
+            description=description or _described(fn),
             annotations=annotations,
             structured_output=True,
         )
         for fn, name, description, annotations in chosen
     ]
+    for tool in tools:  # the SDK's title is the function's: "list_Arguments"
+        tool.parameters["title"] = f"{tool.name} arguments"
+    return tools
+
+
+def _described(fn: Callable[..., Any]) -> str:
+    """A tool's description from its docstring, as a model reads it: the
+    docstring's indentation removed (``inspect.cleandoc``), each paragraph on
+    one line, and ``{limit}`` spelled as the number it stands for."""
+    text = inspect.cleandoc(fn.__doc__ or "").format(limit=f"{EXPLAIN_LIMIT:,}")
+    return "\n\n".join(" ".join(part.split()) for part in text.split("\n\n"))
 
 
 # ---------------------------------------------------------------------------
@@ -763,6 +837,192 @@ def _warnings_of(result: object) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
+# Resources (each entry) and the recall prompt
+
+# An entry as a resource: its namespace and id, each percent-encoded whole.
+ENTRY_URI_TEMPLATE = "memory://{namespace}/{id}"
+_SCHEME = "memory://"
+# Entries per resources/list page: the list tool's default page.
+_RESOURCE_PAGE = 50
+_MIME = "application/json"
+
+
+def entry_uri(namespace: str, ident: str) -> str:
+    """The resource URI of an entry: ``memory://{namespace}/{id}``, each part
+    percent-encoded whole (a ``/`` in an id is ``%2F``)."""
+    return f"{_SCHEME}{quote(namespace, safe='')}/{quote(ident, safe='')}"
+
+
+def _uri_parts(uri: str) -> tuple[str, str] | None:
+    """The namespace and id an entry URI names, or None for any other URI."""
+    if not uri.startswith(_SCHEME):
+        return None
+    namespace, slash, ident = uri[len(_SCHEME) :].partition("/")
+    if not (namespace and slash and ident) or "/" in ident:
+        return None
+    return unquote(namespace), unquote(ident)
+
+
+def _resource(namespace: str, entry: Mapping[str, Any]) -> Resource:
+    """The listing of one entry: its URI, its id as the name, the start of
+    its content as the title (a row that cannot be read says why)."""
+    ident = str(entry.get("id", ""))
+    content = entry.get("content")
+    if isinstance(content, str):
+        title = " ".join(content.split())
+        title = title if len(title) <= 80 else title[:79] + "…"
+        kind = entry.get("type")
+        always = " (scope always)" if entry.get("scope") == "always" else ""
+        description = f"a {kind} entry{always}" if isinstance(kind, str) else None
+    else:
+        title, description = f"unreadable: {entry.get('unreadable')}", None
+    return Resource(
+        uri=entry_uri(namespace, ident),
+        name=ident,
+        title=title,
+        description=description,
+        mime_type=_MIME,
+    )
+
+
+class _Surface:
+    """resources/list, resources/templates/list, resources/read, prompts/list
+    and prompts/get over the store of each request (the resolver's).
+
+    A request reaches only its store's namespace: a URI naming another
+    namespace, or an id the namespace lacks, is the same "not found" (a
+    tenant over HTTP learns nothing of another's entries). Store failures
+    are JSON-RPC errors of one line: bad input ``INVALID_PARAMS``, the
+    database's ``INTERNAL_ERROR``.
+    """
+
+    def __init__(self, server: MCPServer[Any], resolver: StoreResolver) -> None:
+        self.server = server
+        self.resolver = resolver
+
+    def _store(self, ctx: ServerRequestContext[Any, Any]) -> Store:
+        return self.resolver(Context(request_context=ctx, mcp_server=self.server))
+
+    @staticmethod
+    async def _run(fn: Callable[[], Any]) -> Any:
+        try:
+            return await anyio.to_thread.run_sync(fn)
+        except InvalidInput as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        except StoreError as exc:
+            raise MCPError(INTERNAL_ERROR, _error_text(exc)) from None
+
+    async def list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
+    ) -> ListResourcesResult:
+        store = self._store(ctx)
+        namespace = store.namespace
+        page = await self._run(
+            functools.partial(store.list, limit=_RESOURCE_PAGE, cursor=params.cursor)
+        )
+        return ListResourcesResult(
+            resources=[_resource(namespace, entry) for entry in page.entries],
+            next_cursor=page.next_cursor,
+        )
+
+    async def list_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
+    ) -> ListResourceTemplatesResult:
+        template = ResourceTemplate(
+            uri_template=ENTRY_URI_TEMPLATE,
+            name="entry",
+            title="A memory entry",
+            description="One entry of a namespace, as JSON; the id is what "
+            "recall shows in brackets",
+            mime_type=_MIME,
+        )
+        return ListResourceTemplatesResult(resource_templates=[template])
+
+    async def read(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+    ) -> ReadResourceResult:
+        store = self._store(ctx)
+        parts = _uri_parts(params.uri)
+        entry = None
+        if parts is not None and parts[0] == store.namespace:
+            try:
+                entry = await self._run(functools.partial(store.get, parts[1]))
+            except MCPError as exc:
+                if exc.error.code != INVALID_PARAMS:
+                    raise
+        if entry is None:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Resource not found: {params.uri}",
+                {"uri": params.uri},
+            )
+        text = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=params.uri, mime_type=_MIME, text=text)]
+        )
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
+    ) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[_RECALL_PROMPT])
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams
+    ) -> GetPromptResult:
+        if params.name != "recall":
+            raise MCPError(
+                INVALID_PARAMS, f"unknown prompt {params.name!r}; expected 'recall'"
+            )
+        arguments = params.arguments or {}
+        unknown = sorted(set(arguments) - {"message"})
+        if unknown:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"{unknown[0]}: unknown argument of recall; expected message",
+            )
+        message = arguments.get("message")
+        if not message or not message.strip():
+            raise MCPError(INVALID_PARAMS, "message: required, the user's message")
+        store = self._store(ctx)
+        got = await self._run(functools.partial(store.recall, message))
+        return GetPromptResult(
+            description="What the memory holds for this message",
+            messages=[
+                PromptMessage(
+                    role="user", content=TextContent(type="text", text=got.chat_text())
+                )
+            ],
+        )
+
+
+if _MCP_MISSING is None:
+    _RECALL_PROMPT = Prompt(
+        name="recall",
+        title="Recall memory",
+        description="The memory's entries for a message, per pool (corrections "
+        "that always apply first), each with its [id], as one user message",
+        arguments=[
+            PromptArgument(
+                name="message", description="the user's message", required=True
+            )
+        ],
+    )
+
+
+def _serve_surface(server: MCPServer[Any], resolver: StoreResolver) -> None:
+    """Register the resources and the prompt on ``server``. MCPServer has no
+    public way to serve a listing computed per request; its low-level server
+    has (the SDK's MCPServer reaches it the same way)."""
+    surface = _Surface(server, resolver)
+    add = server._lowlevel_server.add_request_handler
+    add("resources/list", PaginatedRequestParams, surface.list_resources)
+    add("resources/templates/list", PaginatedRequestParams, surface.list_templates)
+    add("resources/read", ReadResourceRequestParams, surface.read)
+    add("prompts/list", PaginatedRequestParams, surface.list_prompts)
+    add("prompts/get", GetPromptRequestParams, surface.get_prompt)
+
+
+# ---------------------------------------------------------------------------
 # The server
 
 
@@ -779,7 +1039,8 @@ def _holding(store: Store | None) -> StoreResolver:
 def build_server(
     store: Store | None = None, *, resolve: StoreResolver | None = None
 ) -> MCPServer[Any]:
-    """The MCP server with the seven memory tools.
+    """The MCP server: the seven memory tools, each entry as a resource
+    (``memory://{namespace}/{id}``) and the ``recall`` prompt.
 
     Give ``store`` (the one store every request uses, as over stdio) or
     ``resolve``, called once per tool call with its ``Context`` to find the
@@ -811,6 +1072,7 @@ def build_server(
     server._lowlevel_server.add_request_handler(
         "logging/setLevel", SetLevelRequestParams, logging.set_level
     )
+    _serve_surface(server, resolver)
     return server
 
 
@@ -1087,7 +1349,18 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
+        return _run_stdio(store)
+
+
+def _run_stdio(store: Store) -> int:
+    """Serve ``store`` over stdio until the client closes it (0) or Ctrl-C
+    (130, one line on stderr, no traceback: the first page says Ctrl-C
+    stops it)."""
+    try:
         anyio.run(_serve_stdio, build_server(store))
+    except KeyboardInterrupt:
+        print(f"{_PROG}: stopped", file=sys.stderr)
+        return 130
     return 0
 
 

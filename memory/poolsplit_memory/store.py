@@ -48,7 +48,9 @@ Decisions where the issue is silent:
   PostgreSQL deletes the row (its old tuple stays in the table file until
   VACUUM).
 - ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
-  ``update`` with no field is InvalidInput.
+  ``update`` with no field is InvalidInput. A field given as None is left as
+  it is; ``scope="context"``, ``tags=[]`` and ``project=""`` clear (a strict
+  client sends null for what it does not mean to change).
 - A bad stored row is recognised when it is read: invalid JSON, not an
   object, a ``type`` that is not a str, or a ``poolsplit.validate`` error.
   An always-scope row (by its column or its body) is also named in the text.
@@ -85,7 +87,6 @@ import builtins
 import collections
 import dataclasses
 import difflib
-import enum
 import functools
 import hashlib
 import hmac
@@ -406,6 +407,26 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+_CONTEXT: Final = "context"
+
+
+def _scope(value: object) -> str:
+    """``"always"`` or ``"context"`` from ``value`` in any case, surrounding
+    spaces ignored: a model writes ``"Always"`` meaning always, and the two
+    values cannot be confused. ``"context"`` is an entry without ``scope``
+    (it loads only when it ranks).
+
+    Raises:
+        InvalidInput: any other value, naming the two accepted.
+    """
+    folded = value.strip().casefold() if isinstance(value, str) else None
+    if folded not in (_ALWAYS, _CONTEXT):
+        raise InvalidInput(
+            "scope", f"must be 'always' or 'context', got {_short(value)}"
+        )
+    return folded
+
+
 def build_entry(
     content: str,
     *,
@@ -422,7 +443,8 @@ def build_entry(
     left out. ``check_entry`` is the rest of the rule (it needs the pools).
 
     Raises:
-        InvalidInput: empty content or type, a scope other than ``"always"``,
+        InvalidInput: empty content or type, a scope other than ``"always"``
+            or ``"context"`` (any case; ``"context"`` is no scope key),
             tags that are not a list of str, an empty project, a priority
             that is not a finite real number, a ``now`` that is not a datetime.
     """
@@ -432,10 +454,8 @@ def build_entry(
         "content": _require_text("content", content),
         "created": _created(now),
     }
-    if scope is not None:
-        if scope != _ALWAYS:
-            raise InvalidInput("scope", f"must be 'always' or None, got {scope!r}")
-        entry["scope"] = scope
+    if scope is not None and _scope(scope) == _ALWAYS:
+        entry["scope"] = _ALWAYS
     tag_list = _tag_list(tags)
     if tag_list:
         entry["tags"] = tag_list
@@ -678,11 +698,6 @@ def _readable(stored: Stored) -> dict[str, Any]:
 # ===========================================================================
 
 
-class _Unset(enum.Enum):
-    UNSET = 0
-
-
-_UNSET: Final = _Unset.UNSET
 Source = Union[str, "os.PathLike[str]", IO[str]]
 
 
@@ -825,12 +840,18 @@ def _explain_filters(
     outcomes: Iterable[str] | None,
     summary: object,
 ) -> dict[str, builtins.list[str] | None]:
-    """``explain``'s filters checked (InvalidInput naming the bad one)."""
+    """``explain``'s filters checked (InvalidInput naming the bad one); an
+    outcome is read in any case, as the names cannot be confused."""
     filters = {
         "ids": _filter("ids", ids),
         "types": _filter("types", types),
         "outcomes": _filter("outcomes", outcomes),
     }
+    if filters["outcomes"] is not None:  # any case: "Selected" is selected
+        known = {o.casefold(): o for o in poolsplit.OUTCOMES}
+        filters["outcomes"] = [
+            known.get(o.strip().casefold(), o) for o in filters["outcomes"]
+        ]
     unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
     if unknown:
         raise InvalidInput(
@@ -1256,18 +1277,24 @@ class Store:
         self,
         id: str,
         *,
-        content: str | _Unset = _UNSET,
-        type: str | _Unset = _UNSET,
-        scope: str | _Unset | None = _UNSET,
-        tags: Iterable[str] | _Unset | None = _UNSET,
-        project: str | _Unset | None = _UNSET,
-        base_priority: float | _Unset | None = _UNSET,
+        content: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        tags: Iterable[str] | None = None,
+        project: str | None = None,
+        base_priority: float | None = None,
     ) -> Updated:
         """Change fields of one entry, validated, in one transaction.
 
-        Fields not given are unchanged; None for scope, tags, project or
-        base_priority removes the key. The whole entry after the change is
-        validated like a new one.
+        A field left out or None stays as it is, for every field: a client
+        that sends every argument (null for those it does not mean to
+        change) changes only what it gave. Clearing takes an explicit value:
+        ``scope="context"`` removes the scope (``"always"`` sets it; either
+        in any case), ``tags=[]`` the tags, ``project=""`` the project; a
+        ``base_priority`` is replaced, never removed (5 is the default). An
+        update that takes an always-scope entry out of that scope says so in
+        a ``scope:`` warning, since the entry stops loading on every recall.
+        The whole entry after the change is validated like a new one.
 
         Raises:
             InvalidInput: unknown or unreadable ``id``, no field given, or a
@@ -1315,6 +1342,12 @@ class Store:
                     id=id,
                 )
             tx.replace(_row(entry))
+            if old.get("scope") == _ALWAYS and entry.get("scope") != _ALWAYS:
+                warnings.append(
+                    f"scope: entry {id!r} was always-scope and is now "
+                    "context-scope: it no longer loads on every recall, only "
+                    "when it ranks (scope='always' puts it back)"
+                )
             if entry.get("scope") == _ALWAYS:
                 warnings.extend(self._always_warnings(tx))
             return Updated(entry, warnings)
@@ -1325,38 +1358,35 @@ class Store:
 
     @staticmethod
     def _changes(
-        content: str | _Unset,
-        kind: str | _Unset,
-        scope: str | _Unset | None,
-        tags: Iterable[str] | _Unset | None,
-        project: str | _Unset | None,
-        base_priority: float | _Unset | None,
+        content: str | None,
+        kind: str | None,
+        scope: str | None,
+        tags: Iterable[str] | None,
+        project: str | None,
+        base_priority: float | None,
     ) -> dict[str, Any]:
-        """The checked new values (None: remove the key)."""
+        """The checked new values (None: remove the key); a field given as
+        None is not a change."""
         changes: dict[str, Any] = {}
-        if content is not _UNSET:
+        if content is not None:
             changes["content"] = _require_text("content", content)
-        if kind is not _UNSET:
+        if kind is not None:
             changes["type"] = _require_name("type", kind)
-        if scope is not _UNSET:
-            if scope is not None and scope != _ALWAYS:
-                raise InvalidInput("scope", f"must be 'always' or None, got {scope!r}")
-            changes["scope"] = scope
-        if tags is not _UNSET:
-            changes["tags"] = None if tags is None else _tag_list(tags) or None
-        if project is not _UNSET:
+        if scope is not None:
+            changes["scope"] = _ALWAYS if _scope(scope) == _ALWAYS else None
+        if tags is not None:
+            changes["tags"] = _tag_list(tags) or None
+        if project is not None:
             changes["project"] = (
-                None if project is None else _require_text("project", project)
+                None if project == "" else _require_text("project", project)
             )
-        if base_priority is not _UNSET:
-            changes["base_priority"] = (
-                None if base_priority is None else _require_priority(base_priority)
-            )
+        if base_priority is not None:
+            changes["base_priority"] = _require_priority(base_priority)
         if not changes:
             raise InvalidInput(
                 None,
                 "nothing to update: give content, type, scope, tags, project "
-                "or base_priority",
+                "or base_priority (a field sent as null is left as it is)",
             )
         return changes
 
@@ -1537,6 +1567,14 @@ class Store:
         with self._cache_lock:
             snap = self._snapshot()
             pools, unused = self._explained_pools(snap)
+            if not pools:  # nothing the default pools take: nothing to decide
+                only = filters["ids"]
+                skipped = [s for s in snap.skipped if only is None or s.id in only]
+                text = (
+                    f"no active entry in namespace {self.namespace!r}: "
+                    "recall returns nothing\n"
+                )
+                return text + _explain_tail(unused, skipped, summary)
             report = poolsplit.explain(
                 snap.entries,
                 pools,
@@ -1554,16 +1592,7 @@ class Store:
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
         text = report.render(summary=summary).rstrip("\n") + "\n" + relevance
-        if unused:
-            text += (
-                f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
-            )
-        if skipped and summary:
-            text += f"\nrows left out: {len(skipped)} (summary=False lists them)\n"
-        elif skipped:
-            lines = [f"- {s.id}: {s.reason}" for s in skipped]
-            text += "\nrows left out:\n" + "\n".join(lines) + "\n"
-        return text
+        return text + _explain_tail(unused, skipped, summary)
 
     def _explained_pools(
         self, snap: _Snapshot
@@ -1571,13 +1600,15 @@ class Store:
         """The pools explain shows, and the default ones it leaves out: with
         the default pools, those no active entry has a type of select nothing
         (the default pools admit disjoint types), so leaving them out changes
-        no decision and spares a warning that a type is misspelt."""
+        no decision and spares a warning that a type is misspelt (none at
+        all for a store with no active entry: a user who never configured a
+        pool is never told one may be misspelt)."""
         pools = self._pools_for(snap)
         if self.pools is not None:
             return pools, []
         shown = [p for p in pools if not snap.types.isdisjoint(p.types or ())]
         unused = [p.name for p in pools if p not in shown]
-        return shown or pools[:1], unused
+        return shown, unused
 
     def _scorer(self, snap: _Snapshot, context: Mapping[str, Any]) -> Scorer:
         """The scorer of this store's ranking for one recall's context."""
@@ -1954,6 +1985,21 @@ def _replace_file(path: str, text: str) -> None:
             raise
     except OSError as exc:
         raise StoreUnavailable("cannot write export", path, str(exc)) from None
+
+
+def _explain_tail(
+    unused: Sequence[str], skipped: Sequence[Skipped], summary: bool
+) -> str:
+    """explain's closing lines: the default pools left out, the rows skipped."""
+    text = ""
+    if unused:
+        text += f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
+    if skipped and summary:
+        text += f"\nrows left out: {len(skipped)} (summary=False lists them)\n"
+    elif skipped:
+        lines = [f"- {s.id}: {s.reason}" for s in skipped]
+        text += "\nrows left out:\n" + "\n".join(lines) + "\n"
+    return text
 
 
 def not_loaded(always_skipped: Sequence[Skipped]) -> str:

@@ -214,8 +214,9 @@ def test_remember_assigns_id_and_created_and_returns_the_entry(open_):
         ({"content": "   "}, "content"),
         ({"content": 5}, "content"),
         ({"type": ""}, "type"),
-        ({"scope": "Always"}, "scope"),
+        ({"scope": "alway"}, "scope"),
         ({"scope": "sometimes"}, "scope"),
+        ({"scope": 1}, "scope"),
         ({"tags": "release"}, "tags"),
         ({"tags": ["ok", 3]}, "tags"),
         ({"project": ""}, "project"),
@@ -255,24 +256,48 @@ def test_poolsplit_validate_warnings_come_back_from_check_entry():
     assert any(w.startswith("scop: ") and "'scope'" in w for w in warnings)
 
 
-def test_update_changes_only_the_given_fields_and_none_removes_a_key(open_):
+def test_update_changes_only_the_given_fields_and_none_is_unchanged(open_):
     store = open_("ada")
     written = store.remember("v1", type="task", tags=["a"], project="p", now=NOW)
-    updated = store.update(written.id, content="v2", tags=None, base_priority=3)
+    updated = store.update(
+        written.id, content="v2", type=None, tags=None, project=None, base_priority=3
+    )
     expected = {**written.entry, "content": "v2", "base_priority": 3}
-    del expected["tags"]
     assert updated.entry == expected
     assert store.get(written.id) == expected
-    assert store.update(written.id, project=None).entry.get("project") is None
+    with pytest.raises(InvalidInput, match="^nothing to update"):
+        store.update(written.id, scope=None, tags=None, project=None)
+
+
+def test_update_clears_with_context_an_empty_list_and_an_empty_project(open_):
+    store = open_("ada")
+    written = store.remember(
+        "v1", type="correction", scope="always", tags=["a"], project="p", now=NOW
+    )
+    cleared = store.update(written.id, tags=[], project="")
+    assert {"tags", "project"}.isdisjoint(cleared.entry)
+    assert cleared.warnings == []
+    demoted = store.update(written.id, scope="Context")
+    assert "scope" not in demoted.entry
+    (warning,) = demoted.warnings
+    assert warning.startswith(f"scope: entry {written.id!r} was always-scope")
+    assert store.update(written.id, scope=" ALWAYS ").entry["scope"] == "always"
+    assert store.remember("r", scope="Always").entry["scope"] == "always"
+    assert "scope" not in store.remember("s", scope="context").entry
+    with pytest.raises(InvalidInput, match="^scope: must be 'always' or 'context'"):
+        store.update(written.id, scope="sometimes")
+    with pytest.raises(InvalidInput, match="^project: must not be empty"):
+        store.update(written.id, project="  ")
 
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
         ({"content": ""}, "content"),
-        ({"content": None}, "content"),
-        ({"type": None}, "type"),
-        ({"scope": "ALWAYS"}, "scope"),
+        ({"content": None}, None),  # None: unchanged, so nothing to update
+        ({"type": None}, None),
+        ({"scope": "ALWAY"}, "scope"),
+        ({"project": "  "}, "project"),
         ({"tags": "x"}, "tags"),
         ({"base_priority": math.nan}, "base_priority"),
         ({}, None),
@@ -891,10 +916,11 @@ def test_a_bad_row_can_be_fixed_by_update_or_forgotten(open_, store_url):
         type="fact",
     )
     plant(store_url, "ada", "json", "{", type="fact")
-    assert store.update("prio", base_priority=None).entry == {
+    assert store.update("prio", base_priority=5).entry == {
         "id": "prio",
         "type": "fact",
         "content": "x",
+        "base_priority": 5,
     }
     with pytest.raises(InvalidInput) as info:
         store.update("json", content="y")
@@ -1343,9 +1369,9 @@ def update_in_model(store, model, ident, content):
         model, content, entry["type"], None, ident
     ):
         with pytest.raises(InvalidInput):
-            store.update(ident, content=content, scope=None)
+            store.update(ident, content=content, scope="context")
         return
-    updated = store.update(ident, content=content, scope=None)
+    updated = store.update(ident, content=content, scope="context")
     expected = {**entry, "content": content}
     expected.pop("scope", None)
     assert updated.entry == expected
@@ -1577,7 +1603,7 @@ def test_a_planted_row_with_an_id_no_write_accepts_can_be_fixed_or_forgotten(
     assert [s.id for s in recall.skipped] == [ident]
     assert f"{ident!r} could not be loaded" in recall.text  # "fix or forget it"
     with pytest.raises(InvalidInput) as info:  # no write stores such an id
-        store.update(ident, base_priority=None)
+        store.update(ident, base_priority=5)
     assert info.value.field == "id"
     assert "forget it and remember its content again" in str(info.value)
     assert store.get(ident)["content"] == "rule"

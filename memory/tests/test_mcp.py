@@ -240,9 +240,9 @@ def test_every_tool_with_its_output_schema(tmp_path):
             assert updated["entry"]["scope"] == "always"  # left out: unchanged
             assert updated["entry"]["content"].endswith("Sundays")
             demoted = ok(
-                await client.call_tool("update", {"id": rule["id"], "scope": None})
+                await client.call_tool("update", {"id": rule["id"], "scope": "context"})
             )
-            assert "scope" not in demoted["entry"]  # sent as null: removed
+            assert "scope" not in demoted["entry"]  # "context": removed
             assert (
                 "tags"
                 in ok(

@@ -93,7 +93,7 @@ def test_every_failure_reaches_the_client_as_one_line_naming_it(
         assert stderr == f"poolsplit-mcp: {expected}\n"
 
 
-def test_update_tells_a_left_out_argument_from_a_null_one(tmp_path):
+def test_update_reads_a_null_argument_as_a_left_out_one(tmp_path):
     with open_store(str(tmp_path / "m.db")) as store:
         entry = store.remember(
             "keep", type="fact", scope="always", tags=("a",), project="p"
@@ -106,13 +106,21 @@ def test_update_tells_a_left_out_argument_from_a_null_one(tmp_path):
                 )
                 assert kept.structured_content["entry"]["tags"] == ["a"]
                 assert kept.structured_content["entry"]["scope"] == "always"
+                nulls = await client.call_tool(
+                    "update",
+                    {"id": entry["id"], "content": "k2", "tags": None, "scope": None},
+                )
+                assert nulls.structured_content["entry"] == {
+                    **kept.structured_content["entry"],
+                    "content": "k2",
+                }
                 cleared = await client.call_tool(
                     "update",
-                    {"id": entry["id"], "tags": None, "project": None, "scope": None},
+                    {"id": entry["id"], "tags": [], "project": "", "scope": "context"},
                 )
                 after = cleared.structured_content["entry"]
                 assert not {"tags", "project", "scope"} & set(after)
-                assert after["content"] == "kept"
+                assert after["content"] == "k2"
                 nothing = await client.call_tool("update", {"id": entry["id"]})
                 assert error_line(nothing)  # no field given: the store says so
 

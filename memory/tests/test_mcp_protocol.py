@@ -246,8 +246,7 @@ def test_the_schemas_say_what_the_tools_take(tmp_path):
         async with Client(params(tmp_path)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             remember = tools["remember"].input_schema["properties"]
-            assert {"enum": ["always"]} in remember["scope"]["anyOf"]
-            assert "string" not in json.dumps(remember["scope"]).replace('"always"', "")
+            assert {"enum": ["always", "context"]} in remember["scope"]["anyOf"]
             limit = tools["list"].input_schema["properties"]["limit"]
             assert (limit["minimum"], limit["maximum"]) == (1, 500)
             assert limit["type"] == "integer"
