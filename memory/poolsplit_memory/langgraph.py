@@ -14,14 +14,29 @@ Entries live in any LangGraph ``BaseStore``, one item per entry (the item's
 value is the entry, its key the entry's ``id``), under one namespace per user:
 ``("memories", user_label(config["configurable"]["user_id"]))`` unless
 ``namespace=`` says otherwise (:func:`user_label` escapes the ``.`` LangGraph
-refuses in a label, so ``ada@example.com`` is a user too). Each turn reads
+refuses in a label, so ``ada@example.com`` is a user too). Each turn sees
 that namespace **exactly** (``search`` matches a prefix; items of
 ``("memories", "ada", "archive")`` are another namespace and never loaded for
-``("memories", "ada")``), whole, in one ``search`` call that no order or
-missing ``offset`` of the store can cut (:func:`load_entries`), fills the
-pools for the latest human message and puts the agent's prompt and the rendered pools
-into **one** ``SystemMessage`` (several providers reject a second one). The
-ids injected per pool are in its ``additional_kwargs["poolsplit"]``.
+``("memories", "ada")``) as it is now, fills the pools for the latest human
+message and puts the agent's prompt and the rendered pools into **one**
+``SystemMessage`` (several providers reject a second one). The ids injected
+per pool are in its ``additional_kwargs["poolsplit"]``.
+
+The namespace stays loaded between turns, per store object (at most
+:data:`MAX_LOADED` namespaces each): its entries checked by the store's
+rule, the lexical ranking's statistics and the recall index
+``Store.recall`` uses, brought forward by the items that changed, so a
+turn's cost does not grow with the namespace. How a turn finds what
+changed depends on the store: LangGraph's ``InMemoryStore`` is compared in
+place (its ``put`` makes a new item each time); ``PostgresStore`` and
+``AsyncPostgresStore`` are asked for their newest items (they order by
+``updated_at``) and for one item at the offset the count says is the last
+(a delete or an expiry fails it and the namespace is read whole); any
+other store is read whole (:func:`load_entries`' rule: one ``search`` that
+no order or missing ``offset`` can cut) and compared item by item. A
+rewrite with the same key, by this process or another, is a change. What
+no ``put`` does is not seen: a value edited in place, or a row changed by
+SQL without ``updated_at``.
 
 ``pools=None`` (every entry point's default) means the store's neutral
 defaults, as ``Store.recall`` uses them: ``poolsplit_memory.DEFAULT_POOLS``
