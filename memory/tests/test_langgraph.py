@@ -14,6 +14,7 @@ import io
 import os
 import random
 import warnings
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
 import poolsplit
@@ -1086,3 +1087,284 @@ def test_user_label_is_injective_reversible_and_valid_for_langgraph(one, other):
         store = InMemoryStore()
         store.put(("memories", label), "k", {"id": "k"})
         assert [i.key for i in store.search(("memories", label))] == ["k"]
+
+
+# --- a namespace kept loaded between turns (issue 35) ------------------------
+#
+# Each turn brings the namespace kept loaded forward by what changed: an
+# InMemoryStore's items compared in place, a PostgresStore probed by its
+# newest items and a count, any other store read whole and compared. These
+# tests hold every turn to a turn that reads and loads the namespace afresh.
+
+from poolsplit_memory._entries import prepare  # noqa: E402
+
+TURN_NOW = DEMO_NOW
+
+
+def fresh(store, space, pools, message, ranking="lexical"):
+    """What the turn gives when it loads the namespace afresh: ids per pool,
+    the skipped ids, the text naming always-scope items not loaded, the
+    warnings."""
+    items = adapter._load_items(store, space)
+    read = prepare([i.value for i in items], pools, ids=[i.key for i in items])
+    results, read = adapter._filled(read, message, ranking, TURN_NOW)
+    return summary(results, read)
+
+
+def kept(store, space, pools, message, ranking="lexical"):
+    """The same through the namespace kept loaded for this store."""
+    loaded = adapter._loaded_items(store, space, pools, ranking)
+    results, read = adapter._filled(loaded, message, ranking, TURN_NOW)
+    return summary(results, read)
+
+
+def summary(results, read):
+    return (
+        {name: [e["id"] for e in chosen] for name, chosen in results.items()},
+        sorted(s["id"] for s in read.skipped),
+        read.notice,
+        sorted(read.warnings),
+        [p.name for p in read.pools],
+    )
+
+
+class Plain(InMemoryStore):
+    """A BaseStore the adapter knows nothing of (neither InMemoryStore nor
+    PostgresStore): read whole every turn and compared."""
+
+
+LOADED_STORES = {"in-memory": InMemoryStore, "plain": Plain}
+WRITES = ("billing export", "deploy key", "search report", "invoice", "alerts")
+
+write_step = st.one_of(
+    st.tuples(
+        st.just("put"),
+        st.integers(0, 12),  # the key
+        st.sampled_from(["fact", "task", "correction", "skill", "odd"]),
+        st.sampled_from(WRITES),
+        st.booleans(),  # scope always
+    ),
+    st.tuples(st.just("same again"), st.integers(0, 12)),
+    st.tuples(st.just("delete"), st.integers(0, 12)),
+    st.tuples(st.just("bad"), st.integers(0, 12)),  # fails validation
+    st.tuples(st.just("content 4711"), st.integers(0, 12)),
+    st.tuples(st.just("longer namespace"), st.integers(0, 12)),
+)
+
+
+def write(store, space, step):
+    key = f"k{step[1]}"
+    if step[0] == "put":
+        _, _, kind, words, always = step
+        value = {"id": key, "type": kind, "content": f"{words} {key}"}
+        if always:
+            value["scope"] = "always"
+        store.put(space, key, value)
+    elif step[0] == "same again":
+        found = store.get(space, key)
+        if found is not None:
+            store.put(space, key, dict(found.value))
+    elif step[0] == "delete":
+        store.delete(space, key)
+    elif step[0] == "bad":
+        store.put(space, key, {"id": key, "type": "fact", "content": ""})
+    elif step[0] == "content 4711":
+        store.put(space, key, {"id": key, "type": "fact", "content": 4711})
+    else:
+        store.put((*space, "archive"), key, {"id": key, "content": "archived"})
+
+
+@given(
+    st.lists(write_step, max_size=25),
+    st.sampled_from(sorted(LOADED_STORES)),
+    st.sampled_from([None, POOLS]),
+    st.sampled_from(["lexical", "core"]),
+    st.sampled_from(QUESTIONS),
+)
+def test_a_namespace_kept_loaded_gives_what_a_fresh_load_gives(
+    steps, kind, pools, ranking, message
+):
+    """After every write (new, changed, rewritten unchanged, deleted,
+    invalid, non-string content, another namespace), the turn equals one
+    that loads the namespace afresh."""
+    store = LOADED_STORES[kind]()
+    space = ("memories", "ada")
+    kept(store, space, pools, message, ranking)  # loaded before the writes
+    for step in steps:
+        write(store, space, step)
+        assert kept(store, space, pools, message, ranking) == fresh(
+            store, space, pools, message, ranking
+        )
+
+
+def agent_turn(store, question="How do I debug the billing work?"):
+    model = recording()
+    agent = react_agent(model, store)
+    agent.invoke({"messages": [HumanMessage(question)]}, config())
+    return system_of(model.received[0])
+
+
+@pytest.mark.parametrize("kind", sorted(LOADED_STORES))
+def test_an_added_changed_or_deleted_item_is_seen_the_next_turn(kind):
+    store = LOADED_STORES[kind]()
+    space = ("memories", "ada")
+    for entry in demo_store():
+        remember(store, space, entry)
+    first = agent_turn(store)
+    rule = {"id": "new-rule", "type": "correction", "scope": "always"}
+    remember(store, space, {**rule, "content": "Answer in French."})
+    added = agent_turn(store)
+    assert "Answer in French." not in first.text
+    assert "Answer in French." in added.text
+    remember(store, space, {**rule, "content": "Answer in German."})
+    changed = agent_turn(store)
+    assert "Answer in German." in changed.text
+    assert "Answer in French." not in changed.text
+    store.delete(space, "new-rule")
+    deleted = agent_turn(store)
+    assert "Answer in German." not in deleted.text
+    assert (
+        deleted.additional_kwargs[METADATA_KEY]["pools"]
+        == (first.additional_kwargs[METADATA_KEY]["pools"])
+    )
+
+
+def test_a_value_edited_in_place_breaks_no_turn_and_its_next_put_is_seen():
+    """InMemoryStore hands out its own dicts; editing one is no write (no
+    new item), so the turn keeps the copy it loaded, and its statistics stay
+    whole (removing the entry later does not fail); a put is seen."""
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    store.put(space, "k", {"id": "k", "type": "fact", "content": "billing export"})
+    kept(store, space, None, "billing")
+    store.get(space, "k").value["content"] = "edited in place"
+    assert kept(store, space, None, "billing")[0]["facts"] == ["k"]
+    store.put(space, "k", {"id": "k", "type": "task", "content": "deploy"})
+    assert kept(store, space, None, "billing") == fresh(store, space, None, "billing")
+    store.delete(space, "k")
+    assert kept(store, space, None, "billing") == fresh(store, space, None, "billing")
+
+
+def test_every_always_scope_entry_is_injected_first_at_10000_entries():
+    """The always-scope invariant at scale: 10,000 tied notes (default
+    priority, one minute apart) and 5 corrections; every correction is in
+    the core pool of every turn, before any other entry, outside the caps,
+    and a sixth one written between turns is there the next turn."""
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    stamp = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    for number in range(10_000):
+        key = f"n{number}"
+        store.put(space, key, {
+            "id": key, "type": "note", "content": f"billing note {number % 97}",
+            "created": (stamp + timedelta(minutes=number)).isoformat(),
+        })  # fmt: skip
+    always = [f"c{n}" for n in range(5)]
+    for key in always:
+        store.put(space, key, {
+            "id": key, "type": "correction", "scope": "always",
+            "content": f"rule {key}", "created": stamp.isoformat(),
+        })  # fmt: skip
+    pools = [Pool("core", 10, 2, ("correction",)), Pool("notes", 200, 3, ("note",))]
+    for turn in range(3):
+        loaded = adapter._loaded_items(store, space, pools, "lexical")
+        results, _ = adapter._filled(loaded, "billing note 5", "lexical", TURN_NOW)
+        assert [e["id"] for e in results["core"]] == always
+        assert len(results["notes"]) == 3
+        assert results == poolsplit.retrieve_pools(
+            loaded.index.entries,
+            pools,
+            {"message": "billing note 5"},
+            scorer=loaded.stats.scorer({"message": "billing note 5"}),
+            now=TURN_NOW,
+        )
+        key = f"c{5 + turn}"
+        store.put(space, key, {"id": key, "type": "correction", "scope": "always",
+                               "content": f"rule {key}"})  # fmt: skip
+        always.append(key)
+
+
+def test_each_store_keeps_at_most_max_loaded_namespaces():
+    store = InMemoryStore()
+    for number in range(adapter.MAX_LOADED + 3):
+        adapter._loaded_items(store, ("memories", f"u{number}"), None, "lexical")
+    assert len(adapter._loaded[store]) == adapter.MAX_LOADED
+    assert ("memories", "u0") not in {key[0] for key in adapter._loaded[store]}
+
+
+# --- PostgresStore: probed by its newest items and a count -------------------
+
+
+def pg_items(pg_url, space, count):
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(pg_url) as store:
+        store.setup()
+        store.batch([
+            PutOp(space, f"n{i}", {"id": f"n{i}", "type": "fact",
+                                   "content": f"billing fact {i}"})
+            for i in range(count)
+        ])  # fmt: skip
+
+
+class Searches:
+    """Counts a store's searches (the rows each returned) without changing it."""
+
+    def __init__(self, store, monkeypatch):
+        self.calls = []
+        search = store.search
+
+        def counted(*args, **kwargs):
+            found = search(*args, **kwargs)
+            self.calls.append(len(found))
+            return found
+
+        monkeypatch.setattr(store, "search", counted)
+
+
+def test_postgres_sees_what_another_process_writes_with_the_same_key(
+    pg_url, monkeypatch
+):
+    """Another process (its own connection) adds, rewrites with the same
+    key and deletes items; a raw write stamped before the newest one seen,
+    as a statement that began before the last read commits it, is seen
+    too. A turn with nothing written reads the newest few items and one
+    count, not the namespace."""
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 300)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # written an hour ago
+        conn.execute("UPDATE store SET updated_at = updated_at - interval '1 hour'")
+    monkeypatch.setattr(adapter, "CLOCK_SKEW", timedelta(0))  # one machine
+    message = "billing fact"
+    with PostgresStore.from_conn_string(pg_url) as store, \
+            PostgresStore.from_conn_string(pg_url) as other:  # fmt: skip
+        kept(store, space, None, message)  # the first read: whole
+        loaded = adapter._loaded_items(store, space, None, "lexical")
+        searches = Searches(store, monkeypatch)
+        assert kept(store, space, None, message) == fresh(store, space, None, message)
+        assert searches.calls[:2] == [adapter._RECENT_FIRST, 1]
+        searches.calls.clear()
+        other.put(space, "n7", {"id": "n7", "type": "fact", "content": "rewritten"})
+        other.put(space, "new", {"id": "new", "type": "task", "content": "billing"})
+        got = kept(store, space, None, message)
+        assert searches.calls == [adapter._RECENT_FIRST, 1]  # not read whole
+        assert "new" in got[0]["tasks"]
+        assert loaded._values["n7"][1]["content"] == "rewritten"
+        assert got == fresh(store, space, None, message)
+        other.delete(space, "n3")
+        kept(store, space, None, message)  # the count fails: read whole
+        assert "n3" not in loaded._values
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE store SET value = %s, updated_at = now() - "
+                "interval '5 seconds' WHERE key = 'n9'",
+                ('{"id": "n9", "type": "fact", "content": "late"}',),
+            )
+        searches.calls.clear()
+        kept(store, space, None, message)
+        assert searches.calls == [adapter._RECENT_FIRST, 1]
+        assert loaded._values["n9"][1]["content"] == "late"
+        assert kept(store, space, None, message) == fresh(store, space, None, message)

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, _index, _sqlite, open_store
-from poolsplit_memory._ranking import Statistics
+from poolsplit_memory._ranking import Statistics, terms
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 LATEST = len(_sqlite.MIGRATIONS)  # the schema version a store writes
@@ -45,20 +45,29 @@ def index_path_always(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # --- the incremental snapshot equals a fresh one ----------------------------------
 
+# Priorities the store accepts, the finite float limits among them: with a
+# tag and a project mismatch a score near 1.7e308 rounds to inf.
+PRIORITIES = [-2, 0, 3, 9, 1.7e308, -1.7e308, 5e-324, 1e308]
+
 operation = st.one_of(
     st.tuples(
         st.just("remember"),
         st.sampled_from(TYPES),
         st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
-        st.one_of(st.none(), st.sampled_from([-2, 0, 3, 9])),
+        st.one_of(st.none(), st.sampled_from(PRIORITIES)),
         st.booleans(),  # scope="always"
+        st.lists(st.sampled_from(["billing", "ops"]), max_size=2, unique=True),
+        st.sampled_from([None, "alpha", "beta"]),  # project
     ),
     st.tuples(st.just("update"), st.integers(0, 50), st.sampled_from(WORDS)),
     st.tuples(st.just("forget"), st.integers(0, 50)),
     st.tuples(st.just("supersede"), st.integers(0, 50), st.sampled_from(WORDS)),
     st.tuples(st.just("other store"), st.sampled_from(WORDS)),
     st.tuples(st.just("other namespace"), st.sampled_from(WORDS)),
-    st.tuples(st.just("hand insert"), st.sampled_from(['{"content": 3', "[1]", "ok"])),
+    st.tuples(
+        st.just("hand insert"),
+        st.sampled_from(['{"content": 3', "[1]", "ok", "number", "null"]),
+    ),
     st.tuples(st.just("hand retire"), st.integers(0, 50)),
     st.tuples(st.just("hand delete"), st.integers(0, 50)),
     st.tuples(st.just("recall"), st.sampled_from(WORDS)),
@@ -82,12 +91,14 @@ def through_a_store(
     by a store on another namespace."""
     kind = step[0]
     if kind == "remember":
-        _, type_, content, priority, always = step
+        _, type_, content, priority, always, tags, project = step
         store.remember(
             content,
             type=type_,
             base_priority=priority,
             scope="always" if always else None,
+            tags=tags,
+            project=project,
             now=NOW - timedelta(days=n),
         )
     elif kind == "update" and pick:
@@ -111,7 +122,12 @@ def by_hand(step: tuple[Any, ...], store: Any, url: str, n: int, pick: Any) -> N
     """A step another tool takes on the database: insert, retire, delete."""
     kind = step[0]
     if kind == "hand insert":
-        body = step[1] if step[1] != "ok" else {"type": "fact", "content": "by hand"}
+        # Content that is not a string, as an import_jsonl line may hold.
+        body = {
+            "ok": {"type": "fact", "content": "by hand"},
+            "number": {"type": "fact", "content": 4711},
+            "null": {"type": "fact", "content": None},
+        }.get(step[1], step[1])
         plant(url, "ada", f"hand{n}", body, type="fact")
     elif kind == "hand retire" and pick:
         found = store.get(pick)
@@ -157,6 +173,37 @@ def same_as_fresh(store: Any, url: str, message: str) -> None:
         fresh.close()
 
 
+def counted_from_scratch(entries: list[dict[str, Any]]) -> tuple[int, int, dict]:
+    """N, the total length and each term's document frequency of ``entries``,
+    counted anew by memory/README.md's "Ranking": an entry's terms are the
+    distinct stems of its content (missing or None: "", else its str()),
+    its length their number."""
+    total = 0
+    frequency: dict[str, int] = {}
+    for entry in entries:
+        content = entry.get("content")
+        text = "" if content is None else str(content)
+        found = terms(text)
+        total += len(found)
+        for term in found:
+            frequency[term] = frequency.get(term, 0) + 1
+    return len(entries), total, frequency
+
+
+def check_statistics(store: Any) -> None:
+    """The running statistics of each of the store's snapshots, brought
+    forward to now, equal a count from scratch of its entries (a statistic
+    that only grows, as when an entry leaves without being removed from
+    them, shows here even when no recall ranks differently)."""
+    for pools in (None, POOLS):
+        with store._cache_lock:
+            snap = store._snapshot(pools)
+            count, total, frequency = counted_from_scratch(snap.entries)
+            stats = snap.stats
+            assert (stats.count, stats.total_length) == (count, total)
+            assert stats._frequency == frequency
+
+
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 @settings(max_examples=25, deadline=None)
 @given(st.lists(operation, min_size=1, max_size=25), st.sampled_from(WORDS))
@@ -171,6 +218,7 @@ def test_after_random_writes_recall_equals_a_fresh_load(
         store.recall(message, now=NOW, pools=POOLS)
         for n, step in enumerate(steps):
             apply(step, store, other, store_url, n)
+            check_statistics(store)
         same_as_fresh(store, store_url, message)
     finally:
         store.close()

@@ -1,0 +1,208 @@
+"""The LangGraph turn with memory at 100 and 10,000 memories (issue 35).
+
+    pip install 'poolsplit-memory[langgraph]' langgraph-checkpoint-postgres
+    eval "$(bash scripts/start-postgres.sh)"         # for the PostgresStore rows
+    python benchmarks/langgraph_turn.py [--sizes 100,10000] [--turns 30]
+                                        [--pg-dsn URL] [--quick]
+
+For each store (``InMemoryStore``; LangGraph's ``PostgresStore`` with
+``--pg-dsn`` or ``POOLSPLIT_PG_DSN``, else a line saying it is skipped) and
+each size, ONE FRESH PROCESS (this script with ``--row``) fills one user's
+namespace with conversational memories (``conversation.memories``: default
+priority, written minutes to hours apart, so scores tie), builds
+``create_react_agent(model, [], prompt=memory_prompt(), store=store)``
+with a fake chat model that answers at once, and times each turn: the
+agent's ``invoke`` (``turn``) and, inside it, the prompt callable alone
+(``memory``: the read of the namespace and the pools, what this package
+adds). Each turn asks a new question. Two kinds of turn alternate:
+``warm`` (nothing written since the last turn) and ``after write`` (one
+memory put into the namespace just before, untimed, as ``remember_tool``
+does). Five untimed turns warm up. Printed per row: the median of each
+and, per store, the 10,000/100 ratio of the medians (the issue's target:
+at most 3 for a turn with memory). Nothing is asserted; pytest never
+collects this.
+
+PostgreSQL rows live in a schema of their own (``poolsplit_bench_PID``,
+dropped at the end) of the database the DSN names. The fill is one batch;
+the row then waits ``CLOCK_SKEW + RECENT_WINDOW`` (70 s) so that the timed
+turns meet a store written before them, as an agent's store is (until
+then a turn rereads the items written in that window before its last
+read: see the adapter).
+``--quick``: sizes 100 and 1,000, 9 turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+WARM_UP = 5
+KINDS = ("warm", "after write")
+
+
+def _agent(store: Any, timings: list[float]) -> Any:
+    """The prebuilt agent, its prompt callable timed into ``timings``."""
+    from langchain_core.language_models.fake_chat_models import (
+        FakeMessagesListChatModel,
+    )
+    from langchain_core.messages import AIMessage
+    from langgraph.prebuilt import create_react_agent
+    from poolsplit_memory.langgraph import memory_prompt
+
+    class Model(FakeMessagesListChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    prompt = memory_prompt()
+
+    def timed(state: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return prompt(state)
+        finally:
+            timings.append(time.perf_counter() - started)
+
+    model = Model(responses=[AIMessage("Noted.")])  # answered again each turn
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated in 1.x
+        return create_react_agent(model, [], prompt=timed, store=store)
+
+
+@contextmanager
+def _store(kind: str, dsn: str | None) -> Iterator[Any]:
+    if kind == "InMemoryStore":
+        from langgraph.store.memory import InMemoryStore
+
+        yield InMemoryStore()
+        return
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    assert dsn is not None
+    schema = f"poolsplit_bench_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            joiner = "&" if "?" in dsn else "?"
+            url = f"{dsn}{joiner}options=-csearch_path%3D{schema}"
+            with PostgresStore.from_conn_string(url) as store:
+                store.setup()
+                yield store
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def row(kind: str, size: int, turns: int, dsn: str | None) -> dict[str, Any]:
+    """One store and size, in this process: medians in seconds per kind."""
+    import random
+
+    from conversation import memories, questions, sentence
+    from langgraph.store.base import PutOp
+    from poolsplit_memory.langgraph import CLOCK_SKEW, RECENT_WINDOW
+
+    space = ("memories", "ada")
+    config = {"configurable": {"user_id": "ada", "thread_id": "t"}}
+    rng = random.Random(7)
+    asked = iter(questions(WARM_UP + 2 * turns + 1))
+    with _store(kind, dsn) as store:
+        ops = [PutOp(space, e["id"], e) for e in memories(size)]
+        for start in range(0, len(ops), 1000):
+            store.batch(ops[start : start + 1000])
+        if kind != "InMemoryStore":
+            time.sleep((CLOCK_SKEW + RECENT_WINDOW).total_seconds() + 1)
+        memory: list[float] = []
+        agent = _agent(store, memory)
+        samples: dict[str, dict[str, list[float]]] = {
+            k: {"turn": [], "memory": []} for k in KINDS
+        }
+        written = 0
+
+        def turn() -> tuple[float, float]:
+            before = len(memory)
+            started = time.perf_counter()
+            agent.invoke({"messages": [("user", next(asked))]}, config)
+            elapsed = time.perf_counter() - started
+            assert len(memory) == before + 1
+            return elapsed, memory[-1]
+
+        for _ in range(WARM_UP):
+            turn()
+        for number in range(2 * turns):
+            kind_of_turn = KINDS[number % 2]
+            if kind_of_turn == "after write":
+                written += 1
+                key = f"new{written}"
+                store.put(
+                    space,
+                    key,
+                    {"id": key, "type": "fact", "content": sentence(rng),
+                     "created": "2026-12-01T10:00:00+00:00"},
+                )  # fmt: skip
+            elapsed, inside = turn()
+            samples[kind_of_turn]["turn"].append(elapsed)
+            samples[kind_of_turn]["memory"].append(inside)
+    return {
+        k: {part: statistics.median(v) for part, v in parts.items()}
+        for k, parts in samples.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100,10000")
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--row", nargs=2, metavar=("STORE", "SIZE"))
+    args = parser.parse_args(argv)
+    if args.row:
+        got = row(args.row[0], int(args.row[1]), args.turns, args.pg_dsn)
+        print(json.dumps(got))
+        return 0
+    sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    turns = 9 if args.quick else args.turns
+    stores = ["InMemoryStore"]
+    if args.pg_dsn:
+        stores.append("PostgresStore")
+    else:
+        print("PostgresStore: skipped (no --pg-dsn, no POOLSPLIT_PG_DSN)")
+    print(f"Python {sys.version.split()[0]}, {turns} turns of each kind per row")
+    print(f"{'store':<14} {'size':>6}  {'kind':<12} {'turn ms':>9} {'memory ms':>10}")
+    for kind in stores:
+        medians = {}
+        for size in sizes:
+            out = subprocess.run(
+                [sys.executable, __file__, "--row", kind, str(size),
+                 "--turns", str(turns), "--pg-dsn", args.pg_dsn or ""],
+                check=True, capture_output=True, text=True,
+                cwd=os.path.dirname(os.path.abspath(__file__)),
+            ).stdout  # fmt: skip
+            medians[size] = json.loads(out.strip().splitlines()[-1])
+            for k in KINDS:
+                got = medians[size][k]
+                print(
+                    f"{kind:<14} {size:>6}  {k:<12} {got['turn'] * 1e3:9.2f} "
+                    f"{got['memory'] * 1e3:10.2f}"
+                )
+        small, large = min(sizes), max(sizes)
+        for k in KINDS:
+            a, b = medians[small][k], medians[large][k]
+            print(
+                f"{kind:<14} {large}/{small} {k:<12} turn {b['turn'] / a['turn']:.2f}x"
+                f"  memory {b['memory'] / a['memory']:.2f}x"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
