@@ -172,6 +172,7 @@ class Hybrid(Relevance):
             lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
             shares[content] = ALPHA * lex + (1.0 - ALPHA) * semantic
         self._share = shares
+        self._settle()
 
     def share(self, entry: Entry) -> float:
         """``h`` for an entry of the snapshot; 0 for any other."""

@@ -22,8 +22,8 @@ from poolsplit import Pool
 
 from poolsplit_memory import _ranking
 from poolsplit_memory._ranking import (
-    MAX_FACTOR,
     Statistics,
+    floored,
     recall_by_scores,
     stem,
     terms,
@@ -41,7 +41,7 @@ def oracle_terms(text):
     return {_PORTER.stemWord(w) for w in words}
 
 
-def oracle_score(entries, entry, context):
+def oracle_r(entries, entry, message):
     docs = [oracle_terms(e.get("content") or "") for e in entries]
     n_docs = len(docs)
     average = sum(len(d) for d in docs) / n_docs if n_docs else 0.0
@@ -50,20 +50,36 @@ def oracle_score(entries, entry, context):
         n = sum(1 for d in docs if term in d)
         return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
 
-    known = [
-        t
-        for t in oracle_terms(context.get("message") or "")
-        if any(t in d for d in docs)
-    ]
+    known = [t for t in oracle_terms(message or "") if any(t in d for d in docs)]
     own = oracle_terms(entry.get("content") or "")
     shared = sum(idf(t) for t in known if t in own)
-    r = 0.0
-    if shared:
-        length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
-        r = shared * (length + 1) / (sum(idf(t) for t in known) * 3.2)
+    if not shared:
+        return 0.0
+    length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
+    return shared * (length + 1) / (sum(idf(t) for t in known) * 3.2)
+
+
+def oracle_factor(r, best):
+    """g(r, best), as the README states it."""
+    if best == 0:
+        return 1.0
+    if r == 0 or r < 0.2 * best:
+        return 0.0
+    return math.exp(30 * r)
+
+
+def oracle_score(entries, entry, context):
+    """(score, r, factor) of ``entry`` over the namespace ``entries``."""
+    message = context.get("message")
+    r = oracle_r(entries, entry, message)
+    best = max((oracle_r(entries, e, message) for e in entries), default=0.0)
     base_context = {k: v for k, v in context.items() if k != "message"}
-    base = poolsplit.default_scorer(entry, base_context, now=NOW)
-    return base * (1 + 9 * r), r
+    based = entry
+    if context.get("project") is None:  # no project named: none is held against
+        based = {k: v for k, v in entry.items() if k != "project"}
+    base = poolsplit.default_scorer(based, base_context, now=NOW)
+    factor = oracle_factor(r, best)
+    return base * factor, r, factor
 
 
 # --- strategies ----------------------------------------------------------------
@@ -106,26 +122,28 @@ def test_property_the_scorer_is_the_readme_formula(entries, context):
     scorer = stats.scorer(context)
     relevance = stats.relevance(context["message"])
     for e in entries:
-        expected, r = oracle_score(entries, e, context)
+        expected, r, factor = oracle_score(entries, e, context)
         assert math.isclose(scorer(e, context, now=NOW), expected, rel_tol=1e-12)
         assert math.isclose(relevance.share(e), r, rel_tol=1e-12, abs_tol=0.0)
-        assert 1.0 <= relevance.factor(e) < MAX_FACTOR
+        assert math.isclose(relevance.factor(e), factor, rel_tol=1e-12)
 
 
 @given(entries=st.lists(entry, min_size=1, max_size=12), context=contexts)
-def test_property_an_entry_sharing_no_term_gets_exactly_its_base(entries, context):
+def test_property_an_entry_sharing_no_term_gets_its_base_or_nothing(entries, context):
+    """1 x its base when no entry matches the message, else 0 (the floor)."""
     stats = Statistics(entries)
     relevance = stats.relevance(context["message"])
+    matched = any(terms(e["content"]) & relevance.weights.keys() for e in entries)
     for e in entries:
         if not terms(e["content"]) & terms(context["message"]):
-            assert relevance.factor(e) == 1.0
+            assert relevance.factor(e) == (0.0 if matched else 1.0)
 
 
 def test_an_entry_not_counted_is_scored_by_the_same_formula():
     counted = [{"content": "Ada paints sunsets"}, {"content": "Bob runs"}]
     stranger = {"content": "painting the sunset"}
     context = {"message": "paint a sunset"}
-    expected, _ = oracle_score(counted, stranger, context)
+    expected, _, _ = oracle_score(counted, stranger, context)
     scorer = Statistics(counted).scorer(context)
     assert math.isclose(scorer(stranger, context, now=NOW), expected, rel_tol=1e-12)
 
@@ -141,7 +159,9 @@ def test_a_rarer_shared_term_weighs_more():
     entries = [{"content": f"note {i} about billing"} for i in range(9)]
     entries.append({"content": "refund policy"})
     relevance = Statistics(entries).relevance("billing refund")
-    assert relevance.factor(entries[-1]) > relevance.factor(entries[0]) > 1.0
+    assert relevance.share(entries[-1]) > relevance.share(entries[0]) > 0.0
+    # billing's share is under a fifth of refund's: below the floor
+    assert relevance.factor(entries[-1]) > 1.0 and relevance.factor(entries[0]) == 0
 
 
 def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream():
@@ -234,7 +254,15 @@ def test_property_recall_equals_retrieve_pools_with_the_scorer(
 
 
 def check_recall(entries, pools, context):
+    """recall_by_scores is retrieve_pools with the scorer, with the pools as
+    given and with the floor the store gives them."""
     stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    for chosen in (pools, floored(pools, relevance)):
+        check_pools(stats, entries, chosen, context)
+
+
+def check_pools(stats, entries, pools, context):
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         expected = poolsplit.retrieve_pools(
