@@ -129,15 +129,26 @@ class Kept:
         self.checked: dict[str, Entry] = {}
 
 
+# The bytes of one vector: a row of another length is stale (a truncated
+# write, another model's row), embedded again like a missing one.
+_VECTOR_BYTES: Final = _DIMENSIONS * 4
+
+
 def missing(entries: Sequence[Entry], kept: Kept) -> list[int]:
-    """Positions of the entries without a vector of their current content."""
+    """Positions of the entries without a usable vector of their current
+    content (none, another content's, or not 384 float32)."""
     absent = []
     for i, entry in enumerate(entries):
         ident = str(entry.get("id"))
         if kept.checked.get(ident) is entry:
             continue
         found = kept.stored.get(ident)
-        if found is None or found[0] != digest(_text(entry)):
+        if (
+            found is None
+            or found[0] != digest(_text(entry))
+            or not isinstance(found[1], (bytes, bytearray, memoryview))
+            or len(found[1]) != _VECTOR_BYTES
+        ):
             absent.append(i)
         else:
             kept.checked[ident] = entry

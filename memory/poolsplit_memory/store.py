@@ -1623,13 +1623,14 @@ class Store:
         embeds only its message). A forgotten entry's vector was deleted
         in its transaction (SqlTx.delete). The write has committed: a
         database failure here is not the write's, and the next recall
-        embeds whatever is still missing (or says what fails)."""
+        embeds whatever is still missing (or says what fails), so no
+        failure here is reported as the write's."""
         if self.ranking != "semantic":
             return
         try:
             with self._cache_lock:
                 self._vectors(self._snapshot())
-        except StoreUnavailable:
+        except Exception:  # the write has committed: never its error
             return
 
     def _pools_for(
