@@ -1,0 +1,844 @@
+"""Time in a message: the span of time an English message names, read by rules.
+
+>>> from datetime import datetime, timezone
+>>> now = datetime(2023, 5, 10, 15, 30, tzinfo=timezone.utc)  # a Wednesday
+>>> w = window("What did we decide last week?", now)
+>>> w.start.isoformat(), w.end.isoformat(), w.phrases
+('2023-05-01T00:00:00+00:00', '2023-05-08T00:00:00+00:00', ('last week',))
+>>> strip("What did we decide last week?", w)
+'What did we decide  ?'
+>>> window("May I ask what we decided?", now) is None
+True
+
+A recall's message that names a time ("yesterday", "two weeks ago", "in May
+2023", "last summer") steers the ranking toward memories created then. This
+module finds those expressions and resolves them against the recall's ``now``:
+no model, no network, the standard library only, English only (other languages
+give ``None``). The caller also gets the character spans of the expressions, so
+that words such as "May" or "Friday" do not count as content terms.
+
+Conventions (each the rule of one resolver below):
+
+- A window is half-open, ``[start, end)``, with ``now``'s tzinfo; a naive
+  ``now`` is read as UTC (as the store reads a naive ``now``). Days, weeks,
+  months and years are calendar units in ``now``'s time zone: "yesterday" is
+  the whole of yesterday, from midnight to midnight.
+- Weeks start on Monday (ISO 8601). "last week" is the calendar week before
+  this one, "this week" the current one (future days included), "next week"
+  the one after; "the week before last" is two weeks back. The weekend is
+  Saturday and Sunday of a week: "last weekend" is the previous week's,
+  "this weekend" the current week's (on a Wednesday, the coming one).
+- "N days/weeks/months/years ago" is the calendar unit N units before the
+  current one (so "a week ago" is "last week", "3 months ago" on 10 May is
+  February). N is digits (up to 4), a number word up to twenty, "a"/"an" (1),
+  "a couple of" (2), or "a few" (the hull of 2, 3 and 4 units ago).
+  "the past/last N days" (and "the past week", "the last month") is rolling:
+  from the same point N units before today to the end of today.
+- Weekdays: "last Friday" is the most recent Friday strictly before today;
+  "on Friday" and a bare "Friday" the most recent one on or before today
+  (today if it is Friday); "this Friday" the Friday of the current week;
+  "next Friday" the first one strictly after today. A bare weekday counts only
+  before punctuation, the end of the message or a part of the day ("Friday
+  night"), so "Sunday school" is no time.
+- Months: "in May" (or "during May") is the most recent May that is not after
+  the current month; "last May" the most recent one strictly before it; "this
+  May" the one of the current year; "next May" the first one strictly after.
+  A bare month name is never a time ("May I ask", "march forward"); "may" and
+  "march" in lower case count only with a day or a year ("may 7, 2023"), and
+  three-letter abbreviations ("Sep") only with a day or a year.
+- Dates: "2023-05-07", "7 May 2023", "7th of May, 2023", "May 7, 2023",
+  "the 7th of May"; without a year, the most recent such date on or before
+  today (29 February: the most recent leap day). "May 2023" and "in 2023" are
+  that month and that year (years 1900-2099, and a bare year needs "in",
+  "during", "of" or "the year": "1000 people" and "2.0" are no time).
+- "early/mid/late" (also "the beginning/start/middle/end of") a month: days
+  1-10, 11-20, 21 to the end; of a year: January-April, May-August,
+  September-December.
+- Seasons are the northern hemisphere's meteorological ones: spring March-May,
+  summer June-August, autumn (or fall) September-November, winter December to
+  February; "winter 2023" is the winter whose January is in 2023. "last
+  summer" is the most recent summer that has ended; "this summer" the one under
+  way, else the nearest one (past or coming); "next summer" the first one
+  that starts after today; "in (the) summer" the most recent one that has
+  started; "summer 2022"/"the summer of 2022" that year's. A season needs one
+  of those words or a year ("summer camp" is no time).
+- Parts of a day: morning 05-12, afternoon 12-18, evening 18-24, night 18 to 06
+  the next day ("tonight" is today's night, "last night" yesterday's).
+- "recently", "lately": the last 30 days and today. "the other day": the seven
+  days before today. "earlier today/this week/this month/this year": from the
+  start of that unit to ``now``.
+- Anchored: "the week before 16 November 2023" is the seven days before that
+  date; "the week of <date>" its calendar week; "the weekend before <date>" the
+  last Saturday and Sunday before it; "the Friday before <date>" and "the day
+  before <date>" (and "after") likewise.
+
+Windows may lie in the future ("tomorrow", "next week"): the caller decides
+what a future window means for memories written in the past. Where
+expressions overlap, the longest wins ("the week before 16 November 2023",
+not "16 November 2023"). :func:`windows` returns each expression's window in
+message order; :func:`window` their hull (the earliest start to the latest
+end), with every span, since a message that names two times asks about both.
+
+Cost: about twenty compiled regular expressions scan the message once each,
+O(len(message)).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from typing import Final, Optional
+
+__all__ = ["Window", "strip", "window", "windows"]
+
+
+# --- the result ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of time a message names, and where the message names it.
+
+    ``start < end``, both timezone-aware with ``now``'s tzinfo; ``spans`` are
+    ``(begin, end)`` character offsets into the message, in message order,
+    and ``phrases`` the text at each span.
+    """
+
+    start: datetime
+    end: datetime
+    spans: tuple[tuple[int, int], ...]
+    phrases: tuple[str, ...]
+
+
+def window(message: str, now: datetime) -> Window | None:
+    """The time span ``message`` names, resolved against ``now``, or None.
+
+    The hull of every expression :func:`windows` finds: from the earliest
+    start to the latest end, with all their spans. None when the message
+    names no time (the module docstring states the rules).
+
+    Raises:
+        TypeError: ``message`` is not a str, or ``now`` not a datetime.
+    """
+    found = windows(message, now)
+    if not found:
+        return None
+    return Window(
+        start=min(w.start for w in found),
+        end=max(w.end for w in found),
+        spans=tuple(s for w in found for s in w.spans),
+        phrases=tuple(p for w in found for p in w.phrases),
+    )
+
+
+def strip(message: str, found: Window | None) -> str:
+    """``message`` with each of ``found``'s spans replaced by one space.
+
+    >>> strip("lunch on Friday with Ana", None)
+    'lunch on Friday with Ana'
+    """
+    if found is None:
+        return message
+    parts: list[str] = []
+    at = 0
+    for begin, end in found.spans:
+        parts.append(message[at:begin])
+        parts.append(" ")
+        at = end
+    parts.append(message[at:])
+    return "".join(parts)
+
+
+# --- the calendar ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Now:
+    """``now`` and what every resolver derives from it."""
+
+    now: datetime
+    today: date
+    tz: tzinfo
+
+    def days(self, first: date, stop: date) -> tuple[datetime, datetime]:
+        """The whole days ``[first, stop)`` as datetimes at midnight."""
+        return (
+            datetime.combine(first, time(0), tzinfo=self.tz),
+            datetime.combine(stop, time(0), tzinfo=self.tz),
+        )
+
+    def hours(self, day: date, first: int, hours: int) -> tuple[datetime, datetime]:
+        """``hours`` hours of ``day`` from ``first`` o'clock."""
+        start = datetime.combine(day, time(first), tzinfo=self.tz)
+        return start, start + timedelta(hours=hours)
+
+
+_Span = tuple[datetime, datetime]
+
+
+def _add_months(day: date, months: int) -> date:
+    """``day`` moved by ``months`` calendar months, clamped to the month's end."""
+    year, index = divmod(day.month - 1 + months, 12)
+    year += day.year
+    last = calendar.monthrange(year, index + 1)[1]
+    return date(year, index + 1, min(day.day, last))
+
+
+def _unit_start(today: date, unit: str) -> date:
+    """The first day of the calendar ``unit`` (day, week, month, year) of today."""
+    if unit == "week":
+        return today - timedelta(days=today.weekday())
+    if unit == "month":
+        return today.replace(day=1)
+    if unit == "year":
+        return date(today.year, 1, 1)
+    return today
+
+
+def _shift(first: date, unit: str, count: int) -> date:
+    """``first`` moved by ``count`` calendar units."""
+    if unit == "day":
+        return first + timedelta(days=count)
+    if unit == "week":
+        return first + timedelta(days=7 * count)
+    if unit == "month":
+        return _add_months(first, count)
+    return _add_months(first, 12 * count)
+
+
+def _calendar_units(ctx: _Now, unit: str, first: int, last: int) -> _Span:
+    """Calendar units ``first`` to ``last`` (inclusive) from the current one."""
+    base = _unit_start(ctx.today, unit)
+    return ctx.days(_shift(base, unit, first), _shift(base, unit, last + 1))
+
+
+def _month(ctx: _Now, year: int, month: int) -> _Span:
+    first = date(year, month, 1)
+    return ctx.days(first, _add_months(first, 1))
+
+
+def _year(ctx: _Now, year: int) -> _Span:
+    return ctx.days(date(year, 1, 1), date(year + 1, 1, 1))
+
+
+# --- vocabulary ------------------------------------------------------------
+
+_NUMBER_WORDS: Final = {
+    word: value
+    for value, word in enumerate(
+        (
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ),
+        start=1,
+    )
+}
+_MONTHS: Final = {
+    name: index
+    for index, name in enumerate(
+        (
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ),
+        start=1,
+    )
+}
+_MONTH_ABBREVIATIONS: Final = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8,
+    "sep": 9, "sept": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+# Month names that are also common English words: lower case counts only in a
+# date with a day or a year.
+_AMBIGUOUS_MONTHS: Final = frozenset({"may", "march"})
+_WEEKDAYS: Final = {
+    name: index
+    for index, name in enumerate(
+        ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    )
+}
+# Part of day: (first hour, hours).
+_PARTS: Final = {
+    "morning": (5, 7),
+    "afternoon": (12, 6),
+    "evening": (18, 6),
+    "night": (18, 12),
+}
+# Meteorological seasons: the month each starts in.
+_SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+_RECENT_DAYS: Final = 30
+_OTHER_DAY_DAYS: Final = 7
+
+
+def _alternatives(words: Iterable[str]) -> str:
+    """A regex alternation of ``words``, longest first, spaces as ``\\s+``."""
+    ordered = sorted(words, key=len, reverse=True)
+    return "|".join(w.replace(" ", r"\s+") for w in ordered)
+
+
+def _num_re(name: str = "num") -> str:
+    """A count: digits, a number word up to twenty, "a", "a couple of", "a few"."""
+    words = _alternatives(
+        ["a couple of", "a couple", "couple of", "a few", "an", "a", *_NUMBER_WORDS]
+    )
+    return rf"(?P<{name}>\d{{1,4}}|{words})"
+
+
+def _year_re(name: str = "year") -> str:
+    """A year from 1900 to 2099."""
+    return rf"(?P<{name}>(?:19|20)\d\d)(?!\d)"
+
+
+def _relation(*extra: str) -> str:
+    """last/this/next and their synonyms, plus ``extra`` words, as group rel."""
+    words = ["this past", "this coming", "last", "this", "next", "previous"]
+    words += ["coming", "current", *extra]
+    return "(?P<rel>" + _alternatives(words) + ")"
+
+
+_UNIT: Final = r"(?P<unit>day|week|fortnight|month|year)s?"
+_MONTH: Final = "(?P<month>" + _alternatives([*_MONTHS, *_MONTH_ABBREVIATIONS]) + ")"
+_DAY: Final = r"(?P<day>[0-3]?\d)(?!\d)(?:st|nd|rd|th)?"
+_WEEKDAY: Final = "(?P<weekday>" + _alternatives(_WEEKDAYS) + ")"
+_PART: Final = "(?P<part>" + _alternatives(_PARTS) + ")"
+_SEASON: Final = "(?P<season>" + _alternatives(_SEASONS) + ")"
+# A date with a day: "7 May 2023", "7th of May, 2023", "14September, 2022",
+# "May 7, 2023", "May 7th", "the 7th of May"; the year is optional.
+_DATES: Final = (
+    r"(?:the\s+)?" + _DAY + r"\s*(?:of\s+)?" + _MONTH + r"(?:,?\s*" + _year_re() + ")?",
+    _MONTH + r"\s+" + _DAY + r"(?:,?\s*" + _year_re() + ")?",
+)
+_ISO: Final = (
+    r"(?<![\d./-])(?P<year>\d{4})(?P<sep>[-/])(?P<mm>\d\d?)(?P=sep)(?P<dd>\d\d?)"
+    r"(?![\d/]|[-.]\d)"
+)
+
+
+# --- resolvers: one rule each ----------------------------------------------
+
+
+def _number(text: str) -> tuple[int, int]:
+    """The count a number phrase names, as a range (lo, hi)."""
+    word = " ".join(text.lower().split())
+    if word.isdigit():
+        return int(word), int(word)
+    if word in ("a few", "few"):
+        return 2, 4
+    if "couple" in word:
+        return 2, 2
+    if word in ("a", "an"):
+        return 1, 1
+    value = _NUMBER_WORDS[word]
+    return value, value
+
+
+def _unit(text: str) -> tuple[str, int]:
+    """A unit word as (calendar unit, multiplier): a fortnight is two weeks."""
+    word = text.lower()
+    return ("week", 2) if word == "fortnight" else (word, 1)
+
+
+def _ago(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """N units ago: the calendar unit N before the current one."""
+    low, high = _number(m.group("num"))
+    unit, times = _unit(m.group("unit"))
+    return _calendar_units(ctx, unit, -high * times, -low * times)
+
+
+def _ahead(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """In N units: the calendar unit N after the current one."""
+    low, high = _number(m.group("num"))
+    unit, times = _unit(m.group("unit"))
+    return _calendar_units(ctx, unit, low * times, high * times)
+
+
+def _rolling(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """The past N units: from N units before today to the end of today."""
+    num = m.group("num")
+    _low, high = _number(num) if num else (1, 1)
+    unit, times = _unit(m.group("unit"))
+    return ctx.days(_shift(ctx.today, unit, -high * times), ctx.today + timedelta(1))
+
+
+_RELATIVE: Final = {
+    "last": -1,
+    "previous": -1,
+    "past": -1,
+    "this": 0,
+    "current": 0,
+    "next": 1,
+    "coming": 1,
+}
+
+
+def _offset(rel: str) -> int:
+    """-1, 0 or 1 for a relation word ("this past" reads as "past")."""
+    return _RELATIVE[rel.lower().split()[-1]]
+
+
+def _weekend(ctx: _Now, weeks: int) -> _Span:
+    """Saturday and Sunday of the calendar week ``weeks`` from the current one."""
+    saturday = _unit_start(ctx.today, "week") + timedelta(days=7 * weeks + 5)
+    return ctx.days(saturday, saturday + timedelta(days=2))
+
+
+def _relative_unit(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """last/this/next week, weekend, month, year: calendar units."""
+    offset = _offset(m.group("rel"))
+    unit = m.group("unit").lower()
+    if unit == "weekend":
+        return _weekend(ctx, offset)
+    return _calendar_units(ctx, unit, offset, offset)
+
+
+def _two_away(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """the week/weekend/month/year before last (two back) or after next."""
+    offset = -2 if m.group("dir").lower().startswith("before") else 2
+    unit = m.group("unit").lower()
+    if unit == "weekend":
+        return _weekend(ctx, offset)
+    return _calendar_units(ctx, unit, offset, offset)
+
+
+_DAY_WORDS: Final = {
+    "today": 0,
+    "yesterday": -1,
+    "tomorrow": 1,
+    "the day before yesterday": -2,
+    "the day after tomorrow": 2,
+}
+
+
+def _day_word(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """today, yesterday, tomorrow, the day before yesterday, ... (+ part of day)."""
+    words = " ".join(m.group("word").lower().split())
+    day = ctx.today + timedelta(days=_DAY_WORDS[words])
+    return _part_of(ctx, day, m.group("part"))
+
+
+def _part_of(ctx: _Now, day: date, part: str | None) -> _Span:
+    """The whole ``day``, or its part (morning, afternoon, evening, night)."""
+    if part is None:
+        return ctx.days(day, day + timedelta(days=1))
+    first, hours = _PARTS[part.lower()]
+    return ctx.hours(day, first, hours)
+
+
+def _this_part(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """this morning/afternoon/evening, tonight (today's night), last night."""
+    word = " ".join(m.group(0).lower().split())
+    if word == "tonight":
+        return _part_of(ctx, ctx.today, "night")
+    if word == "last night":
+        return _part_of(ctx, ctx.today - timedelta(days=1), "night")
+    return _part_of(ctx, ctx.today, m.group("part"))
+
+
+_BARE_END: Final = re.compile(r"\s*(?:[.,;:!?)\]\"']|$)")
+
+
+def _weekday(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """on/last/this/next <weekday> (+ part of day); bare only before punctuation."""
+    rel = (m.group("rel") or "on").lower().split()[-1]
+    part = m.group("part")
+    bare = m.group("rel") is None and part is None
+    if bare and not _BARE_END.match(m.string, m.end()):
+        return None
+    wanted = _WEEKDAYS[m.group("weekday").lower()]
+    back = (ctx.today.weekday() - wanted) % 7
+    if rel in ("last", "past", "previous"):
+        day = ctx.today - timedelta(days=back or 7)
+    elif rel == "this":
+        day = _unit_start(ctx.today, "week") + timedelta(days=wanted)
+    elif rel in ("next", "coming"):
+        day = ctx.today + timedelta(days=(wanted - ctx.today.weekday()) % 7 or 7)
+    else:
+        day = ctx.today - timedelta(days=back)
+    return _part_of(ctx, day, part)
+
+
+def _month_number(m: re.Match[str], *, framed: bool, day: bool) -> int | None:
+    """The month a match names, or None where the word may not be a month.
+
+    ``framed``: a year or a preposition ("in", "last") frames the word;
+    ``day``: a day number goes with it. A three-letter abbreviation needs
+    either; "may" and "march" in lower case need the frame ("may 7" is read
+    as the verb, "in may" and "may 2023" as the month).
+    """
+    token = m.group("month")
+    word = token.lower()
+    if word in _MONTH_ABBREVIATIONS:
+        return _MONTH_ABBREVIATIONS[word] if framed or day else None
+    if word in _AMBIGUOUS_MONTHS and not framed and not token[0].isupper():
+        return None
+    return _MONTHS[word]
+
+
+def _named_month(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """in/last/this/next <month>: resolved around the current month."""
+    month = _month_number(m, framed=True, day=False)
+    if month is None:
+        return None
+    rel = m.group("rel").lower().split()[-1]
+    year = ctx.today.year
+    current = ctx.today.month
+    if rel in ("last", "past", "previous"):
+        year -= month >= current
+    elif rel in ("next", "coming"):
+        year += month <= current
+    elif rel not in ("this", "current"):
+        year -= month > current
+    return _month(ctx, year, month)
+
+
+def _month_year(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """<month> <year>: that month."""
+    month = _month_number(m, framed=True, day=False)
+    assert month is not None  # framed by its year
+    return _month(ctx, int(m.group("year")), month)
+
+
+def _in_year(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """in/during <year>: that calendar year."""
+    return _year(ctx, int(m.group("year")))
+
+
+def _date_of(m: re.Match[str], ctx: _Now) -> date | None:
+    """The date a day-month(-year) match names.
+
+    None where the month word is not a month; ValueError where no such date
+    exists ("30 February", "31 April 2023").
+    """
+    year = m.group("year")
+    month = _month_number(m, framed=year is not None, day=True)
+    if month is None:
+        return None
+    day = int(m.group("day"))
+    if year is not None:
+        return date(int(year), month, day)
+    # No year: the most recent such date on or before today (a leap day may be
+    # up to eight years back: 2096 to 2104).
+    for back in range(9):
+        candidate_year = ctx.today.year - back
+        if day <= calendar.monthrange(candidate_year, month)[1]:
+            candidate = date(candidate_year, month, day)
+            if candidate <= ctx.today:
+                return candidate
+    raise ValueError(f"no {month}/{day} in the last nine years")
+
+
+def _on_date(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """A date with a day: that day."""
+    day = _date_of(m, ctx)
+    if day is None:
+        return None
+    return ctx.days(day, day + timedelta(days=1))
+
+
+def _iso(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """2023-05-07 or 2023/05/07: that day."""
+    try:
+        day = date(int(m.group("year")), int(m.group("mm")), int(m.group("dd")))
+    except ValueError:
+        return None
+    return ctx.days(day, day + timedelta(days=1))
+
+
+_THIRDS: Final = {
+    "early": 0,
+    "beginning": 0,
+    "start": 0,
+    "mid": 1,
+    "middle": 1,
+    "late": 2,
+    "end": 2,
+}
+
+
+def _third(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """early/mid/late <month> or <year>: a third of it.
+
+    Without a year, the most recent such third that has begun.
+    """
+    which = next(_THIRDS[w] for w in m.group("which").lower().split() if w in _THIRDS)
+    only_year = m.group("only_year")
+    if only_year is not None:
+        first = date(int(only_year), 1, 1)
+        return ctx.days(
+            _add_months(first, 4 * which), _add_months(first, 4 * which + 4)
+        )
+    year_text = m.group("year")
+    month = _month_number(m, framed=year_text is not None, day=False)
+    if month is None:
+        return None
+    if year_text is not None:
+        return _third_of_month(ctx, int(year_text), month, which)
+    span = _third_of_month(ctx, ctx.today.year, month, which)
+    if span[0].date() > ctx.today:
+        span = _third_of_month(ctx, ctx.today.year - 1, month, which)
+    return span
+
+
+def _third_of_month(ctx: _Now, year: int, month: int, which: int) -> _Span:
+    """Days 1-10, 11-20 or 21 to the end of the month (``which`` 0, 1, 2)."""
+    first = date(year, month, 1)
+    bounds = (first, first.replace(day=11), first.replace(day=21))
+    stop = bounds[which + 1] if which < 2 else _add_months(first, 1)
+    return ctx.days(bounds[which], stop)
+
+
+def _season_starts(ctx: _Now, season: str) -> list[date]:
+    """The first days of ``season`` around today, oldest first."""
+    month = _SEASONS[season]
+    return [date(ctx.today.year + k, month, 1) for k in range(-3, 3)]
+
+
+def _season(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """last/this/next/in <season> [<year>]: meteorological seasons."""
+    season = m.group("season").lower()
+    rel = (m.group("rel") or "in").lower().split()[-1]
+    year = m.group("year")
+    if year is not None:
+        first = date(int(year) - (season == "winter"), _SEASONS[season], 1)
+        return ctx.days(first, _add_months(first, 3))
+    if m.group("rel") is None:
+        return None  # "summer camp", "spring cleaning", "the fall"
+    today = ctx.today
+    spans = [(s, _add_months(s, 3)) for s in _season_starts(ctx, season)]
+    if rel in ("last", "past", "previous"):
+        chosen = [s for s in spans if s[1] <= today][-1]
+    elif rel in ("next", "coming"):
+        chosen = next(s for s in spans if s[0] > today)
+    elif rel in ("this", "current"):
+        chosen = min(spans, key=lambda s: (_gap(s, today), s[0] > today))
+    else:
+        chosen = [s for s in spans if s[0] <= today][-1]
+    return ctx.days(*chosen)
+
+
+def _gap(span: tuple[date, date], today: date) -> int:
+    """Days between ``today`` and ``span`` (0 inside it)."""
+    if span[0] > today:
+        return (span[0] - today).days
+    if span[1] <= today:
+        return (today - span[1]).days + 1
+    return 0
+
+
+def _recently(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """recently, lately: the last 30 days and today."""
+    return ctx.days(ctx.today - timedelta(days=_RECENT_DAYS), ctx.today + timedelta(1))
+
+
+def _other_day(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """the other day: the seven days before today."""
+    return ctx.days(ctx.today - timedelta(days=_OTHER_DAY_DAYS), ctx.today)
+
+
+def _earlier(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """earlier today / this week / this month / this year: its start to now."""
+    unit = m.group("unit")
+    first = _unit_start(ctx.today, unit.lower() if unit else "day")
+    start = datetime.combine(first, time(0), tzinfo=ctx.tz)
+    return (start, ctx.now) if ctx.now > start else None
+
+
+def _anchored(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """the week/weekend/day/<weekday> before/after/of <date>."""
+    anchor = _date_of(m, ctx)
+    if anchor is None:
+        return None
+    what = m.group("what").lower()
+    relation = m.group("dir").lower()
+    if relation == "of":
+        return _anchored_of(ctx, what, anchor)
+    step = 1 if relation == "after" else -1
+    if what == "week":
+        first = anchor - timedelta(days=7) if step < 0 else anchor + timedelta(1)
+        return ctx.days(first, first + timedelta(days=7))
+    if what == "day":
+        day = anchor + timedelta(days=step)
+        return ctx.days(day, day + timedelta(days=1))
+    # A weekend is found by its Sunday going back, its Saturday going forward.
+    wanted = (6 if step < 0 else 5) if what == "weekend" else _WEEKDAYS[what]
+    day = anchor + timedelta(days=step)
+    while day.weekday() != wanted:
+        day += timedelta(days=step)
+    if what != "weekend":
+        return ctx.days(day, day + timedelta(days=1))
+    saturday = day - timedelta(days=1) if step < 0 else day
+    return ctx.days(saturday, saturday + timedelta(days=2))
+
+
+def _anchored_of(ctx: _Now, what: str, anchor: date) -> _Span | None:
+    """the week/weekend/day of <date>: the one that holds it."""
+    if what == "day":
+        return ctx.days(anchor, anchor + timedelta(days=1))
+    monday = _unit_start(anchor, "week")
+    if what == "week":
+        return ctx.days(monday, monday + timedelta(days=7))
+    if what == "weekend":
+        return ctx.days(monday + timedelta(days=5), monday + timedelta(days=7))
+    return None  # "the Friday of 7 May" names no rule
+
+
+# --- the grammar -----------------------------------------------------------
+
+# "the last week of May", "this week of all weeks": a part of something else.
+_NOT_OF: Final = r"(?!\s+of\b)"
+_Resolver = Callable[["re.Match[str]", _Now], Optional[_Span]]
+
+
+def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
+    """Each expression's pattern and resolver (case-insensitive, whole words)."""
+    part = r"(?:\s+" + _PART + ")?"
+    units = r"(?P<unit>week|weekend|month|year)"
+    table: list[tuple[str, _Resolver]] = [
+        (_num_re() + r"\s+" + _UNIT + r"\s+(?:ago|back)", _ago),
+        (_num_re() + r"\s+" + _UNIT + r"\s+from\s+now", _ahead),
+        (r"in\s+" + _num_re() + r"\s+" + _UNIT + r"'?\s+time", _ahead),
+        (r"(?:the\s+)?past\s+(?:" + _num_re() + r"\s+)?" + _UNIT + _NOT_OF, _rolling),
+        # "the last week" is rolling, "the last day (of ...)" no time.
+        (
+            r"the\s+last\s+(?:" + _num_re() + r"\s+|(?!day\b))" + _UNIT + _NOT_OF,
+            _rolling,
+        ),
+        (r"(?:last|previous)\s+" + _num_re() + r"\s+" + _UNIT, _rolling),
+        (_relation() + r"\s+" + units + _NOT_OF, _relative_unit),
+        (r"the\s+" + units + r"\s+(?P<dir>before\s+last|after\s+next)", _two_away),
+        ("(?P<word>" + _alternatives(_DAY_WORDS) + ")" + part, _day_word),
+        (r"tonight|last\s+night|this\s+" + _PART, _this_part),
+        (r"(?:" + _relation("on", "past") + r"\s+)?" + _WEEKDAY + part, _weekday),
+        (_relation("in", "during", "past") + r"\s+" + _MONTH, _named_month),
+        (_MONTH + r",?\s+(?:of\s+)?" + _year_re(), _month_year),
+        (r"(?:in|during|throughout|of|the\s+year)\s+" + _year_re(), _in_year),
+        (_ISO, _iso),
+        (
+            r"(?P<which>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)"
+            r"[\s-]*(?:"
+            + _MONTH
+            + r"(?:,?\s+"
+            + _year_re()
+            + r")?|"
+            + _year_re("only_year")
+            + ")",
+            _third,
+        ),
+        (
+            r"(?:"
+            + _relation("in", "during", "over", "past")
+            + r"\s+)?(?:the\s+)?"
+            + _SEASON
+            + r"(?:\s+(?:of\s+)?"
+            + _year_re()
+            + ")?",
+            _season,
+        ),
+        (r"recently|lately|of\s+late", _recently),
+        (r"the\s+other\s+day", _other_day),
+        (r"earlier\s+(?:today|this\s+(?P<unit>week|month|year))", _earlier),
+    ]
+    what = "(?P<what>week|weekend|day|" + _alternatives(_WEEKDAYS) + ")"
+    for date_form in _DATES:
+        table.append((r"(?:" + _WEEKDAY + r",?\s+)?" + date_form, _on_date))
+        table.append(
+            (
+                r"the\s+" + what + r"\s+(?P<dir>before|after|of)\s+" + date_form,
+                _anchored,
+            )
+        )
+    return [
+        (re.compile(r"(?<!\w)(?:" + pattern + r")(?!\w)", re.IGNORECASE), resolve)
+        for pattern, resolve in table
+    ]
+
+
+_RULES: Final = _rules()
+
+
+# --- the scan --------------------------------------------------------------
+
+
+def windows(message: str, now: datetime) -> list[Window]:
+    """Every time expression in ``message``, each with its window, in order.
+
+    Expressions that overlap keep the longest (the earlier on a tie).
+
+    Raises:
+        TypeError: ``message`` is not a str, or ``now`` not a datetime.
+    """
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__}")
+    ctx = _context(now)
+    found: list[tuple[int, int, _Span | None]] = []
+    for pattern, resolve in _RULES:
+        for m in pattern.finditer(message):
+            if not _plain(m.group(0)):
+                continue
+            try:
+                span = resolve(m, ctx)
+            except (OverflowError, ValueError):
+                # No such date ("30 February 2023") or none in years 1-9999:
+                # the words still claim their place, so that "February 2023"
+                # inside them is not read instead.
+                found.append((m.start(), m.end(), None))
+                continue
+            if span is not None and span[0] < span[1]:
+                found.append((m.start(), m.end(), span))
+    found.sort(key=lambda f: (f[0] - f[1], f[0]))
+    chosen: list[tuple[int, int, _Span | None]] = []
+    for item in found:
+        if all(item[1] <= c[0] or c[1] <= item[0] for c in chosen):
+            chosen.append(item)
+    chosen.sort(key=lambda f: f[0])
+    return [
+        Window(start=s[0], end=s[1], spans=((b, e),), phrases=(message[b:e],))
+        for b, e, s in chosen
+        if s is not None
+    ]
+
+
+def _plain(text: str) -> bool:
+    """ASCII but for spaces: the vocabulary is English, and case-insensitive
+    matching would otherwise let a long s or the Kelvin sign spell a word."""
+    return text.isascii() or all(c.isascii() or c.isspace() for c in text)
+
+
+def _context(now: datetime) -> _Now:
+    """Check ``now``; a naive one is read as UTC."""
+    if not isinstance(now, datetime):
+        raise TypeError(f"now must be a datetime, got {type(now).__name__}")
+    if now.tzinfo is None or now.utcoffset() is None:
+        now = now.replace(tzinfo=timezone.utc)
+    assert now.tzinfo is not None
+    return _Now(now=now, today=now.date(), tz=now.tzinfo)
