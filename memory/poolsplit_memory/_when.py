@@ -64,9 +64,15 @@ Conventions (each the rule of one resolver below):
   of those words or a year ("summer camp" is no time).
 - Parts of a day: morning 05-12, afternoon 12-18, evening 18-24, night 18 to 06
   the next day ("tonight" is today's night, "last night" yesterday's).
-- "recently", "lately": the last 30 days and today. "the other day": the seven
-  days before today. "earlier today/this week/this month/this year": from the
-  start of that unit to ``now``.
+  "N hours ago" is the two hours around that moment; "the past N hours" (or
+  "the last hour") the N hours before ``now``.
+- "since X" reaches from X's start to ``now`` ("since last week", "since May").
+- "recently" and "lately" name no window: the ranking's recency prefers fresh
+  memories already, and on LoCoMo (benchmarks/when_locomo.py) a 30-day window
+  held an answering turn for only 7 of the 17 questions that say "recently".
+  "the other day": the seven days before today. "over/at the weekend": the
+  most recent weekend that has begun. "earlier today/this week/this month/this
+  year": from the start of that unit to ``now``.
 - Anchored: "the week before 16 November 2023" is the seven days before that
   date; "the week of <date>" its calendar week; "the weekend before <date>" the
   last Saturday and Sunday before it; "the Friday before <date>" and "the day
@@ -296,7 +302,6 @@ _PARTS: Final = {
 }
 # Meteorological seasons: the month each starts in.
 _SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-_RECENT_DAYS: Final = 30
 _OTHER_DAY_DAYS: Final = 7
 
 
@@ -655,9 +660,25 @@ def _gap(span: tuple[date, date], today: date) -> int:
     return 0
 
 
-def _recently(m: re.Match[str], ctx: _Now) -> _Span | None:
-    """recently, lately: the last 30 days and today."""
-    return ctx.days(ctx.today - timedelta(days=_RECENT_DAYS), ctx.today + timedelta(1))
+def _hours_ago(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """N hours ago: from an hour before that moment to an hour after it."""
+    low, high = _number(m.group("num"))
+    return (
+        ctx.now - timedelta(hours=high + 1),
+        ctx.now - timedelta(hours=low - 1),
+    )
+
+
+def _past_hours(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """the past/last N hours (or hour): from N hours before now to now."""
+    num = m.group("num")
+    _low, high = _number(num) if num else (1, 1)
+    return ctx.now - timedelta(hours=high), ctx.now
+
+
+def _the_weekend(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """over/at the weekend: the most recent weekend that has begun."""
+    return _weekend(ctx, 0 if ctx.today.weekday() >= 5 else -1)
 
 
 def _other_day(m: re.Match[str], ctx: _Now) -> _Span | None:
@@ -739,9 +760,15 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
         ("(?P<word>" + _alternatives(_DAY_WORDS) + ")" + part, _day_word),
         (r"tonight|last\s+night|this\s+" + _PART, _this_part),
         (r"(?:" + _relation("on", "past") + r"\s+)?" + _WEEKDAY + part, _weekday),
-        (_relation("in", "during", "past") + r"\s+" + _MONTH, _named_month),
+        (
+            _relation("in", "during", "since", "past")
+            + r"\s+"
+            + _MONTH
+            + r"(?!,?\s*(?:of\s+)?\d)",  # "in May 2023" is the month of a year
+            _named_month,
+        ),
         (_MONTH + r",?\s+(?:of\s+)?" + _year_re(), _month_year),
-        (r"(?:in|during|throughout|of|the\s+year)\s+" + _year_re(), _in_year),
+        (r"(?:in|during|since|throughout|of|the\s+year)\s+" + _year_re(), _in_year),
         (_ISO, _iso),
         (
             r"(?P<which>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)"
@@ -764,7 +791,9 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
             + ")?",
             _season,
         ),
-        (r"recently|lately|of\s+late", _recently),
+        (_num_re() + r"\s+hours?\s+(?:ago|back)", _hours_ago),
+        (r"(?:the\s+)?(?:past|last)\s+(?:" + _num_re() + r"\s+)?hours?", _past_hours),
+        (r"(?:over|at|during|on)\s+the\s+weekend", _the_weekend),
         (r"the\s+other\s+day", _other_day),
         (r"earlier\s+(?:today|this\s+(?P<unit>week|month|year))", _earlier),
     ]
@@ -773,7 +802,10 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
         table.append((r"(?:" + _WEEKDAY + r",?\s+)?" + date_form, _on_date))
         table.append(
             (
-                r"the\s+" + what + r"\s+(?P<dir>before|after|of)\s+" + date_form,
+                r"(?:the\s+|last\s+)?"
+                + what
+                + r"\s+(?P<dir>before|after|of)\s+"
+                + date_form,
                 _anchored,
             )
         )
@@ -821,11 +853,30 @@ def windows(message: str, now: datetime) -> list[Window]:
         if all(item[1] <= c[0] or c[1] <= item[0] for c in chosen):
             chosen.append(item)
     chosen.sort(key=lambda f: f[0])
+    chosen = [_since(message, item, ctx) for item in chosen]
     return [
         Window(start=s[0], end=s[1], spans=((b, e),), phrases=(message[b:e],))
         for b, e, s in chosen
         if s is not None
     ]
+
+
+_SINCE: Final = re.compile(r"(?<!\w)since\s+\Z", re.IGNORECASE)
+
+
+def _since(
+    message: str, item: tuple[int, int, _Span | None], ctx: _Now
+) -> tuple[int, int, _Span | None]:
+    """ "since X" reaches from X's start to now (or X's end, if later)."""
+    begin, end, span = item
+    if span is None or span[0] > ctx.now:
+        return item
+    since = _SINCE.search(message, max(0, begin - 16), begin)
+    if since is not None:
+        begin = since.start()
+    elif not message[begin:end].lower().startswith("since"):
+        return item
+    return begin, end, (span[0], max(span[1], ctx.now))
 
 
 def _plain(text: str) -> bool:

@@ -214,10 +214,32 @@ CASES = [
     ("summer 2021", WED, "2021-06-01", "2021-09-01", None),
     ("winter 2023", WED, "2022-12-01", "2023-03-01", None),
     ("fall 2022", WED, "2022-09-01", "2022-12-01", None),
+    # hours
+    ("an hour ago", WED, "2023-05-10T13:30", "2023-05-10T15:30", None),
+    ("3 hours ago", WED, "2023-05-10T11:30", "2023-05-10T13:30", None),
+    ("a few hours ago", WED, "2023-05-10T10:30", "2023-05-10T14:30", None),
+    (
+        "in the past 2 hours",
+        WED,
+        "2023-05-10T13:30",
+        "2023-05-10T15:30",
+        "the past 2 hours",
+    ),
+    ("the last hour", WED, "2023-05-10T14:30", "2023-05-10T15:30", None),
+    # since: to now
+    ("since last week", WED, "2023-05-01", "2023-05-10T15:30", None),
+    ("Since yesterday", WED, "2023-05-09", "2023-05-10T15:30", None),
+    ("ever since June", WED, "2022-06-01", "2023-05-10T15:30", "since June"),
+    ("since May", WED, "2023-05-01", "2023-06-01", None),
+    ("since May 2021", WED, "2021-05-01", "2023-05-10T15:30", None),
+    ("since 2020", WED, "2020-01-01", "2023-05-10T15:30", None),
+    ("since tomorrow", WED, "2023-05-11", "2023-05-12", "tomorrow"),
     # vague
-    ("recently", WED, "2023-04-10", "2023-05-11", "recently"),
-    ("what have I been doing lately", WED, "2023-04-10", "2023-05-11", "lately"),
     ("the other day", WED, "2023-05-03", "2023-05-10", None),
+    ("over the weekend", WED, "2023-05-06", "2023-05-08", None),
+    ("at the weekend", SAT, "2023-05-13", "2023-05-15", None),
+    ("during the weekend", SUN, "2023-05-13", "2023-05-15", None),
+    ("over the weekend", MON, "2023-05-06", "2023-05-08", None),
     ("earlier today", WED, "2023-05-10", "2023-05-10T15:30", None),
     ("earlier this week", WED, "2023-05-08", "2023-05-10T15:30", None),
     ("earlier this month", WED, "2023-05-01", "2023-05-10T15:30", None),
@@ -247,6 +269,10 @@ CASES = [
     ("the day before 1 March 2024", WED, "2024-02-29", "2024-03-01", None),
     ("the day after 31 December 2023", WED, "2024-01-01", "2024-01-02", None),
     ("the day of May 3, 2023", WED, "2023-05-03", "2023-05-04", None),
+    ("last weekend before April 10, 2023", WED, "2023-04-08", "2023-04-10", None),
+    ("week before 16 November 2023", WED, "2023-11-09", "2023-11-16", None),
+    ("during May 2023", WED, "2023-05-01", "2023-06-01", "May 2023"),
+    ("in May, 2022", WED, "2022-05-01", "2022-06-01", "May, 2022"),
 ]
 
 
@@ -307,6 +333,11 @@ NO_TIME = [
     "tonightly",
     "todays",
     "weekend plans",
+    "what have I been doing recently",
+    "lately I feel tired",
+    "of late",
+    "since we last spoke",
+    "30 February",
 ]
 
 
@@ -411,8 +442,9 @@ VOCABULARY = [
     "month", "year", "ago", "days", "a", "few", "couple", "of", "in", "on", "May",
     "may", "march", "Friday", "summer", "fall", "early", "late", "mid-", "the",
     "before", "after", "2023", "7", "14th", "2023-05-07", ",", "?", "night",
-    "recently", "past", "two", "twenty", "fortnight", "from", "now", "time",
-    "earlier", "other", "day", "\u017funday", "\u212aelvin", "\u0661\u0662",
+    "recently", "past", "two", "since", "hours", "twenty", "fortnight", "from",
+    "now", "time", "earlier", "other", "day", "\u017funday", "\u212aelvin",
+    "\u0661\u0662",
 ]  # fmt: skip
 MESSAGES = st.text() | st.lists(st.sampled_from(VOCABULARY)).map(" ".join)
 
@@ -453,8 +485,9 @@ PAST = [
 ]  # fmt: skip
 NOT_AFTER_NOW = [
     *PAST, "last night", "today", "on Friday", "Sunday.", "in May", "in December",
-    "May 7", "Feb 29", "early May", "late May", "mid-June", "in the summer", "recently",
-    "earlier today", "the past week", "the last 3 months", "this year",
+    "May 7", "Feb 29", "early May", "late May", "mid-June", "in the summer",
+    "since May", "an hour ago", "earlier today", "the past week",
+    "the last 3 months", "this year",
 ]  # fmt: skip
 
 
@@ -492,6 +525,14 @@ def test_n_days_ago_moves_back_one_day_per_day(n, now):
     assert one.end - one.start == timedelta(days=1)
     assert one.start - two.start == timedelta(days=1)
     assert one.start.date() == now.date() - timedelta(days=n)
+
+
+@given(st.integers(0, 5000), NOWS)
+def test_n_hours_ago_moves_back_one_hour_per_hour(n, now):
+    one, two = window(f"{n} hours ago", now), window(f"{n + 1} hours ago", now)
+    assert one.end - one.start == timedelta(hours=2)
+    assert one.start - two.start == timedelta(hours=1)
+    assert one.start < now - timedelta(hours=n) < one.end
 
 
 @given(st.integers(0, 400), NOWS)
