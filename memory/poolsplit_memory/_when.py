@@ -33,7 +33,8 @@ Conventions (each the rule of one resolver below):
   February). N is digits (up to 4), a number word up to twenty, "a"/"an" (1),
   "a couple of" (2), or "a few" (the hull of 2, 3 and 4 units ago).
   "the past/last N days" (and "the past week", "the last month") is rolling:
-  from the same point N units before today to the end of today.
+  from the same point N units before today to the end of today; "past"
+  needs "the" or a preposition ("past 90 days" also means "beyond 90 days").
 - Weekdays: "last Friday" is the most recent Friday strictly before today;
   "on Friday" and a bare "Friday" the most recent one on or before today
   (today if it is Friday); "this Friday" the Friday of the current week;
@@ -748,7 +749,15 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
         (_num_re() + r"\s+" + _UNIT + r"\s+(?:ago|back)", _ago),
         (_num_re() + r"\s+" + _UNIT + r"\s+from\s+now", _ahead),
         (r"in\s+" + _num_re() + r"\s+" + _UNIT + r"'?\s+time", _ahead),
-        (r"(?:the\s+)?past\s+(?:" + _num_re() + r"\s+)?" + _UNIT + _NOT_OF, _rolling),
+        # "past 90 days" alone is also "beyond 90 days": it needs "the" or "in".
+        (
+            r"(?:the|in|over|during|within|for)\s+past\s+(?:"
+            + _num_re()
+            + r"\s+)?"
+            + _UNIT
+            + _NOT_OF,
+            _rolling,
+        ),
         # "the last week" is rolling, "the last day (of ...)" no time.
         (
             r"the\s+last\s+(?:" + _num_re() + r"\s+|(?!day\b))" + _UNIT + _NOT_OF,
@@ -792,7 +801,13 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
             _season,
         ),
         (_num_re() + r"\s+hours?\s+(?:ago|back)", _hours_ago),
-        (r"(?:the\s+)?(?:past|last)\s+(?:" + _num_re() + r"\s+)?hours?", _past_hours),
+        (
+            r"(?:the|in|over|during|within|for)\s+(?:past|last)\s+(?:"
+            + _num_re()
+            + r"\s+)?hours?"
+            + _NOT_OF,
+            _past_hours,
+        ),
         (r"(?:over|at|during|on)\s+the\s+weekend", _the_weekend),
         (r"the\s+other\s+day", _other_day),
         (r"earlier\s+(?:today|this\s+(?P<unit>week|month|year))", _earlier),
