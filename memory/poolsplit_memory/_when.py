@@ -25,7 +25,9 @@ Conventions (each the rule of one resolver below):
   the whole of yesterday, from midnight to midnight.
 - Weeks start on Monday (ISO 8601). "last week" is the calendar week before
   this one, "this week" the current one (future days included), "next week"
-  the one after; "the week before last" is two weeks back. The weekend is
+  the one after; "the week before last" is two weeks back, "the week after
+  next" two ahead (months, years and weekends alike). "previous" and "this
+  past" read as "last", "coming" and "this coming" as "next". The weekend is
   Saturday and Sunday of a week: "last weekend" is the previous week's,
   "this weekend" the current week's (on a Wednesday, the coming one).
 - "N days/weeks/months/years ago" is the calendar unit N units before the
@@ -33,8 +35,10 @@ Conventions (each the rule of one resolver below):
   February). N is digits (up to 4), a number word up to twenty, "a"/"an" (1),
   "a couple of" (2), or "a few" (the hull of 2, 3 and 4 units ago).
   "the past/last N days" (and "the past week", "the last month") is rolling:
-  from the same point N units before today to the end of today; "past"
-  needs "the" or a preposition ("past 90 days" also means "beyond 90 days").
+  from the same point N units before today to the end of today, so "the last
+  week" is the seven days up to today where "last week" is the calendar week;
+  "past" needs "the" or a preposition ("past 90 days" also means "beyond 90
+  days"), and "the last day/week of ..." is no time.
 - Weekdays: "last Friday" is the most recent Friday strictly before today;
   "on Friday" and a bare "Friday" the most recent one on or before today
   (today if it is Friday); "this Friday" the Friday of the current week;
@@ -45,13 +49,17 @@ Conventions (each the rule of one resolver below):
   the current month; "last May" the most recent one strictly before it; "this
   May" the one of the current year; "next May" the first one strictly after.
   A bare month name is never a time ("May I ask", "march forward"); "may" and
-  "march" in lower case count only with a day or a year ("may 7, 2023"), and
-  three-letter abbreviations ("Sep") only with a day or a year.
+  "march" in lower case count only after "in", "during", "since", "last",
+  "this" or "next", or with a year ("may 7" is the verb, "may 7, 2023" a
+  date), and three-letter abbreviations ("Sep") need such a word, a day or a
+  year.
 - Dates: "2023-05-07", "7 May 2023", "7th of May, 2023", "May 7, 2023",
   "the 7th of May"; without a year, the most recent such date on or before
   today (29 February: the most recent leap day). "May 2023" and "in 2023" are
   that month and that year (years 1900-2099, and a bare year needs "in",
-  "during", "of" or "the year": "1000 people" and "2.0" are no time).
+  "during", "since", "throughout", "of" or "the year": "1000 people" and
+  "2.0" are no time). A date that does not exist ("30 February 2023") names
+  no time, and its words are not read again as "February 2023".
 - "early/mid/late" (also "the beginning/start/middle/end of") a month: days
   1-10, 11-20, 21 to the end; of a year: January-April, May-August,
   September-December.
@@ -79,14 +87,16 @@ Conventions (each the rule of one resolver below):
   last Saturday and Sunday before it; "the Friday before <date>" and "the day
   before <date>" (and "after") likewise.
 
-Windows may lie in the future ("tomorrow", "next week"): the caller decides
-what a future window means for memories written in the past. Where
+Windows may lie in the future ("tomorrow", "next week", "in two weeks' time",
+"3 days from now"; "in two days" alone is read as a duration, no time): the
+caller decides what a future window means for memories written in the past.
+An expression with a character outside ASCII (but for spaces) is not read. Where
 expressions overlap, the longest wins ("the week before 16 November 2023",
 not "16 November 2023"). :func:`windows` returns each expression's window in
 message order; :func:`window` their hull (the earliest start to the latest
 end), with every span, since a message that names two times asks about both.
 
-Cost: about twenty compiled regular expressions scan the message once each,
+Cost: 26 compiled regular expressions scan the message once each,
 O(len(message)).
 """
 
@@ -831,6 +841,23 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
 
 
 _RULES: Final = _rules()
+# Every rule's pattern holds a digit or one of these words (or a part of one),
+# so a message without any is passed over at once (most messages: "the
+# invoice report is slow"); substring tests on the lowered text take about a
+# tenth of the time one case-insensitive regex of the same words takes.
+_CUES: Final = (
+    "day", "week", "fortnight", "month", "year", "hour", "tomorrow", "night",
+    "morning", "afternoon", "evening", "spring", "summer", "autumn", "fall",
+    "winter", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
+    "oct", "nov", "dec",
+)  # fmt: skip
+_DIGIT: Final = re.compile(r"\d")
+
+
+def _cued(message: str) -> bool:
+    """Whether ``message`` may hold a time expression at all."""
+    lowered = message.lower()
+    return any(cue in lowered for cue in _CUES) or _DIGIT.search(message) is not None
 
 
 # --- the scan --------------------------------------------------------------
@@ -847,6 +874,8 @@ def windows(message: str, now: datetime) -> list[Window]:
     if not isinstance(message, str):
         raise TypeError(f"message must be a str, got {type(message).__name__}")
     ctx = _context(now)
+    if not _cued(message):
+        return []
     found: list[tuple[int, int, _Span | None]] = []
     for pattern, resolve in _RULES:
         for m in pattern.finditer(message):

@@ -474,6 +474,15 @@ def test_total_and_well_formed(message, now):
         assert hull.end == max(w.end for w in found)
 
 
+@given(MESSAGES)
+@example("Tomorrow")
+@example("TONIGHT")
+def test_a_message_without_cues_matches_no_rule(message):
+    """The quick pass-over (_cued) never hides a match of any rule."""
+    if not _when._cued(message):
+        assert not any(p.search(message) for p, _ in _when._RULES)
+
+
 @given(MESSAGES, NOWS)
 def test_deterministic(message, now):
     assert window(message, now) == window(message, now)
