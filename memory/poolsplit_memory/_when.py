@@ -71,6 +71,19 @@ Conventions (each the rule of one resolver below):
   that starts after today; "in (the) summer" the most recent one that has
   started; "summer 2022"/"the summer of 2022" that year's. A season needs one
   of those words or a year ("summer camp" is no time).
+- "March of last year", "the summer of next year", "Friday of last week" (or
+  "Friday last week"): that month, season or weekday of the year or week
+  "last/this/next year/week" names.
+- Holidays (Western, United States for Thanksgiving and the Fourth of July):
+  Christmas is 24-26 December (Christmas Eve, Christmas Day, Boxing Day one
+  day each), New Year 31 December and 1 January (New Year's Eve, New Year's
+  Day one day each), Easter Good Friday to Easter Monday (Easter Sunday one
+  day), Halloween, Valentine's Day, Thanksgiving (the fourth Thursday of
+  November), the Fourth of July or Independence Day. A holiday needs "at",
+  "on", "over", "during", "around", "since", "last", "this", "next" or a year
+  ("a Christmas tree" is no time); "last Christmas" is the most recent one
+  that has ended, "this" the one under way or else the nearest, "next" the
+  first that starts after today, the other words the most recent one begun.
 - Parts of a day: morning 05-12, afternoon 12-18, evening 18-24, night 18 to 06
   the next day ("tonight" is today's night, "last night" yesterday's).
   "N hours ago" is the two hours around that moment; "the past N hours" (or
@@ -96,8 +109,9 @@ not "16 November 2023"). :func:`windows` returns each expression's window in
 message order; :func:`window` their hull (the earliest start to the latest
 end), with every span, since a message that names two times asks about both.
 
-Cost: 26 compiled regular expressions scan the message once each,
-O(len(message)).
+Cost: O(len(message)): a substring pass passes over a message with no digit
+and no time word; otherwise each rule's compiled regular expression scans it
+once.
 """
 
 from __future__ import annotations
@@ -348,6 +362,13 @@ _DAY: Final = r"(?P<day>[0-3]?\d)(?!\d)(?:st|nd|rd|th)?"
 _WEEKDAY: Final = "(?P<weekday>" + _alternatives(_WEEKDAYS) + ")"
 _PART: Final = "(?P<part>" + _alternatives(_PARTS) + ")"
 _SEASON: Final = "(?P<season>" + _alternatives(_SEASONS) + ")"
+_APOSTROPHE: Final = "['\u2019]?"
+_HOLIDAY: Final = (
+    "(?P<holiday>christmas(?:\\s+(?:eve|day))?|boxing\\s+day|halloween|thanksgiving"
+    "|easter(?:\\s+sunday)?|the\\s+fourth\\s+of\\s+july|independence\\s+day"
+    "|new\\s+year" + _APOSTROPHE + "s?(?:\\s+(?:eve|day))?"
+    "|valentine" + _APOSTROPHE + "s?\\s+day)"
+)
 # A date with a day: "7 May 2023", "7th of May, 2023", "14September, 2022",
 # "May 7, 2023", "May 7th", "the 7th of May"; the year is optional.
 _DATES: Final = (
@@ -537,6 +558,25 @@ def _named_month(m: re.Match[str], ctx: _Now) -> _Span | None:
     return _month(ctx, year, month)
 
 
+def _of_relative(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """<month>/<season> of last/this/next year, <weekday> of last/this/next week."""
+    offset = _offset(m.group("of"))
+    groups = m.groupdict()
+    weekday = groups.get("weekday")
+    if weekday is not None:
+        monday = _unit_start(ctx.today, "week") + timedelta(days=7 * offset)
+        day = monday + timedelta(days=_WEEKDAYS[weekday.lower()])
+        return ctx.days(day, day + timedelta(days=1))
+    year = ctx.today.year + offset
+    season = groups.get("season")
+    if season is not None:
+        first = date(year - (season.lower() == "winter"), _SEASONS[season.lower()], 1)
+        return ctx.days(first, _add_months(first, 3))
+    month = _month_number(m, framed=True, day=False)
+    assert month is not None  # framed by its year
+    return _month(ctx, year, month)
+
+
 def _month_year(m: re.Match[str], ctx: _Now) -> _Span | None:
     """<month> <year>: that month."""
     month = _month_number(m, framed=True, day=False)
@@ -633,33 +673,103 @@ def _third_of_month(ctx: _Now, year: int, month: int, which: int) -> _Span:
     return ctx.days(bounds[which], stop)
 
 
-def _season_starts(ctx: _Now, season: str) -> list[date]:
-    """The first days of ``season`` around today, oldest first."""
-    month = _SEASONS[season]
-    return [date(ctx.today.year + k, month, 1) for k in range(-3, 3)]
+def _season_of(season: str, year: int) -> tuple[date, date]:
+    """The days of ``season`` in ``year`` (winter: the one whose January it is)."""
+    first = date(year - (season == "winter"), _SEASONS[season], 1)
+    return first, _add_months(first, 3)
 
 
 def _season(m: re.Match[str], ctx: _Now) -> _Span | None:
     """last/this/next/in <season> [<year>]: meteorological seasons."""
     season = m.group("season").lower()
-    rel = (m.group("rel") or "in").lower().split()[-1]
     year = m.group("year")
     if year is not None:
-        first = date(int(year) - (season == "winter"), _SEASONS[season], 1)
-        return ctx.days(first, _add_months(first, 3))
+        return ctx.days(*_season_of(season, int(year)))
     if m.group("rel") is None:
         return None  # "summer camp", "spring cleaning", "the fall"
-    today = ctx.today
-    spans = [(s, _add_months(s, 3)) for s in _season_starts(ctx, season)]
-    if rel in ("last", "past", "previous"):
-        chosen = [s for s in spans if s[1] <= today][-1]
-    elif rel in ("next", "coming"):
-        chosen = next(s for s in spans if s[0] > today)
-    elif rel in ("this", "current"):
-        chosen = min(spans, key=lambda s: (_gap(s, today), s[0] > today))
-    else:
-        chosen = [s for s in spans if s[0] <= today][-1]
-    return ctx.days(*chosen)
+    around = range(ctx.today.year - 2, ctx.today.year + 3)
+    spans = [_season_of(season, y) for y in around]
+    return ctx.days(*_occurrence(spans, m.group("rel"), ctx.today))
+
+
+def _occurrence(
+    spans: list[tuple[date, date]], rel: str, today: date
+) -> tuple[date, date]:
+    """Which yearly occurrence (oldest first in ``spans``) a relation names.
+
+    last: the most recent that has ended; next: the first that starts after
+    today; this: the one under way, else the nearest (the past one on a tie);
+    any other word ("in", "at", "over"): the most recent that has begun.
+    """
+    word = rel.lower().split()[-1]
+    if word in ("last", "past", "previous"):
+        return [s for s in spans if s[1] <= today][-1]
+    if word in ("next", "coming"):
+        return next(s for s in spans if s[0] > today)
+    if word in ("this", "current"):
+        return min(spans, key=lambda s: (_gap(s, today), s[0] > today))
+    return [s for s in spans if s[0] <= today][-1]
+
+
+def _easter(year: int) -> date:
+    """Easter Sunday of ``year`` (the anonymous Gregorian algorithm)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    weekday = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * weekday) // 451
+    month, day = divmod(h + weekday - 7 * m + 114, 31)
+    return date(year, month, day + 1)
+
+
+def _thanksgiving(year: int) -> date:
+    """The fourth Thursday of November (the United States' Thanksgiving)."""
+    first = date(year, 11, 1)
+    return first + timedelta(days=(3 - first.weekday()) % 7 + 21)
+
+
+# Each holiday's first day in a year and its length in days.
+_HOLIDAYS: Final[dict[str, Callable[[int], tuple[date, int]]]] = {
+    "christmas": lambda y: (date(y, 12, 24), 3),
+    "christmas eve": lambda y: (date(y, 12, 24), 1),
+    "christmas day": lambda y: (date(y, 12, 25), 1),
+    "boxing day": lambda y: (date(y, 12, 26), 1),
+    "new year": lambda y: (date(y - 1, 12, 31), 2),
+    "new year eve": lambda y: (date(y, 12, 31), 1),
+    "new year day": lambda y: (date(y, 1, 1), 1),
+    "halloween": lambda y: (date(y, 10, 31), 1),
+    "valentine day": lambda y: (date(y, 2, 14), 1),
+    "thanksgiving": lambda y: (_thanksgiving(y), 1),
+    "easter": lambda y: (_easter(y) - timedelta(days=2), 4),
+    "easter sunday": lambda y: (_easter(y), 1),
+    "the fourth of july": lambda y: (date(y, 7, 4), 1),
+    "independence day": lambda y: (date(y, 7, 4), 1),
+}
+
+
+def _holiday_key(text: str) -> str:
+    """A holiday's words as the key of :data:`_HOLIDAYS` ("New Year's Eve" is
+    "new year eve", "Valentines day" "valentine day")."""
+    words = " ".join(text.lower().replace("\u2019", "").replace("'", "").split())
+    return words.replace("years", "year").replace("valentines", "valentine")
+
+
+def _holiday(m: re.Match[str], ctx: _Now) -> _Span | None:
+    """at/over/last/this/next <holiday> [<year>]: Christmas, Easter, ..."""
+    rule = _HOLIDAYS[_holiday_key(m.group("holiday"))]
+    year = m.group("year")
+    if year is None and m.group("rel") is None:
+        return None  # "a Christmas tree", "Halloween costumes"
+    years = [int(year)] if year else range(ctx.today.year - 2, ctx.today.year + 3)
+    spans = []
+    for y in years:
+        first, length = rule(y)
+        spans.append((first, first + timedelta(days=length)))
+    if year is not None:
+        return ctx.days(*spans[0])
+    return ctx.days(*_occurrence(spans, m.group("rel"), ctx.today))
 
 
 def _gap(span: tuple[date, date], today: date) -> int:
@@ -751,6 +861,9 @@ _NOT_OF: Final = r"(?!\s+of\b)"
 _Resolver = Callable[["re.Match[str]", _Now], Optional[_Span]]
 
 
+_OF_RELATION: Final = "(?P<of>last|this|next|previous|the\\s+coming)"
+
+
 def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
     """Each expression's pattern and resolver (case-insensitive, whole words)."""
     part = r"(?:\s+" + _PART + ")?"
@@ -819,6 +932,28 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
             _past_hours,
         ),
         (r"(?:over|at|during|on)\s+the\s+weekend", _the_weekend),
+        (
+            r"(?:"
+            + _relation("at", "on", "over", "during", "around", "since", "past")
+            + r"\s+)?"
+            + _HOLIDAY
+            + r"(?:\s+(?:of\s+)?"
+            + _year_re()
+            + ")?",
+            _holiday,
+        ),
+        # "March of last year", "the summer of next year", "Friday of last week"
+        (
+            r"(?:the\s+)?(?:"
+            + _MONTH
+            + "|"
+            + _SEASON
+            + r")\s+(?:of\s+)?"
+            + _OF_RELATION
+            + r"\s+year",
+            _of_relative,
+        ),
+        (_WEEKDAY + r"\s+(?:of\s+)?" + _OF_RELATION + r"\s+week", _of_relative),
         (r"the\s+other\s+day", _other_day),
         (r"earlier\s+(?:today|this\s+(?P<unit>week|month|year))", _earlier),
     ]
@@ -849,7 +984,8 @@ _CUES: Final = (
     "day", "week", "fortnight", "month", "year", "hour", "tomorrow", "night",
     "morning", "afternoon", "evening", "spring", "summer", "autumn", "fall",
     "winter", "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
-    "oct", "nov", "dec",
+    "oct", "nov", "dec", "christmas", "easter", "halloween", "thanksgiving",
+    "july", "valentine",
 )  # fmt: skip
 _DIGIT: Final = re.compile(r"\d")
 
@@ -924,9 +1060,12 @@ def _since(
 
 
 def _plain(text: str) -> bool:
-    """ASCII but for spaces: the vocabulary is English, and case-insensitive
-    matching would otherwise let a long s or the Kelvin sign spell a word."""
-    return text.isascii() or all(c.isascii() or c.isspace() for c in text)
+    """ASCII but for spaces and the typographic apostrophe: the vocabulary is
+    English, and case-insensitive matching would otherwise let a long s or the
+    Kelvin sign spell a word."""
+    return text.isascii() or all(
+        c.isascii() or c.isspace() or c == "\u2019" for c in text
+    )
 
 
 def _context(now: datetime) -> _Now:

@@ -244,6 +244,33 @@ CASES = [
     ("earlier this week", WED, "2023-05-08", "2023-05-10T15:30", None),
     ("earlier this month", WED, "2023-05-01", "2023-05-10T15:30", None),
     ("earlier this year", WED, "2023-01-01", "2023-05-10T15:30", None),
+    # a month, season or weekday of a named year or week
+    ("in March of last year", WED, "2022-03-01", "2022-04-01", "March of last year"),
+    ("June this year", WED, "2023-06-01", "2023-07-01", None),
+    ("the summer of last year", WED, "2022-06-01", "2022-09-01", None),
+    ("winter of next year", WED, "2023-12-01", "2024-03-01", None),
+    ("Friday of last week", WED, "2023-05-05", "2023-05-06", None),
+    ("on Friday last week", SAT, "2023-05-05", "2023-05-06", "Friday last week"),
+    ("Sunday of this week", MON, "2023-05-14", "2023-05-15", None),
+    # holidays: fixed dates, Easter (Good Friday to Easter Monday), Thanksgiving
+    ("at Christmas", WED, "2022-12-24", "2022-12-27", None),
+    ("at Christmas", DEC.replace(day=25), "2023-12-24", "2023-12-27", None),
+    ("last Christmas", DEC.replace(day=25), "2022-12-24", "2022-12-27", None),
+    ("next Christmas", WED, "2023-12-24", "2023-12-27", None),
+    ("Christmas 2021", WED, "2021-12-24", "2021-12-27", None),
+    ("on Christmas Day", JAN, "2023-12-25", "2023-12-26", None),
+    ("on New Year\u2019s Eve", JAN, "2023-12-31", "2024-01-01", None),
+    ("at new years", JAN, "2023-12-31", "2024-01-02", None),
+    ("on Valentine's Day", WED, "2023-02-14", "2023-02-15", None),
+    ("over Easter", WED, "2023-04-07", "2023-04-11", None),
+    ("last Easter", WED, "2023-04-07", "2023-04-11", None),  # it has ended
+    ("last Easter", LEAP, "2023-04-07", "2023-04-11", None),
+    ("Easter Sunday 2024", WED, "2024-03-31", "2024-04-01", None),
+    ("Easter 2000", WED, "2000-04-21", "2000-04-25", None),
+    ("at Thanksgiving", WED, "2022-11-24", "2022-11-25", None),
+    ("Thanksgiving 2023", WED, "2023-11-23", "2023-11-24", None),
+    ("since Halloween", WED, "2022-10-31", "2023-05-10T15:30", None),
+    ("on the Fourth of July", WED, "2022-07-04", "2022-07-05", None),
     # future
     ("in two weeks' time", WED, "2023-05-22", "2023-05-29", None),
     ("3 days from now", WED, "2023-05-13", "2023-05-14", None),
@@ -341,6 +368,9 @@ NO_TIME = [
     "and past 90 days the factor is flat",
     "past year 1 or 9999",
     "the last hour of the day",
+    "a Christmas tree",
+    "Halloween costumes",
+    "the new year resolutions list",
 ]
 
 
@@ -447,7 +477,8 @@ VOCABULARY = [
     "before", "after", "2023", "7", "14th", "2023-05-07", ",", "?", "night",
     "recently", "past", "two", "since", "hours", "twenty", "fortnight", "from",
     "now", "time", "earlier", "other", "day", "\u017funday", "\u212aelvin",
-    "\u0661\u0662",
+    "\u0661\u0662", "New", "Year's", "Year\u2019s", "years", "Eve", "Christmas",
+    "valentine", "valentines", "Easter", "at", "over", "since",
 ]  # fmt: skip
 MESSAGES = st.text() | st.lists(st.sampled_from(VOCABULARY)).map(" ".join)
 
