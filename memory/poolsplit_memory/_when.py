@@ -43,23 +43,24 @@ Conventions (each the rule of one resolver below):
   "on Friday" and a bare "Friday" the most recent one on or before today
   (today if it is Friday); "this Friday" the Friday of the current week;
   "next Friday" the first one strictly after today. A bare weekday counts only
-  before punctuation, the end of the message or a part of the day ("Friday
-  night"), so "Sunday school" is no time.
+  at the end of a sentence or of the message, or before a part of the day
+  ("Friday night"), so "Sunday school" and "Monday, Tuesday" are no time.
 - Months: "in May" (or "during May") is the most recent May that is not after
   the current month; "last May" the most recent one strictly before it; "this
   May" the one of the current year; "next May" the first one strictly after.
   A bare month name is never a time ("May I ask", "march forward"); "may" and
-  "march" in lower case count only after "in", "during", "since", "last",
-  "this" or "next", or with a year ("may 7" is the verb, "may 7, 2023" a
-  date), and three-letter abbreviations ("Sep") need such a word, a day or a
-  year.
+  "march" in lower case count only after "in", "during" or "since", or with a
+  year ("this may fail" and "may 7" are the verb, "in may" and "may 7, 2023"
+  the month), and three-letter abbreviations ("Sep") need such a word, a day
+  or a year.
 - Dates: "2023-05-07", "7 May 2023", "7th of May, 2023", "May 7, 2023",
   "the 7th of May"; without a year, the most recent such date on or before
   today (29 February: the most recent leap day). "May 2023" and "in 2023" are
   that month and that year (years 1900-2099, and a bare year needs "in",
-  "during", "since", "throughout", "of" or "the year": "1000 people" and
-  "2.0" are no time). A date that does not exist ("30 February 2023") names
-  no time, and its words are not read again as "February 2023".
+  "during", "since", "throughout" or "the year": "1000 people", "a total of
+  2000", "2.0" and "the 1980's" are no time; decades are never read). A date
+  that does not exist ("30 February 2023") names no time, and its words are
+  not read again as "February 2023".
 - "early/mid/late" (also "the beginning/start/middle/end of") a month: days
   1-10, 11-20, 21 to the end; of a year: January-April, May-August,
   September-December.
@@ -316,7 +317,7 @@ def _num_re() -> str:
 
 def _year_re(name: str = "year") -> str:
     """A year from 1900 to 2099."""
-    return rf"(?P<{name}>(?:19|20)\d\d)(?!\d)"
+    return rf"(?P<{name}>(?:19|20)\d\d)(?!\d|['\u2019]?s\b)"  # not "the 1980's"
 
 
 def _relation(*extra: str) -> str:
@@ -479,11 +480,13 @@ def _this_part(m: re.Match[str], ctx: _Now) -> _Span | None:
     return _part_of(ctx, ctx.today, m.group("part"))
 
 
-_BARE_END: Final = re.compile(r"\s*(?:[.,;:!?)\]\"']|$)")
+# Where a bare weekday may stand: the end of a sentence or of the message
+# ("What did we do Friday?"); not in a list ("Monday, Tuesday") or before a noun.
+_BARE_END: Final = re.compile(r"\s*(?:[.;:!?]|$)")
 
 
 def _weekday(m: re.Match[str], ctx: _Now) -> _Span | None:
-    """on/last/this/next <weekday> (+ part of day); bare only before punctuation."""
+    """on/last/this/next <weekday> (+ part of day); bare only ending a sentence."""
     part = m.group("part")
     bare = m.group("rel") is None and part is None
     if bare and not _BARE_END.match(m.string, m.end()):
@@ -521,9 +524,11 @@ def _month_number(m: re.Match[str], *, framed: bool, day: bool) -> int | None:
 
 def _named_month(m: re.Match[str], ctx: _Now) -> _Span | None:
     """in/last/this/next <month>: resolved around the current month."""
-    month = _month_number(m, framed=True, day=False)
-    assert month is not None  # framed by its preposition
     direction = _direction(m.group("rel"))
+    # "in may" is the month, "this may (fail)" the verb.
+    month = _month_number(m, framed=direction is None, day=False)
+    if month is None:
+        return None
     year = ctx.today.year
     current = ctx.today.month
     if direction == -1:
@@ -873,7 +878,7 @@ def _rules() -> list[tuple[re.Pattern[str], _Resolver, tuple[str, ...]]]:
             _named_month,
         ),
         (_MONTH + r",?\s+(?:of\s+)?" + _year_re(), _month_year),
-        (r"(?:in|during|since|throughout|of|the\s+year)\s+" + _year_re(), _in_year),
+        (r"(?:in|during|since|throughout|the\s+year)\s+" + _year_re(), _in_year),
         (_ISO, _iso),
         (
             r"(?P<which>early|mid|late|(?:the\s+)?(?:beginning|start|middle|end)\s+of)"
