@@ -41,18 +41,22 @@ import dataclasses
 import heapq
 import math
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Final, Optional, TypeVar
 
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
+from . import _when
+
 __all__ = [
     "DELTA",
     "FLOOR",
     "K1",
     "RELEVANCE_RATE",
+    "TIME_FACTOR",
+    "TIME_SLACK",
     "B",
     "Relevance",
     "Statistics",
@@ -84,6 +88,16 @@ RELEVANCE_RATE: Final = 30.0
 # LoCoMo's turns nearly all share a term with the question, a real store's
 # unrelated memories ("the dog is called Biscuit") do not.
 FLOOR: Final = 0.2
+# A time the message names multiplies the factor of an entry created then
+# (the window, and up to TIME_SLACK after it: a memory of an event is
+# written at or after it) by TIME_FACTOR, worth 0.2 of r: the window steers
+# within the relevant entries and alone orders a message that names only a
+# time. Development file, dated, the 104 questions naming a time: hit@5
+# 63 without the rule; with the slack 0 / 7 days, a weight of 0.05 of r
+# 62 / 62, 0.1 67 / 68, 0.2 68 / 69, 0.4 68 / 70 (all 759: 0.605 without,
+# 0.613 at 0.2 and 7 days; temporal 0.782 either way).
+TIME_FACTOR: Final = math.exp(RELEVANCE_RATE * 0.2)
+TIME_SLACK: Final = timedelta(days=7)
 # The best an entry can do per shared term: its length-normalised part at
 # its largest (a length of 0) plus delta is below this (b < 1).
 _TERM_CEILING: Final = K1 + 1.0 + DELTA
@@ -425,9 +439,10 @@ class Statistics:
             return 0.0
         return math.log(1.0 + (self.count - n + 0.5) / (n + 0.5))
 
-    def relevance(self, message: str) -> Relevance:
-        """The message's terms weighed once, for scoring many entries."""
-        return Relevance(self, message)
+    def relevance(self, message: str, now: datetime | None = None) -> Relevance:
+        """The message's terms weighed once, for scoring many entries; with
+        ``now``, the time the message names too (see :class:`Relevance`)."""
+        return Relevance(self, message, now)
 
     def scorer(
         self, context: Context | None, *, relevance: Relevance | None = None
@@ -462,11 +477,27 @@ class Relevance:
 
     Built in O(postings of the message's terms): every counted content that
     shares a term gets its ``r`` here, so scoring an entry is one lookup.
+
+    With ``now``, a time the message names ("last week", "in May 2023",
+    resolved against ``now`` by ``_when.window``) is not read as terms, and
+    an entry created in that window (or up to :data:`TIME_SLACK` after it:
+    a memory of an event is written at or after it) gets its factor times
+    :data:`TIME_FACTOR`. ``window`` is then ``(start, end)`` in seconds.
     """
 
-    def __init__(self, stats: Statistics, message: str) -> None:
+    def __init__(
+        self, stats: Statistics, message: str, now: datetime | None = None
+    ) -> None:
         self._stats = stats
         self.message = message
+        self.window: tuple[float, float] | None = None
+        found = None if now is None or not message else _when.window(message, now)
+        if found is not None:
+            start = poolsplit.parse_created(found.start)
+            end = poolsplit.parse_created(found.end + TIME_SLACK)
+            assert start is not None and end is not None  # aware datetimes
+            self.window = (start, end)
+            message = _when.strip(message, found)
         weights = {t: stats.idf(t) for t in sorted(terms(message))}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
@@ -550,8 +581,21 @@ class Relevance:
         return self._normalised(shared_idf, len(own)) if shared_idf else 0.0
 
     def factor(self, entry: Entry) -> float:
-        """``relevance_factor(r, best)``: ``unmatched`` when no term is shared."""
-        return relevance_factor(self.share(entry), self.best)
+        """``relevance_factor(r, best)``: ``unmatched`` when no term is shared;
+        times TIME_FACTOR for an entry created in the message's window."""
+        factor = relevance_factor(self.share(entry), self.best)
+        if self.window is not None:
+            created = entry.get("created")
+            seconds = None if created is None else poolsplit.parse_created(created)
+            factor *= self.timed(seconds)
+        return factor
+
+    def timed(self, seconds: float | None) -> float:
+        """TIME_FACTOR for a creation time in the window, else 1."""
+        window = self.window
+        if window is None or seconds is None:
+            return 1.0
+        return TIME_FACTOR if window[0] <= seconds < window[1] else 1.0
 
 
 # ===========================================================================
@@ -617,6 +661,7 @@ def _fast_scores(
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
     rule = relevance_factor
+    timed = relevance.timed if relevance.window is not None else None
     scores = []
     for entry in entries:
         found = features.get(id(entry))
@@ -639,7 +684,10 @@ def _fast_scores(
             score *= match if project == query_project else mismatch
         content = entry.get("content")
         r = share.get(content) if isinstance(content, str) else None
-        scores.append(score * (rule(r, best) if r is not None else unmatched))
+        factor = rule(r, best) if r is not None else unmatched
+        if timed is not None:
+            factor *= timed(seconds)
+        scores.append(score * factor)
     return scores
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from poolsplit import Entry
@@ -167,8 +168,14 @@ class Hybrid(Relevance):
     has one, so the factor is 1 only for an entry at the bottom of both.
     """
 
-    def __init__(self, stats: Statistics, message: str, vectors: Vectors) -> None:
-        super().__init__(stats, message)
+    def __init__(
+        self,
+        stats: Statistics,
+        message: str,
+        vectors: Vectors,
+        now: datetime | None = None,
+    ) -> None:
+        super().__init__(stats, message, now)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         cosines = vectors.matrix @ vectors.embedder.query(message)

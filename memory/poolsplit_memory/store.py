@@ -1486,9 +1486,9 @@ class Store:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
             now = datetime.now(timezone.utc) if now is None else now
-            relevance = (
-                None if self.ranking == "core" else self._relevance(snap, context)
-            )
+            relevance = None
+            if self.ranking != "core":
+                relevance = self._relevance(snap, context, now)
             if relevance is not None:  # a factor of 0 is "not loaded"
                 pools_now = floored(pools_now, relevance)
             if self.ranking != "semantic":
@@ -1545,7 +1545,10 @@ class Store:
         with self._cache_lock:
             snap = self._snapshot()
             pools, unused = self._explained_pools(snap)
-            ranked = None if self.ranking == "core" else self._relevance(snap, context)
+            ranked = None
+            if self.ranking != "core":
+                at = datetime.now(timezone.utc) if now is None else now
+                ranked = self._relevance(snap, context, at)
             scorer: Scorer = poolsplit.default_scorer
             if ranked is not None:  # recall's pools and scorer
                 pools = floored(pools, ranked)
@@ -1592,12 +1595,15 @@ class Store:
         unused = [p.name for p in pools if p not in shown]
         return shown or pools[:1], unused
 
-    def _relevance(self, snap: _Snapshot, context: Mapping[str, Any]) -> Relevance:
-        """The message's relevance: lexical, or hybrid with the vectors."""
+    def _relevance(
+        self, snap: _Snapshot, context: Mapping[str, Any], now: datetime
+    ) -> Relevance:
+        """The message's relevance at ``now`` (the time it names is read
+        against it): lexical, or hybrid with the vectors."""
         stats = snap.stats
         if self.ranking != "semantic":
-            return stats.relevance(context["message"])
-        return Hybrid(stats, context["message"], self._vectors(snap))
+            return stats.relevance(context["message"], now)
+        return Hybrid(stats, context["message"], self._vectors(snap), now)
 
     def _vectors(self, snap: _Snapshot) -> Vectors:
         """The snapshot's vectors (made again after any change it applied):

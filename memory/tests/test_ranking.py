@@ -475,3 +475,55 @@ def test_property_the_whole_ranking_is_the_oracles(entries, context):
     # equal scores may come in either order in the oracle's sort: compare
     # the scores along each list
     assert [scores[i] for i in got] == [scores[i] for i in expected]
+
+
+# --- a time in the message ---------------------------------------------------------
+
+DIARY = [
+    {"id": "may", "content": "Dinner with Ana at the harbour", "created": "2026-05-12"},
+    {"id": "april", "content": "Dinner with Ana downtown", "created": "2026-04-14"},
+    {
+        "id": "late",
+        "content": "Ana said the harbour dinner was great",
+        "created": "2026-05-20",
+    },  # fmt: skip
+]
+
+
+def test_a_time_in_the_message_steers_toward_entries_created_then():
+    """ "last month" on 1 June is May (and a week after it): the May entries
+    are boosted x exp(30 x 0.2); the phrase's words are not read as terms."""
+    stats = Statistics(DIARY)
+    timed = stats.relevance("dinner with Ana last month", NOW)
+    plain = stats.relevance("dinner with Ana last month")
+    assert timed.window is not None and plain.window is None
+    assert "month" in terms(plain.message) and "month" not in timed.weights
+    boost = math.exp(30 * 0.2)
+    for e in DIARY:
+        untimed = _ranking.relevance_factor(timed.share(e), timed.best)
+        expected = untimed * (boost if e["id"] != "april" else 1.0)
+        assert timed.factor(e) == expected
+    context = {"message": "dinner with Ana last month", "tags": [], "project": None}
+    pools = floored([Pool("all", 10**6, 3)], timed)
+    got = recall_by_scores(
+        stats,
+        DIARY,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=timed,
+    )
+    expected = poolsplit.retrieve_pools(
+        DIARY, pools, context, scorer=timed.scorer(context), now=NOW
+    )
+    assert got == expected
+    assert got["all"][-1]["id"] == "april"
+
+
+def test_a_message_naming_only_a_time_orders_by_it():
+    stats = Statistics(DIARY)
+    relevance = stats.relevance("what happened in April?", NOW)
+    assert relevance.best == 0.0  # no term left but the time's
+    factors = [relevance.factor(e) for e in DIARY]
+    assert factors == [1.0, math.exp(30 * 0.2), 1.0]
