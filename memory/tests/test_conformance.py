@@ -678,9 +678,10 @@ def test_recall_renders_the_pools_and_reports_ids(open_):
     assert list(ids) == [p.name for p in DEFAULT_POOLS] + [SPILL_OVER[0]]
     assert ids["corrections"] == [rule.id]
     assert ids["tasks"] == [task.id]
-    assert ids["other"] == [note.id]
+    assert ids["other"] == []  # shares nothing with a message that matches
     assert recall.text == poolsplit.render(recall.pools)
     assert recall.to_dict() == {"pools": ids, "skipped": [], "warnings": []}
+    assert store.recall("anything new?", now=NOW).ids()["other"] == [note.id]
 
 
 def test_recall_with_given_pools_uses_them_as_they_are(open_):
