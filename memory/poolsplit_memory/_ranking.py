@@ -48,7 +48,7 @@ from typing import Any, Final, Optional, TypeVar
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
-from . import _when
+from ._when import window as _time_window
 
 __all__ = [
     "DELTA",
@@ -492,7 +492,7 @@ class Relevance:
         self._stats = stats
         self.message = message
         self.window: tuple[float, float] | None = None
-        found = None if now is None or not message else _when.window(message, now)
+        found = None if now is None or not message else _time_window(message, now)
         if found is not None:
             start = poolsplit.parse_created(found.start)
             end = poolsplit.parse_created(found.end + TIME_SLACK)
