@@ -1,6 +1,7 @@
 """Recall on LoCoMo: the store's ranking against the core's scorer and BM25.
 
     python benchmarks/locomo.py DATA.json [--semantic] [--quick] [--now wall|last]
+        [--dated]
 
 LoCoMo (Maharana et al. 2024) holds long conversations and questions
 labelled with the turns that answer them. Each conversation becomes one
@@ -16,6 +17,13 @@ the answering turns loaded. The same for the core's default scorer
 (``ranking="core"``) and for plain BM25 (k1 1.2, b 0.75; the words are
 lowercase letter/digit runs of 3+ characters minus the core's stopwords,
 counted with repetition; ties by position) computed here.
+
+``--dated`` measures two protocols and prints them side by side: undated
+(no entry has ``created``: recency is flat) and dated (each turn ``created``
+at its session's date and time, the recall asked one day after the
+conversation's last session, as a real store holds it). Each cell is then
+``undated | dated`` hit, and a line per system gives the share of the
+loaded tokens (k=5) that belong to answering turns.
 
 A second measurement (pools): the turns carry types, the speaker who opens
 the conversation is the user (their turns are ``episode``), the other's are
@@ -171,12 +179,27 @@ class Tally:
         self.count: Counter[int] = Counter()
         self.hits: Counter[int] = Counter()
         self.recall: defaultdict[int, float] = defaultdict(float)
+        self.tokens = 0  # loaded, over every recall
+        self.answer_tokens = 0  # of those, the answering turns'
 
-    def add(self, category: int, evidence: set[str], loaded: Sequence[str]) -> None:
+    def add(
+        self,
+        category: int,
+        evidence: set[str],
+        loaded: Sequence[str],
+        cost: dict[str, int] | None = None,
+    ) -> None:
         found = evidence.intersection(loaded)
         self.count[category] += 1
         self.hits[category] += bool(found)
         self.recall[category] += len(found) / len(evidence)
+        if cost is not None:
+            self.tokens += sum(cost[i] for i in loaded)
+            self.answer_tokens += sum(cost[i] for i in found)
+
+    def precision(self) -> float:
+        """The share of the loaded tokens that belong to answering turns."""
+        return self.answer_tokens / max(1, self.tokens)
 
     def hit(self, category: int | None = None) -> float:
         if category is None:
@@ -200,6 +223,24 @@ def _table(tallies: dict[str, Tally]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
 
 
+def _paired_table(undated: dict[str, Tally], dated: dict[str, Tally]) -> list[str]:
+    """hit per category, ``undated | dated``, and the loaded tokens' share
+    that answers (k=5 rows)."""
+    cats = sorted({c for t in dated.values() for c in t.count})
+    head = ["system"] + [f"{CATEGORIES[c]} ({c})" for c in cats] + ["all", "tokens"]
+    rows = [head]
+    for name, tally in dated.items():
+        plain = undated[name]
+        cells = [f"{plain.hit(c):.3f} | {tally.hit(c):.3f}" for c in cats]
+        cells.append(f"{plain.hit():.3f} | {tally.hit():.3f}")
+        share = (
+            f"{plain.precision():.3f} | {tally.precision():.3f}" if tally.tokens else ""
+        )
+        rows.append([name, *cells, share])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+
+
 # ===========================================================================
 # The runs
 # ===========================================================================
@@ -209,16 +250,20 @@ BUDGET_POOL = (Pool("budget", BUDGET, BIG),)
 
 
 def _import(
-    store: Any, entries: Sequence[Entry], kind: Callable[[Entry], str]
+    store: Any,
+    entries: Sequence[Entry],
+    kind: Callable[[Entry], str],
+    dated: bool = True,
 ) -> float:
-    """Import the turns as one JSONL batch; the seconds it took."""
+    """Import the turns as one JSONL batch (without ``created`` unless
+    ``dated``); the seconds it took."""
     lines = [
         json.dumps(
             {
                 "id": e["id"],
                 "content": e["content"],
-                "created": e["created"],
                 "type": kind(e),
+                **({"created": e["created"]} if dated else {}),
             }
         )
         for e in entries
@@ -240,8 +285,10 @@ def measure(
     folder: Path,
     rankings: Sequence[str],
     mode: str,
+    dated: bool = True,
 ) -> tuple[dict[str, Tally], dict[str, list[float]], dict[str, float]]:
-    """Every question, recalled by each ranking and by BM25, at k and budget."""
+    """Every question, recalled by each ranking and by BM25, at k and budget
+    (the entries without ``created`` unless ``dated``)."""
     tallies = {
         name: Tally()
         for r in [*rankings, "bm25"]
@@ -249,14 +296,18 @@ def measure(
     }
     times: dict[str, list[float]] = defaultdict(list)
     writes: dict[str, float] = defaultdict(float)
+    label = "dated" if dated else "undated"
     for conv in conversations:
         bm25 = BM25(conv.entries)
+        cost = {
+            e["id"]: poolsplit.default_token_counter(e["content"]) for e in conv.entries
+        }
         stores = {}
         for ranking in rankings:
             store = open_store(
-                folder / f"{ranking}.db", namespace=conv.name, ranking=ranking
+                folder / f"{ranking}-{label}.db", namespace=conv.name, ranking=ranking
             )
-            writes[ranking] += _import(store, conv.entries, lambda e: "note")
+            writes[ranking] += _import(store, conv.entries, lambda e: "note", dated)
             stores[ranking] = store
         now = _now(conv, mode)
         for q in conv.questions:
@@ -270,9 +321,11 @@ def measure(
                 top = store.recall(message, pools=K_POOL, now=now).ids()["k"]
                 times[ranking].append(time.perf_counter() - start)
                 budget = store.recall(message, pools=BUDGET_POOL, now=now).ids()
-                tallies[f"{ranking} hit@{K}"].add(cat, evidence, top)
+                tallies[f"{ranking} hit@{K}"].add(cat, evidence, top, cost)
                 tallies[f"{ranking} @{BUDGET}"].add(cat, evidence, budget["budget"])
-            tallies[f"bm25 hit@{K}"].add(cat, evidence, bm25.recall(message, K, None))
+            tallies[f"bm25 hit@{K}"].add(
+                cat, evidence, bm25.recall(message, K, None), cost
+            )
             tallies[f"bm25 @{BUDGET}"].add(
                 cat, evidence, bm25.recall(message, None, BUDGET)
             )
@@ -423,10 +476,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semantic", action="store_true", help="also rank semantic")
     parser.add_argument("--quick", action="store_true", help="two conversations")
     parser.add_argument("--now", choices=("wall", "last"), default="wall")
+    parser.add_argument(
+        "--dated",
+        action="store_true",
+        help="undated and dated (a day after the last session) side by side",
+    )
     args = parser.parse_args(argv)
     samples = json.loads(args.data.read_text(encoding="utf-8"))
     conversations = [Conversation(s) for s in samples[: 2 if args.quick else None]]
     rankings = ["lexical", "core"] + (["semantic"] if args.semantic else [])
+    if args.dated:
+        return _dated(args.data.name, conversations, rankings)
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         tallies, times, writes = measure(conversations, Path(tmp), rankings, args.now)
         store = "semantic" if args.semantic else "lexical"
@@ -456,6 +516,35 @@ def main(argv: list[str] | None = None) -> int:
         f"{budget.mean_recall():.3f}; bm25 hit@5 {tallies['bm25 hit@5'].hit():.3f}; "
         f"bm25@200 hit {tallies['bm25 @200'].hit():.3f}"
     )
+    return 0
+
+
+def _dated(name: str, conversations: list[Conversation], rankings: list[str]) -> int:
+    """``--dated``: both protocols, side by side."""
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        undated, _, _ = measure(conversations, Path(tmp), rankings, "wall", False)
+        dated, times, _ = measure(conversations, Path(tmp), rankings, "last", True)
+    questions = sum(len(c.questions) for c in conversations)
+    turns = sum(len(c.entries) for c in conversations)
+    print(
+        f"{name}: {len(conversations)} conversations, {turns} turns, {questions} "
+        "questions; cells are hit, undated | dated (each turn created at its "
+        "session's date and time, recalled a day after the last session); "
+        "tokens: the share of loaded tokens (k=5) from answering turns"
+    )
+    print("\n".join(_paired_table(undated, dated)))
+    for ranking in rankings:
+        print(
+            f"{ranking}: dated recall median "
+            f"{statistics.median(times[ranking]) * 1000:.2f} ms"
+        )
+    store = "semantic" if "semantic" in rankings else "lexical"
+    summary = [
+        f"{r} hit@5 {undated[f'{r} hit@{K}'].hit():.3f} | "
+        f"{dated[f'{r} hit@{K}'].hit():.3f}"
+        for r in (store, "bm25")
+    ]
+    print(f"locomo --dated: {questions} questions; " + "; ".join(summary))
     return 0
 
 

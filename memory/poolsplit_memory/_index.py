@@ -136,6 +136,9 @@ class _Call:
     # (absent: message_factor).
     word_factor: Mapping[Any, float] = dataclasses.field(default_factory=dict)
     factor_of: Callable[[int], float] = lambda key: 1.0
+    # The factor of an entry the message does not boost: 1, or 0 with the
+    # lexical ranking when the message matches some entry (its floor).
+    unmatched: float = 1.0
     # The scorer the core ranks by (the default one, or the lexical
     # ranking's for this message) and, for the latter, its relevance.
     scorer: Scorer = poolsplit.default_scorer
@@ -357,6 +360,9 @@ class Index:
         """
         if not (
             self.usable
+            # a time in the message boosts entries by their date: no stream
+            # bounds that, so one loop scores every entry
+            and (relevance is None or relevance.window is None)
             and len(self._members) * _GROUP_SHARE <= len(self._entries)
             and _usual(pools, now)
             and self._always_admitted(pools)
@@ -455,7 +461,8 @@ class Index:
         MESSAGE_BOOST x shared words / message words; the most words any
         entry shares is counted at C speed, one entry's on demand. The
         lexical ranking's: the relevance's own factors, 1 exactly for an
-        entry sharing no term (so only the term streams' entries are
+        entry sharing no term when the message matches none, else 0
+        (``relevance.unmatched``: only the term streams' entries are
         boosted), each at most ``relevance.most``."""
         relevance = call.relevance
         if relevance is not None:
@@ -463,6 +470,7 @@ class Index:
             call.message_boosted = set().union(
                 *[hits[term] for term in call.words if term in hits]
             )
+            call.unmatched = relevance.unmatched
             if call.message_boosted:
                 entries, factor = self._entries, relevance.factor
                 call.message_factor = relevance.most
@@ -534,13 +542,14 @@ class Index:
         (None when none is). Raises _TooMany once ``subset`` passes ``limit``
         (a tie of thousands: the core reads them faster than this loop)."""
         streams = self._streams(pool, call)
+        floor = pool.min_score
         # (-bound, kind, number): kind 0 is a stream's head (number: the
         # stream), 1 a boosted entry with the bound of its own shares
         # (number: its key), given up by a stream whose loose bound (the
         # largest boost) came first.
         heap: list[tuple[float, int, int]] = []
         for number, stream in enumerate(streams):
-            self._push(heap, number, stream, call)
+            self._push(heap, number, stream, call, floor)
         seen: set[int] = set()  # taken into the subset by this pool
         bounded: set[int] = set()  # boosted entries given up by a stream
         last = math.inf
@@ -553,12 +562,13 @@ class Index:
                 stream = streams[number]
                 key = stream.ranks[stream.at][-1]
                 stream.at += 1
-                self._push(heap, number, stream, call)
+                self._push(heap, number, stream, call, floor)
                 if stream.boost is not None:
                     if key not in bounded:
                         bounded.add(key)
                         bound = self._boosted_bound(key, call)
-                        heapq.heappush(heap, (-_widened(bound), 1, key))
+                        if not _under(bound, floor):
+                            heapq.heappush(heap, (-_widened(bound), 1, key))
                     continue
             else:
                 key = number
@@ -602,9 +612,12 @@ class Index:
         number: int,
         stream: _Stream,
         call: _Call,
+        floor: float | None,
     ) -> None:
         """Push the stream's next candidate's bound; a plain stream passes
-        over boosted entries (their own streams hold them)."""
+        over boosted entries (their own streams hold them). A bound below
+        the pool's ``floor`` is not pushed: no entry of the stream from
+        there on reaches the floor (its bounds never rise), so none loads."""
         ranks = stream.ranks
         if stream.boost is None:
             while stream.at < len(ranks) and ranks[stream.at][-1] in call.boosted:
@@ -612,16 +625,20 @@ class Index:
         if stream.at == len(ranks):
             return
         base = self._base(ranks[stream.at][-1], call)
-        bound = base * stream.boost if stream.boost is not None and base > 0 else base
-        heapq.heappush(heap, (-_widened(bound), 0, number))
+        # A base of 0 or less is bounded by the least factor: that of an
+        # unboosted entry (1, or 0 under the lexical ranking's floor).
+        boost = call.unmatched if stream.boost is None or base <= 0 else stream.boost
+        bound = base * boost
+        if not _under(bound, floor):
+            heapq.heappush(heap, (-_widened(bound), 0, number))
 
     def _boosted_bound(self, key: int, call: _Call) -> float:
         """A bound of a boosted entry's score: its base times the message and
         tag factors of its own shares (each at least the scorer's factor)."""
         base = self._base(key, call)
+        factor = call.factor_of(key) if key in call.message_boosted else call.unmatched
         if base <= 0:
-            return base
-        factor = call.factor_of(key) if key in call.message_boosted else 1.0
+            return base * factor  # tags multiply by 1 or more: lower still
         tags = self._tag_sets[key]
         if tags and call.tags:
             shared = len(call.tags.intersection(tags))
@@ -648,7 +665,8 @@ class Index:
                     else poolsplit.RECENCY_FLOOR
                 )
         project = self._entries[key].get("project")
-        if project is not None:
+        # The lexical ranking leaves the project out of a context naming none.
+        if project is not None and (call.project is not None or call.relevance is None):
             match = project == call.project
             base *= poolsplit.PROJECT_MATCH if match else poolsplit.PROJECT_MISMATCH
         return base
@@ -680,6 +698,15 @@ def _below_band(bound: float, last: float) -> bool:
     if not math.isfinite(last):
         return bound < last
     return bound < last - abs(last) * _TIE_BAND
+
+
+def _under(bound: float, floor: float | None) -> bool:
+    """Whether no score ``bound`` bounds (not yet widened) reaches ``floor``:
+    a bound of 0 or less bounds scores of 0 or less (a product's sign is
+    exact), else the widened bound is below the floor."""
+    if floor is None:
+        return False
+    return (bound <= 0.0 < floor) or _widened(bound) < floor
 
 
 def _widened(bound: float) -> float:

@@ -17,12 +17,19 @@ the written entries' only.
 
 The score is the lexical ranking's with ``r`` replaced by the hybrid
 
-    h = ALPHA x r / max r + (1 - ALPHA) x (cos - min cos) / (max cos - min cos)
+    h = ALPHA x r / max r + (1 - ALPHA) x s
+    s = (cos - min cos) / max(spread, SPREAD) x ramp
+    ramp = clamp((spread - VAGUE) / (SPREAD - VAGUE), 0, 1)
 
-over the recall's entries (each term 0 when its maximum is 0, or when every
-cosine is equal): a convex combination of the lexical relevance and the
-cosine similarity, each scaled to [0, 1] by its best entry (benchmarks/
-locomo.py chose the fusion; memory/README.md has the figures).
+over the recall's entries (``spread = max cos - min cos``; the first term 0
+when max r is 0): a convex combination of the lexical relevance and the
+cosine similarity. Cosines spreading less than VAGUE tell no entry apart
+(a vague message over a few tasks spreads about 0.02 with this model), so
+``s`` is 0 for all and the base orders them; the semantic term grows to
+full weight at a spread of SPREAD, and a spread below SPREAD is never
+stretched to the whole range (near-equal cosines stay near-equal factors).
+The factor is then ``relevance_factor(h, max h)``, the lexical rule
+(benchmarks/locomo.py chose the fusion; memory/README.md has the figures).
 """
 
 from __future__ import annotations
@@ -30,15 +37,31 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Final
 
 from poolsplit import Entry
 
 from ._ranking import Relevance, Statistics
 
-__all__ = ["ALPHA", "MODEL", "Embedder", "Hybrid", "Kept", "digest", "load_vectors"]
+__all__ = [
+    "ALPHA",
+    "MODEL",
+    "SPREAD",
+    "VAGUE",
+    "Embedder",
+    "Hybrid",
+    "Kept",
+    "digest",
+    "load_vectors",
+]
 
 ALPHA: Final = 0.3
+# Cosine spreads: below VAGUE the message tells no entry apart; the
+# semantic term has its full weight from SPREAD (LoCoMo's questions spread
+# 0.09 to 0.4 over a conversation, median 0.16).
+VAGUE: Final = 0.05
+SPREAD: Final = 0.2
 MODEL: Final = "multilingual-e5-small-q4"
 _DIMENSIONS: Final = 384
 _BATCH: Final = 32
@@ -129,15 +152,26 @@ class Kept:
         self.checked: dict[str, Entry] = {}
 
 
+# The bytes of one vector: a row of another length is stale (a truncated
+# write, another model's row), embedded again like a missing one.
+_VECTOR_BYTES: Final = _DIMENSIONS * 4
+
+
 def missing(entries: Sequence[Entry], kept: Kept) -> list[int]:
-    """Positions of the entries without a vector of their current content."""
+    """Positions of the entries without a usable vector of their current
+    content (none, another content's, or not 384 float32)."""
     absent = []
     for i, entry in enumerate(entries):
         ident = str(entry.get("id"))
         if kept.checked.get(ident) is entry:
             continue
         found = kept.stored.get(ident)
-        if found is None or found[0] != digest(_text(entry)):
+        if (
+            found is None
+            or found[0] != digest(_text(entry))
+            or not isinstance(found[1], (bytes, bytearray, memoryview))
+            or len(found[1]) != _VECTOR_BYTES
+        ):
             absent.append(i)
         else:
             kept.checked[ident] = entry
@@ -156,8 +190,14 @@ class Hybrid(Relevance):
     has one, so the factor is 1 only for an entry at the bottom of both.
     """
 
-    def __init__(self, stats: Statistics, message: str, vectors: Vectors) -> None:
-        super().__init__(stats, message)
+    def __init__(
+        self,
+        stats: Statistics,
+        message: str,
+        vectors: Vectors,
+        now: datetime | None = None,
+    ) -> None:
+        super().__init__(stats, message, now)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         cosines = vectors.matrix @ vectors.embedder.query(message)
@@ -165,13 +205,16 @@ class Hybrid(Relevance):
             (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)
         )
         spread = high - low
+        ramp = min(1.0, max(0.0, (spread - VAGUE) / (SPREAD - VAGUE)))
+        scale = ramp / max(spread, SPREAD)
         shares: dict[str, float] = {}
         for entry, cosine in zip(vectors.entries, cosines.tolist()):
             content = _text(entry)
-            semantic = (cosine - low) / spread if spread > 0 else 0.0
+            semantic = (cosine - low) * scale
             lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
             shares[content] = ALPHA * lex + (1.0 - ALPHA) * semantic
         self._share = shares
+        self._settle()
 
     def share(self, entry: Entry) -> float:
         """``h`` for an entry of the snapshot; 0 for any other."""

@@ -97,7 +97,6 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
 from poolsplit import (
     Pool,
     TokenCounter,
-    default_scorer,
     default_token_counter,
     render,
     retrieve_pools,
@@ -115,7 +114,7 @@ from poolsplit_memory import (
 )
 from poolsplit_memory._entries import Prepared, prepare
 from poolsplit_memory._index import Index
-from poolsplit_memory._ranking import Statistics
+from poolsplit_memory._ranking import Statistics, floored
 
 __all__ = [
     "METADATA_KEY",
@@ -248,12 +247,15 @@ def _filled(
             return source.fill(message, ranking, now)
     read = source
     context = {"message": message}
-    scorer = (
-        default_scorer
-        if ranking == "core"
-        else Statistics(read.entries).scorer(context)
-    )
-    results = retrieve_pools(read.entries, read.pools, context, scorer=scorer, now=now)
+    if ranking == "core":
+        results = retrieve_pools(read.entries, read.pools, context, now=now)
+        return results, read
+    at = datetime.now(timezone.utc) if now is None else now
+    stats = Statistics(read.entries)
+    relevance = stats.relevance(message, at)
+    scorer = stats.scorer(context, relevance=relevance)
+    pools = floored(read.pools, relevance)
+    results = retrieve_pools(read.entries, pools, context, scorer=scorer, now=at)
     return results, read
 
 
@@ -719,11 +721,13 @@ class _Loaded:
         :meth:`prepared`, by the recall index (the same results, reading a
         few entries per pool)."""
         read = self.prepared()
-        relevance = None if ranking == "core" else self.stats.relevance(message)
+        at = datetime.now(timezone.utc) if now is None else now
+        relevance = None if ranking == "core" else self.stats.relevance(message, at)
+        pools = read.pools if relevance is None else floored(read.pools, relevance)
         results = self.index.recall(
-            read.pools,
+            pools,
             {"message": message},
-            now=datetime.now(timezone.utc) if now is None else now,
+            now=at,
             token_counter=default_token_counter,
             relevance=relevance,
         )

@@ -114,7 +114,15 @@ from poolsplit import (
 
 from ._index import Index
 from ._postgres import PostgresBackend
-from ._ranking import RELEVANCE_WEIGHT, Relevance, Statistics, recall_by_scores, terms
+from ._ranking import (
+    FLOOR,
+    RELEVANCE_RATE,
+    Relevance,
+    Statistics,
+    floored,
+    recall_by_scores,
+    terms,
+)
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._sqlite import SQLiteBackend
 from ._types import (
@@ -953,28 +961,26 @@ _RELEVANCE_ROWS: Final = 20
 
 
 def _relevance_lines(
-    store: Store,
-    snap: _Snapshot,
-    context: Mapping[str, Any],
-    report: poolsplit.Explanation,
+    relevance: Relevance, snap: _Snapshot, report: poolsplit.Explanation
 ) -> str:
-    """The relevance factor of the entries explain reports that share a term
-    with the message (every other entry's is 1.0), best first, at most 20."""
-    relevance = store._relevance(snap, context)
+    """The relevance factor of the entries explain reports that have an
+    ``r`` above 0 (every other entry's is the same, ``unmatched``), best
+    first, at most 20."""
     rows = []
     for decision in report.decisions:
         entry = snap.entries[decision.index]
-        factor = relevance.factor(entry)
-        if factor > 1.0:
+        if relevance.share(entry) > 0.0:
+            factor = relevance.factor(entry)
             shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
     lines = [
-        f"\nrelevance, score = base x (1 + {RELEVANCE_WEIGHT:g} x r): "
-        f"{len(rows)} entries above 1.0 (the others: 1.0), with their shared terms"
+        f"\nrelevance, score = base x g(r): exp({RELEVANCE_RATE:g} x r), 0 below "
+        f"{FLOOR:g} x the best r ({relevance.best:.3f}); {len(rows)} entries with "
+        f"r > 0 (the others: x{relevance.unmatched:g}), with their shared terms"
     ]
     lines += [
-        f"- {ident}: x{-f:.3f} ({shared or 'no shared term'})"
+        f"- {ident}: x{-f:.4g} ({shared or 'no shared term'})"
         for f, ident, shared in rows[:_RELEVANCE_ROWS]
     ]
     if len(rows) > _RELEVANCE_ROWS:
@@ -1510,23 +1516,25 @@ class Store:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
             now = datetime.now(timezone.utc) if now is None else now
+            relevance = None
+            if self.ranking != "core":
+                relevance = self._relevance(snap, context, now)
+            if relevance is not None:  # a factor of 0 is "not loaded"
+                pools_now = floored(pools_now, relevance)
             if self.ranking != "semantic":
                 # The index's walk, bounded by the lexical relevance's
-                # factors (1 for an entry sharing no term with the message).
+                # factors (1 or 0 for an entry sharing no term).
                 got = snap.index.recall(
                     pools_now,
                     context,
                     token_counter=self._token_counter,
                     now=now,
-                    relevance=(
-                        None
-                        if self.ranking == "core"
-                        else snap.stats.relevance(message)
-                    ),
+                    relevance=relevance,
                 )
             else:
                 # The hybrid factor is above 1 for nearly every entry: no
                 # index skips any, so one loop scores them all.
+                assert relevance is not None
                 got = recall_by_scores(
                     snap.stats,
                     snap.entries,
@@ -1534,7 +1542,7 @@ class Store:
                     context,
                     token_counter=self._token_counter,
                     now=now,
-                    relevance=self._relevance(snap, context),
+                    relevance=relevance,
                 )
             return _recalled(got, snap)
 
@@ -1575,11 +1583,19 @@ class Store:
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
+            ranked = None
+            if self.ranking != "core":
+                at = datetime.now(timezone.utc) if now is None else now
+                ranked = self._relevance(snap, context, at)
+            scorer: Scorer = poolsplit.default_scorer
+            if ranked is not None:  # recall's pools and scorer
+                pools = floored(pools, ranked)
+                scorer = snap.stats.scorer(context, relevance=ranked)
             report = poolsplit.explain(
                 snap.entries,
                 pools,
                 context,
-                scorer=self._scorer(snap, context),
+                scorer=scorer,
                 token_counter=self._token_counter,
                 now=now,
                 ids=filters["ids"],
@@ -1587,8 +1603,8 @@ class Store:
                 outcomes=filters["outcomes"],
             )
             relevance = ""
-            if self.ranking != "core":
-                relevance = _relevance_lines(self, snap, context, report)
+            if ranked is not None:
+                relevance = _relevance_lines(ranked, snap, report)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
         text = report.render(summary=summary).rstrip("\n") + "\n" + relevance
@@ -1610,18 +1626,15 @@ class Store:
         unused = [p.name for p in pools if p not in shown]
         return shown, unused
 
-    def _scorer(self, snap: _Snapshot, context: Mapping[str, Any]) -> Scorer:
-        """The scorer of this store's ranking for one recall's context."""
-        if self.ranking == "core":
-            return poolsplit.default_scorer
-        return snap.stats.scorer(context, relevance=self._relevance(snap, context))
-
-    def _relevance(self, snap: _Snapshot, context: Mapping[str, Any]) -> Relevance:
-        """The message's relevance: lexical, or hybrid with the vectors."""
+    def _relevance(
+        self, snap: _Snapshot, context: Mapping[str, Any], now: datetime
+    ) -> Relevance:
+        """The message's relevance at ``now`` (the time it names is read
+        against it): lexical, or hybrid with the vectors."""
         stats = snap.stats
         if self.ranking != "semantic":
-            return stats.relevance(context["message"])
-        return Hybrid(stats, context["message"], self._vectors(snap))
+            return stats.relevance(context["message"], now)
+        return Hybrid(stats, context["message"], self._vectors(snap), now)
 
     def _vectors(self, snap: _Snapshot) -> Vectors:
         """The snapshot's vectors (made again after any change it applied):
@@ -1647,13 +1660,14 @@ class Store:
         embeds only its message). A forgotten entry's vector was deleted
         in its transaction (SqlTx.delete). The write has committed: a
         database failure here is not the write's, and the next recall
-        embeds whatever is still missing (or says what fails)."""
+        embeds whatever is still missing (or says what fails), so no
+        failure here is reported as the write's."""
         if self.ranking != "semantic":
             return
         try:
             with self._cache_lock:
                 self._vectors(self._snapshot())
-        except StoreUnavailable:
+        except Exception:  # the write has committed: never its error
             return
 
     def _pools_for(

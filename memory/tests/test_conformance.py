@@ -41,7 +41,7 @@ from poolsplit_memory import (
     check_entry,
     open_store,
 )
-from poolsplit_memory._ranking import Statistics
+from poolsplit_memory._ranking import Statistics, floored
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 PREFIX_PAIRS = [("ada", "ada/archive"), ("user:1", "user:10")]
@@ -53,7 +53,10 @@ def ranked(entries, pools, context, ranking="lexical"):
     test_ranking.py checks that scorer against the README's formula)."""
     if ranking == "core":
         return poolsplit.retrieve_pools(entries, pools, context, now=NOW)
-    scorer = Statistics(entries).scorer(context)
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"], NOW)
+    scorer = stats.scorer(context, relevance=relevance)
+    pools = floored(pools, relevance)  # the store's floor when the message matches
     return poolsplit.retrieve_pools(entries, pools, context, scorer=scorer, now=NOW)
 
 
@@ -703,9 +706,10 @@ def test_recall_renders_the_pools_and_reports_ids(open_):
     assert list(ids) == [p.name for p in DEFAULT_POOLS] + [SPILL_OVER[0]]
     assert ids["corrections"] == [rule.id]
     assert ids["tasks"] == [task.id]
-    assert ids["other"] == [note.id]
+    assert ids["other"] == []  # shares nothing with a message that matches
     assert recall.text == poolsplit.render(recall.pools)
     assert recall.to_dict() == {"pools": ids, "skipped": [], "warnings": []}
+    assert store.recall("anything new?", now=NOW).ids()["other"] == [note.id]
 
 
 def test_recall_with_given_pools_uses_them_as_they_are(open_):
@@ -1624,7 +1628,7 @@ def test_a_body_whose_id_is_missing_or_differs_is_read_under_the_rows_id(
         body["id"] = body_id
     plant(store_url, "ada", "row", body, type="fact")
     assert store.get("row")["id"] == "row"
-    assert set(store.recall("fact", now=NOW).ids()["facts"]) == {"row", kept.id}
+    assert set(store.recall("anything?", now=NOW).ids()["facts"]) == {"row", kept.id}
     updated = store.update("row", content="changed fact")
     assert updated.entry["id"] == "row"
     assert store.get(kept.id)["content"] == "kept"  # no other row was touched

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import _index, default_pools, open_store
-from poolsplit_memory._ranking import Statistics
+from poolsplit_memory._ranking import Statistics, floored
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 WORDS = ("billing", "deploy", "search", "report", "invoice", "rollback", "cache")
@@ -549,7 +549,9 @@ def readme_terms(text: str) -> set[str]:
 
 
 def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any:
-    """score = base x (1 + 9 x r), r the BM25+ share (README), over ``entries``."""
+    """score = base x g(r, best), r the BM25+ share (README), over ``entries``:
+    g = 1 when best = 0, 0 when r < 0.2 x best, else exp(30 x r); the base
+    leaves the entry's project out when the context names none."""
     docs = [readme_terms(e.get("content") or "") for e in entries]
     count = len(docs)
     average = sum(len(d) for d in docs) / count if count else 0.0
@@ -559,15 +561,25 @@ def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any
     total = sum(idf[t] for t in known)
     base_context = {k: v for k, v in context.items() if k != "message"}
 
-    def score(entry: dict[str, Any], _context: Any, *, now: datetime) -> float:
+    def share(entry: dict[str, Any]) -> float:
         own = readme_terms(entry.get("content") or "")
         shared = sum(idf[t] for t in known if t in own)
-        r = 0.0
-        if shared:
-            length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
-            r = shared * (length + 1) / (total * 3.2)
-        base = poolsplit.default_scorer(entry, base_context, now=now)
-        return base * (1 + 9 * r)
+        if not shared:
+            return 0.0
+        length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
+        return shared * (length + 1) / (total * 3.2)
+
+    best = max(map(share, entries), default=0.0)
+
+    def score(entry: dict[str, Any], _context: Any, *, now: datetime) -> float:
+        r = share(entry)
+        factor = 1.0 if best == 0 else 0.0 if r < 0.2 * best or r == 0 else None
+        if factor is None:
+            factor = math.exp(30 * r)
+        based = entry
+        if context.get("project") is None:
+            based = {k: v for k, v in entry.items() if k != "project"}
+        return poolsplit.default_scorer(based, base_context, now=now) * factor
 
     return score
 
@@ -652,7 +664,18 @@ def test_property_lexical_recall_through_the_index_is_the_readme_full_scan(
     what the core gives on every entry scored by the README's formula, with
     the statistics kept by adds and removes; the same warnings too."""
     index, stats, current = lexical_index(entries, removed)
-    chosen_pools = named(pools)
+    relevance = stats.relevance(context["message"])
+    for chosen_pools in (named(pools), floored(named(pools), relevance)):
+        check_lexical(index, stats, current, chosen_pools, context)
+
+
+def check_lexical(
+    index: _index.Index,
+    stats: Statistics,
+    current: list[dict[str, Any]],
+    chosen_pools: list[Pool],
+    context: dict[str, Any],
+) -> None:
     with warnings.catch_warnings(record=True) as expected_warnings:
         warnings.simplefilter("always")
         expected = poolsplit.retrieve_pools(
@@ -702,9 +725,10 @@ def test_lexical_recall_of_a_large_store_reads_a_small_subset(
         "_whole",
         lambda *args: whole.append(1),  # never called
     )
-    pools = default_pools(TYPES)
     for message in ("billed the report", "searched", "zebra", "deploy 4321"):
         context = {"message": message, "tags": ["api"], "project": None}
+        relevance = stats.relevance(message)
+        pools = floored(default_pools(TYPES), relevance)  # as the store does
         expected = poolsplit.retrieve_pools(
             current, pools, context, scorer=readme_scorer(current, context), now=NOW
         )
@@ -713,7 +737,7 @@ def test_lexical_recall_of_a_large_store_reads_a_small_subset(
             context,
             now=NOW,
             token_counter=poolsplit.default_token_counter,
-            relevance=stats.relevance(message),
+            relevance=relevance,
         )
         assert identities(got) == identities(expected)
     assert not whole
@@ -742,8 +766,13 @@ def test_lexical_bounds_are_never_below_the_score(
             continue
         expected = score(entry, context, now=now)
         if key not in call.message_boosted:
+            # its base (x tags) times the unmatched factor: 1, or 0 (floor)
             base = {k: v for k, v in context.items() if k != "message"}
-            assert expected == poolsplit.default_scorer(entry, base, now=now)
+            based = entry
+            if context["project"] is None:
+                based = {k: v for k, v in entry.items() if k != "project"}
+            plain = poolsplit.default_scorer(based, base, now=now)
+            assert expected == plain * call.unmatched
             continue
         assert _index._widened(index._boosted_bound(key, call)) >= expected
         base = index._base(key, call) * (1 + poolsplit.TAG_BOOST)

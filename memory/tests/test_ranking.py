@@ -22,8 +22,8 @@ from poolsplit import Pool
 
 from poolsplit_memory import _ranking
 from poolsplit_memory._ranking import (
-    MAX_FACTOR,
     Statistics,
+    floored,
     recall_by_scores,
     stem,
     terms,
@@ -41,7 +41,7 @@ def oracle_terms(text):
     return {_PORTER.stemWord(w) for w in words}
 
 
-def oracle_score(entries, entry, context):
+def oracle_r(entries, entry, message):
     docs = [oracle_terms(e.get("content") or "") for e in entries]
     n_docs = len(docs)
     average = sum(len(d) for d in docs) / n_docs if n_docs else 0.0
@@ -50,20 +50,36 @@ def oracle_score(entries, entry, context):
         n = sum(1 for d in docs if term in d)
         return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
 
-    known = [
-        t
-        for t in oracle_terms(context.get("message") or "")
-        if any(t in d for d in docs)
-    ]
+    known = [t for t in oracle_terms(message or "") if any(t in d for d in docs)]
     own = oracle_terms(entry.get("content") or "")
     shared = sum(idf(t) for t in known if t in own)
-    r = 0.0
-    if shared:
-        length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
-        r = shared * (length + 1) / (sum(idf(t) for t in known) * 3.2)
+    if not shared:
+        return 0.0
+    length = 2.2 / (1 + 1.2 * (0.25 + 0.75 * len(own) / average))
+    return shared * (length + 1) / (sum(idf(t) for t in known) * 3.2)
+
+
+def oracle_factor(r, best):
+    """g(r, best), as the README states it."""
+    if best == 0:
+        return 1.0
+    if r == 0 or r < 0.2 * best:
+        return 0.0
+    return math.exp(30 * r)
+
+
+def oracle_score(entries, entry, context):
+    """(score, r, factor) of ``entry`` over the namespace ``entries``."""
+    message = context.get("message")
+    r = oracle_r(entries, entry, message)
+    best = max((oracle_r(entries, e, message) for e in entries), default=0.0)
     base_context = {k: v for k, v in context.items() if k != "message"}
-    base = poolsplit.default_scorer(entry, base_context, now=NOW)
-    return base * (1 + 9 * r), r
+    based = entry
+    if context.get("project") is None:  # no project named: none is held against
+        based = {k: v for k, v in entry.items() if k != "project"}
+    base = poolsplit.default_scorer(based, base_context, now=NOW)
+    factor = oracle_factor(r, best)
+    return base * factor, r, factor
 
 
 # --- strategies ----------------------------------------------------------------
@@ -106,26 +122,28 @@ def test_property_the_scorer_is_the_readme_formula(entries, context):
     scorer = stats.scorer(context)
     relevance = stats.relevance(context["message"])
     for e in entries:
-        expected, r = oracle_score(entries, e, context)
+        expected, r, factor = oracle_score(entries, e, context)
         assert math.isclose(scorer(e, context, now=NOW), expected, rel_tol=1e-12)
         assert math.isclose(relevance.share(e), r, rel_tol=1e-12, abs_tol=0.0)
-        assert 1.0 <= relevance.factor(e) < MAX_FACTOR
+        assert math.isclose(relevance.factor(e), factor, rel_tol=1e-12)
 
 
 @given(entries=st.lists(entry, min_size=1, max_size=12), context=contexts)
-def test_property_an_entry_sharing_no_term_gets_exactly_its_base(entries, context):
+def test_property_an_entry_sharing_no_term_gets_its_base_or_nothing(entries, context):
+    """1 x its base when no entry matches the message, else 0 (the floor)."""
     stats = Statistics(entries)
     relevance = stats.relevance(context["message"])
+    matched = any(terms(e["content"]) & relevance.weights.keys() for e in entries)
     for e in entries:
         if not terms(e["content"]) & terms(context["message"]):
-            assert relevance.factor(e) == 1.0
+            assert relevance.factor(e) == (0.0 if matched else 1.0)
 
 
 def test_an_entry_not_counted_is_scored_by_the_same_formula():
     counted = [{"content": "Ada paints sunsets"}, {"content": "Bob runs"}]
     stranger = {"content": "painting the sunset"}
     context = {"message": "paint a sunset"}
-    expected, _ = oracle_score(counted, stranger, context)
+    expected, _, _ = oracle_score(counted, stranger, context)
     scorer = Statistics(counted).scorer(context)
     assert math.isclose(scorer(stranger, context, now=NOW), expected, rel_tol=1e-12)
 
@@ -141,7 +159,9 @@ def test_a_rarer_shared_term_weighs_more():
     entries = [{"content": f"note {i} about billing"} for i in range(9)]
     entries.append({"content": "refund policy"})
     relevance = Statistics(entries).relevance("billing refund")
-    assert relevance.factor(entries[-1]) > relevance.factor(entries[0]) > 1.0
+    assert relevance.share(entries[-1]) > relevance.share(entries[0]) > 0.0
+    # billing's share is under a fifth of refund's: below the floor
+    assert relevance.factor(entries[-1]) > 1.0 and relevance.factor(entries[0]) == 0
 
 
 def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream():
@@ -234,7 +254,15 @@ def test_property_recall_equals_retrieve_pools_with_the_scorer(
 
 
 def check_recall(entries, pools, context):
+    """recall_by_scores is retrieve_pools with the scorer, with the pools as
+    given and with the floor the store gives them."""
     stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    for chosen in (pools, floored(pools, relevance)):
+        check_pools(stats, entries, chosen, context)
+
+
+def check_pools(stats, entries, pools, context):
     with warnings.catch_warnings(record=True) as warned:
         warnings.simplefilter("always")
         expected = poolsplit.retrieve_pools(
@@ -306,3 +334,196 @@ def test_terms_are_stems_of_significant_words():
         "sold",
         "sunset",
     }
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [  # -ying: Porter's y-to-i needs a vowel before the y; no -ying rule
+        ("playing", "plai"), ("played", "plai"), ("play", "plai"),
+        ("crying", "cry"), ("dying", "dy"), ("toys", "toi"), ("sky", "sky"),
+    ],
+)  # fmt: skip
+def test_porter_ying_examples(word, expected):
+    """Porter (1980) and Snowball's Porter stem "playing" to "plai", as they
+    do "play": the forms still meet (a stemmer giving "play" for one and
+    "plai" for the other would not)."""
+    assert stem(word) == expected
+
+
+def test_every_form_of_play_is_one_term():
+    assert terms("playing") == terms("play") == terms("plays") == terms("played")
+
+
+# --- the ranking's promises, whole orders ------------------------------------------
+
+
+def ranked(entries, message, *, project=None, now=NOW):
+    """Every entry's id, best first, as recall_by_scores orders one pool
+    taking them all (the store's floor applied)."""
+    stats = Statistics(entries)
+    context = {"message": message, "tags": [], "project": project}
+    pools = floored([Pool("all", 10**6, len(entries))], stats.relevance(message))
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=now,
+    )
+    return [e["id"] for e in got["all"]]
+
+
+def oracle_ranked(entries, message, *, project=None):
+    """The same from the oracle: best first; when some entry shares a term
+    with the message, only the entries scoring above 0 (the floor)."""
+    context = {"message": message, "tags": [], "project": project}
+    scores = [oracle_score(entries, e, context)[0] for e in entries]
+    order = list(range(len(entries)))
+    if any(oracle_r(entries, e, message) > 0 for e in entries):
+        order = [i for i in order if scores[i] > 0]
+    order.sort(key=lambda i: -scores[i])
+    return [entries[i]["id"] for i in order]
+
+
+TASKS = [
+    {"id": f"t{days}", "type": "task", "content": text, "created": f"2026-05-{d}"}
+    for days, (text, d) in enumerate(
+        [
+            ("Renew the car insurance", "31"),
+            ("Call the plumber about the leak", "20"),
+            ("Draft the quarterly budget", "02"),
+            ("Book flights for the conference", "10"),
+        ]
+    )
+]
+
+
+def test_a_vague_message_returns_equal_tasks_freshest_first():
+    """Nothing in the message tells the tasks apart: recency orders them."""
+    assert ranked(TASKS, "what should I pick up next?") == ["t0", "t1", "t3", "t2"]
+    assert oracle_ranked(TASKS, "what should I pick up next?") == ranked(
+        TASKS, "what should I pick up next?"
+    )
+
+
+def test_an_old_exact_match_beats_fresh_unrelated_entries():
+    entries = [
+        {"id": "old", "content": "The invoices table is partitioned by month",
+         "created": "2025-09-01"},
+        *({"id": f"new{i}", "content": text, "created": "2026-05-31"}
+          for i, text in enumerate(["The on-call rotation changes every Monday",
+                                    "The user's dog is called Biscuit",
+                                    "Lunch with the design team on Thursday"])),
+    ]  # fmt: skip
+    got = ranked(entries, "the invoices report is slow")
+    assert got == ["old"]  # the others share nothing: below the floor
+    assert got == oracle_ranked(entries, "the invoices report is slow")
+
+
+def test_a_recall_naming_no_project_does_not_penalise_one():
+    entries = [
+        {"id": "a", "content": "invoices table indexes", "project": "billing",
+         "created": "2026-05-20"},
+        {"id": "b", "content": "invoices mailing lists", "created": "2026-05-01"},
+    ]  # fmt: skip
+    stats = Statistics(entries)
+    context = {"message": "invoices", "tags": [], "project": None}
+    scorer = stats.scorer(context)
+    base = {"tags": [], "project": None}
+    plain = {k: v for k, v in entries[0].items() if k != "project"}
+    factor = stats.relevance("invoices").factor(entries[0])
+    assert scorer(entries[0], context, now=NOW) == (
+        poolsplit.default_scorer(plain, base, now=NOW) * factor
+    )
+    # the fresher first (with the core's x0.5 for a project, "b" would be)
+    assert ranked(entries, "invoices") == ["a", "b"]
+    # naming another project still costs the core's x0.5
+    elsewhere = {"message": "invoices", "tags": [], "project": "shop"}
+    assert stats.scorer(elsewhere)(entries[0], elsewhere, now=NOW) < scorer(
+        entries[0], context, now=NOW
+    )
+
+
+def test_the_rate_decides_where_relevance_beats_age():
+    """exp(30 x r): 0.04 of r is worth the whole recency range (0.3 to 1).
+    A rate of 31 would flip this pair, 29 the one after it."""
+    assert _ranking.relevance_factor(0.46, 0.5) * 1.0 > (
+        _ranking.relevance_factor(0.5, 0.5) * 0.3
+    )
+    assert _ranking.relevance_factor(0.459, 0.5) * 1.0 < (
+        _ranking.relevance_factor(0.5, 0.5) * 0.3 * 1.05
+    )
+    assert _ranking.relevance_factor(0.5, 0.5) * 0.3 > (
+        _ranking.relevance_factor(0.455, 0.5) * 1.0
+    )
+
+
+@given(entries=st.lists(entry, min_size=1, max_size=10), context=contexts)
+def test_property_the_whole_ranking_is_the_oracles(entries, context):
+    """Every entry's place, not the top 3: one pool taking them all."""
+    entries = [
+        {k: v for k, v in dict(e, id=str(i)).items() if k not in ("scope", "tags")}
+        for i, e in enumerate(entries)
+    ]
+    message, project = context["message"], context["project"]
+    got = ranked(entries, message, project=project)
+    expected = oracle_ranked(entries, message, project=project)
+    scores = {
+        e["id"]: oracle_score(entries, e, {**context, "tags": []})[0] for e in entries
+    }
+    # equal scores may come in either order in the oracle's sort: compare
+    # the scores along each list
+    assert [scores[i] for i in got] == [scores[i] for i in expected]
+
+
+# --- a time in the message ---------------------------------------------------------
+
+DIARY = [
+    {"id": "may", "content": "Dinner with Ana at the harbour", "created": "2026-05-12"},
+    {"id": "april", "content": "Dinner with Ana downtown", "created": "2026-04-14"},
+    {
+        "id": "late",
+        "content": "Ana said the harbour dinner was great",
+        "created": "2026-05-20",
+    },  # fmt: skip
+]
+
+
+def test_a_time_in_the_message_steers_toward_entries_created_then():
+    """ "last month" on 1 June is May (and a week after it): the May entries
+    are boosted x exp(30 x 0.2)."""
+    stats = Statistics(DIARY)
+    timed = stats.relevance("dinner with Ana last month", NOW)
+    plain = stats.relevance("dinner with Ana last month")
+    assert timed.window is not None and plain.window is None
+    assert timed.weights == plain.weights  # the phrase's words stay terms
+    boost = math.exp(30 * 0.2)
+    for e in DIARY:
+        untimed = _ranking.relevance_factor(timed.share(e), timed.best)
+        expected = untimed * (boost if e["id"] != "april" else 1.0)
+        assert timed.factor(e) == expected
+    context = {"message": "dinner with Ana last month", "tags": [], "project": None}
+    pools = floored([Pool("all", 10**6, 3)], timed)
+    got = recall_by_scores(
+        stats,
+        DIARY,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=timed,
+    )
+    expected = poolsplit.retrieve_pools(
+        DIARY, pools, context, scorer=timed.scorer(context), now=NOW
+    )
+    assert got == expected
+    assert got["all"][-1]["id"] == "april"
+
+
+def test_a_message_naming_only_a_time_orders_by_it():
+    stats = Statistics(DIARY)
+    relevance = stats.relevance("what happened in April?", NOW)
+    assert relevance.best == 0.0  # no term left but the time's
+    factors = [relevance.factor(e) for e in DIARY]
+    assert factors == [1.0, math.exp(30 * 0.2), 1.0]

