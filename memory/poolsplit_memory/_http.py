@@ -387,15 +387,20 @@ async def _tenant_middleware(
 def _read_only_tools(result: HandlerResult) -> HandlerResult:
     """``tools/list`` for a read-only grant: only the tools whose annotations
     say they change nothing (``readOnlyHint``), so a client does not offer
-    a tool every call of which would be refused."""
-    if not isinstance(result, ListToolsResult):
+    a tool every call of which would be refused. The SDK hands middleware
+    the result as its wire dict (a model is read the same way)."""
+    if isinstance(result, ListToolsResult):
+        result = result.model_dump(by_alias=True, exclude_none=True)
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if not isinstance(tools, list):
         return result
-    kept = [
-        tool
-        for tool in result.tools
-        if tool.annotations is not None and tool.annotations.read_only_hint is True
-    ]
-    return result.model_copy(update={"tools": kept})
+    assert isinstance(result, dict)
+
+    def reads_only(tool: object) -> bool:
+        notes = tool.get("annotations") if isinstance(tool, dict) else None
+        return isinstance(notes, dict) and notes.get("readOnlyHint") is True
+
+    return {**result, "tools": [tool for tool in tools if reads_only(tool)]}
 
 
 class _Gate:
