@@ -1097,24 +1097,28 @@ def test_http_workers_access_log_holds_one_object_per_line(tmp_path):
 
 
 def test_http_a_tool_error_names_the_cause_not_the_database(tmp_path):
+    """In a store that is open (a call fails) and in one the worker has not
+    opened yet (the open fails): the cause and the namespace, no more."""
     url, admin = create_pg_database()
-    token = add_token(tmp_path, "ada", "ada")
+    token = add_token(tmp_path, "ada", "ada", "team")
     name = url.rsplit("/", 1)[1]
     try:
         with serve(tmp_path, url, "--tokens", tmp_path / "tokens.json") as server:
             assert ok(rpc(server.base, "remember", {"content": "before"}, token))
             drop_pg_database(url, admin)  # the database goes away under it
             texts = [
-                tool_error(rpc(server.base, tool, arguments, token))
+                (namespace, tool_error(rpc(server.base, tool, arguments, token,
+                                           namespace=namespace)))
                 for tool, arguments in [
                     ("remember", {"content": "during"}),
                     ("recall", {"message": "before"}),
                     ("list", {}),
                 ]
-            ]
-        for text in texts:
+                for namespace in ("ada", "team")  # team: never opened
+            ]  # fmt: skip
+        for namespace, text in texts:
             cause, _, where = text.partition(": ")
-            assert where == "namespace 'ada'", text
+            assert where == f"namespace {namespace!r}", text
             assert cause in ("database unreachable", "database error"), text
             assert name not in text and "postgresql" not in text
             assert "socket" not in text and "@" not in text
