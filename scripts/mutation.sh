@@ -95,10 +95,10 @@ CORE=(
 )
 
 memory_mutants() {
-    local mvenv=${MEMORY_VENV:?--memory needs MEMORY_VENV (a venv scripts/test-memory.sh made)}
-    local dist pg_dir=""
+    mvenv=${MEMORY_VENV:?--memory needs MEMORY_VENV (a venv scripts/test-memory.sh made)}
+    pg_dir=""
     dist=$(mktemp -d /tmp/poolsplit-memory-mutants.XXXXXX)
-    trap 'rm -rf "$dist"; [[ -n $pg_dir ]] && bash "$root/scripts/start-postgres.sh" stop "$pg_dir" >/dev/null 2>&1 || true' EXIT
+    trap 'rm -rf "$dist"; if [[ -n $pg_dir ]]; then bash "$root/scripts/start-postgres.sh" stop "$pg_dir" >/dev/null 2>&1 || true; fi' EXIT
     "$mvenv/bin/python" -m build -q --wheel --outdir "$dist" "$root" >/dev/null
     "$mvenv/bin/python" -m build -q --wheel --outdir "$dist" "$root/memory" >/dev/null
     "$mvenv/bin/python" -m pip install -q --force-reinstall --no-deps "$dist"/*.whl
@@ -140,14 +140,15 @@ def pytest(selection):
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          "-c", str(root / "memory/pyproject.toml"), "--rootdir", str(root / "memory"),
          str(root / "memory/tests"), "-k", selection],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=1800,
-    ).returncode
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800,
+    )
 
 
 selections = sorted({m[2] for m in mutants if not chosen or m[0] in chosen})
 baseline = pytest(" or ".join(f"({s})" for s in selections))
-if baseline != 0:
-    sys.exit(f"mutation.sh --memory: the selected tests fail unmutated ({baseline})")
+if baseline.returncode != 0:
+    print(baseline.stdout.decode("utf-8", "replace")[-4000:])
+    sys.exit("mutation.sh --memory: the selected tests fail unmutated")
 survivors, killed, ran = [], 0, 0
 for ident, module, selection, old, new in mutants:
     if chosen and ident not in chosen:
@@ -161,7 +162,7 @@ for ident, module, selection, old, new in mutants:
     shutil.copy2(path, saved)
     try:
         path.write_text(source.replace(old, new))
-        status = pytest(selection)
+        status = pytest(selection).returncode
     finally:
         shutil.move(saved, path)
     ran += 1
