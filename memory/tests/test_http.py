@@ -304,6 +304,18 @@ def test_http_tokens_a_token_matches_only_its_own_record(tokens, probe):
     assert match_token(records, probe) is expected
 
 
+def test_http_tokens_a_hash_listed_twice_matches_its_first_record():
+    """A hand-edited file may list one token's hash twice: the first record
+    (its grants) is the one, as for a token file read top down."""
+    from poolsplit_memory._tokens import TokenRecord, hash_token, match_token
+
+    digest = hash_token("psm_same")
+    first = TokenRecord("first", digest, ("a",))
+    second = TokenRecord("second", digest, ("b",), read_only=True)
+    assert match_token([first, second], "psm_same") is first
+    assert match_token([second, first], "psm_same") is second
+
+
 def test_http_token_list_and_remove(tmp_path):
     path = tmp_path / "tokens.json"
     first = add_token(tmp_path, "ada", "ada", "team")
@@ -1032,6 +1044,9 @@ def test_http_a_connection_past_max_connections_is_refused_503(tmp_path):
                 time.sleep(0.1)
             assert statuses[-1] == 503, statuses
             assert b"at most 2 (poolsplit-mcp --max-connections)" in data
+            for sock in held:  # the two within the cap are served
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
         finally:
             for sock in held:
                 sock.close()
