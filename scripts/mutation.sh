@@ -6,6 +6,7 @@
 #
 # Usage: scripts/mutation.sh [--sample N] [--deselect NODE_ID]... [--report]
 #                             [MUTANT_NAME]...
+#        MEMORY_VENV=DIR scripts/mutation.sh --memory [MUTANT_ID]...
 #
 #   --sample N     run only the mutants whose number is a multiple of N, for
 #                  N = 1 (all, the default), 2, 5 or 10 (mutmut numbers each
@@ -15,6 +16,19 @@
 #   --report       only print the summary of the last run
 #   MUTANT_NAME    rerun only these mutants (as the summary names them, e.g.
 #                  poolsplit.x__read_iso__mutmut_4), to check a new test
+#   --memory       poolsplit-memory's HTTP server instead (issue 36): the
+#                  hand-written mutants of scripts/memory-mutants.txt (of
+#                  _http.py, _tokens.py, _jsonrpc.py and mcp_server.py), each
+#                  applied to the module installed in MEMORY_VENV (a venv
+#                  scripts/test-memory.sh made; the wheels of this tree are
+#                  built and installed into it first) and tested by its
+#                  pytest -k selection of memory/tests, run from the wheels
+#                  like scripts/test-memory.sh; the module is restored after
+#                  each. mutmut cannot reach these: the tests drive the
+#                  installed console script in subprocesses. Survivors not
+#                  listed under "## Memory: equivalent mutants" in
+#                  scripts/mutation-equivalents.md are reported (exit 1).
+#                  Starts a throwaway PostgreSQL unless POOLSPLIT_PG_DSN is set.
 #
 # What it does:
 # 1. Creates .venv-mutmut (git-ignored) with mutmut==3.8.1, pytest and
@@ -42,6 +56,7 @@ venv=${MUTATION_VENV:-$root/.venv-mutmut}
 work=${MUTATION_DIR:-$root/build/mutation}
 sample=1
 report_only=0
+memory=0
 deselect=()
 names=()
 while (($#)); do
@@ -49,6 +64,7 @@ while (($#)); do
     --sample) sample=$2; shift 2 ;;
     --deselect) deselect+=("$2"); shift 2 ;;
     --report) report_only=1; shift ;;
+    --memory) memory=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     -*) echo "mutation.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
@@ -77,6 +93,97 @@ CORE=(
     x__near_always_warning x__unread_context_keys x__context_warning
     x__warn_misconfigured
 )
+
+memory_mutants() {
+    mvenv=${MEMORY_VENV:?--memory needs MEMORY_VENV (a venv scripts/test-memory.sh made)}
+    pg_dir=""
+    dist=$(mktemp -d /tmp/poolsplit-memory-mutants.XXXXXX)
+    trap 'rm -rf "$dist"; if [[ -n $pg_dir ]]; then bash "$root/scripts/start-postgres.sh" stop "$pg_dir" >/dev/null 2>&1 || true; fi' EXIT
+    "$mvenv/bin/python" -m build -q --wheel --outdir "$dist" "$root" >/dev/null
+    "$mvenv/bin/python" -m build -q --wheel --outdir "$dist" "$root/memory" >/dev/null
+    "$mvenv/bin/python" -m pip install -q --force-reinstall --no-deps "$dist"/*.whl
+    if [[ -z ${POOLSPLIT_PG_DSN:-} ]]; then
+        eval "$(bash "$root/scripts/start-postgres.sh")"
+        pg_dir=$POOLSPLIT_PG_DIR
+    fi
+    export POOLSPLIT_PG_DSN POOLSPLIT_REQUIRE_PG=1 PYTHONDONTWRITEBYTECODE=1
+    mkdir -p "$dist/run"
+    (cd "$dist/run" && "$mvenv/bin/python" - "$root" "${names[@]}" <<'PY')
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import poolsplit_memory
+
+root, chosen = Path(sys.argv[1]), set(sys.argv[2:])
+package = Path(poolsplit_memory.__file__).parent
+mutants = []
+for block in (root / "scripts/memory-mutants.txt").read_text().split("\n== ")[1:]:
+    lines = block.splitlines()
+    ident, fields = lines[0].strip(), {}
+    for line in lines[1:]:
+        if ": " in line and line[0] not in "-+":
+            key, _, value = line.partition(": ")
+            fields[key] = value
+    old = "\n".join(x[1:] for x in lines if x.startswith("-")) + "\n"
+    new = "\n".join(x[1:] for x in lines if x.startswith("+")) + "\n"
+    mutants.append((ident, fields["module"], fields["tests"], old, new))
+listing = (root / "scripts/mutation-equivalents.md").read_text()
+section = listing.partition("## Memory: equivalent mutants")[2].partition("\n## ")[0]
+equivalent = set(re.findall(r"`memory:([\w-]+)`", section))
+
+
+def pytest(selection):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         "-c", str(root / "memory/pyproject.toml"), "--rootdir", str(root / "memory"),
+         str(root / "memory/tests"), "-k", selection],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800,
+    )
+
+
+selections = sorted({m[2] for m in mutants if not chosen or m[0] in chosen})
+baseline = pytest(" or ".join(f"({s})" for s in selections))
+if baseline.returncode != 0:
+    print(baseline.stdout.decode("utf-8", "replace")[-4000:])
+    sys.exit("mutation.sh --memory: the selected tests fail unmutated")
+survivors, killed, ran = [], 0, 0
+for ident, module, selection, old, new in mutants:
+    if chosen and ident not in chosen:
+        continue
+    path = package / module
+    source = path.read_text()
+    if source.count(old) != 1:
+        sys.exit(f"mutation.sh --memory: {ident}: its text occurs "
+                 f"{source.count(old)} times in {module}, not once")
+    saved = path.with_suffix(".unmutated")
+    shutil.copy2(path, saved)
+    try:
+        path.write_text(source.replace(old, new))
+        status = pytest(selection).returncode
+    finally:
+        shutil.move(saved, path)
+    ran += 1
+    outcome = "killed" if status != 0 else "survived"
+    killed += status != 0
+    if status == 0:
+        survivors.append(ident)
+    print(f"{ident}: {outcome}", flush=True)
+listed = [s for s in survivors if s in equivalent]
+print(f"memory mutants: {ran}, killed {killed}, survived {len(survivors)} "
+      f"({len(listed)} listed as equivalent); score {killed} / {ran - len(listed)}")
+for ident in sorted(set(survivors) - equivalent):
+    print(f"not killed, not listed: memory:{ident}")
+sys.exit(1 if set(survivors) - equivalent else 0)
+PY
+}
+
+if ((memory)); then
+    memory_mutants
+    exit
+fi
 
 if [[ ! -x $venv/bin/mutmut ]]; then
     python3 -m venv "$venv"

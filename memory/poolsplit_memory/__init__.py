@@ -61,4 +61,4 @@ __all__ = [
     "not_loaded",
     "open_store",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -17,24 +17,49 @@ what a shared memory needs around it:
   unknown argument is refused), so a tenant reaches only its own store: ids,
   cursors and explain tables are read inside it. A read-only grant refuses
   every write with ``namespace: 'NS' is read-only for this token``, before
-  the store is touched. Without ``--tokens`` (loopback only) every request
-  is the one ``--namespace``, read-write, as over stdio.
+  the store is touched, and its ``tools/list`` lists only the tools that
+  declare themselves read-only. Without ``--tokens`` (loopback only) every
+  request is the one ``--namespace``, read-write, as over stdio. A tokens
+  file is read again when it changes (``_tokens.WatchedTokens``), so an
+  added or removed token takes effect within seconds, without a restart.
+  An empty token list (no one may connect) is refused at start off
+  loopback: it is a mistake there, never a way to serve nobody.
+- **What a tenant sees of a failure.** An operational failure (``database
+  unreachable``...) is the cause and the tenant's namespace; the database
+  URL, user, socket path and the driver's own text go to the operator's
+  log (stderr) only, in the same line as over stdio.
 - **Several workers.** Stateless Streamable HTTP with JSON responses (the
   SDK's ``stateless_http=True, json_response=True``): no session lives in a
   process, so any worker answers any request, a killed worker loses no
-  session, and no stream outlives its request. ``--workers N`` runs N
-  processes on one socket (uvicorn's supervisor, which replaces a worker
-  that dies). Every write is one committed transaction before its reply, as
-  over stdio: no acknowledged write is lost, ``key`` makes a retry
-  idempotent, on PostgreSQL and on one SQLite file alike.
+  session, and no stream outlives its request: ``GET /mcp`` (the SSE
+  stream a stateful server would open) and ``DELETE /mcp`` are 405 with
+  ``Allow: POST``. ``--workers N`` runs N processes on one socket
+  (uvicorn's supervisor, which replaces a worker that dies); a worker whose
+  supervisor died (even by SIGKILL) stops within a second, gracefully, so
+  no orphan keeps the port and a restart binds it. Every write is one
+  committed transaction before its reply, as over stdio: no acknowledged
+  write is lost, ``key`` makes a retry idempotent, on PostgreSQL and on one
+  SQLite file alike.
 - **Operations.** ``GET /healthz`` reads the store (200 ``{"status": "ok"}``,
   else 503 with the cause, such as ``database unreachable``; the whole line,
   which names the database, goes to stderr only: the route needs no token);
-  one JSON access-log line per request on stderr (never a body, header or
-  token); a request body over
+  one JSON access-log line per request on stderr, written by one
+  ``write(2)`` so that workers' lines never merge (never a body, header or
+  token; a 403 names the token that was refused); a request body over
   ``--max-body-bytes`` (1 MiB by default) is 413 with a JSON-RPC error that
   says the limit; SIGTERM stops accepting, lets in-flight requests finish
   (a write commits and is answered), then closes the stores.
+- **Slow or many clients.** A request's head (request line and headers)
+  must arrive within ``--header-timeout`` seconds (10) of the connection
+  or of the previous response, its body within ``--body-timeout`` seconds
+  (30) of its head, else 408 and the connection is closed; a worker holds
+  at most ``--max-connections`` connections (256) and answers one more
+  with 503 and closes it. A client dribbling bytes holds a connection for
+  at most those seconds, and never more than that many at once.
+- **Every request answered.** A request whose ``id`` is not a string or an
+  integer (an object, an array, null) would be read by the SDK as a
+  notification and never answered: it is 400 with ``-32600`` and ``id:
+  null`` (``_jsonrpc``, the rule stdio applies too).
 """
 
 from __future__ import annotations
@@ -43,9 +68,11 @@ import argparse
 import contextlib
 import contextvars
 import dataclasses
+import functools
 import ipaddress
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -72,6 +99,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import ListToolsResult
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -79,6 +107,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from poolsplit_memory import (
     InvalidInput,
@@ -87,8 +116,10 @@ from poolsplit_memory import (
     StoreUnavailable,
     open_store,
 )
+from poolsplit_memory._jsonrpc import invalid_id, invalid_id_reply
 from poolsplit_memory._tokens import (
     TokenRecord,
+    WatchedTokens,
     grants_from_scopes,
     match_token,
     read_tokens,
@@ -107,7 +138,15 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BODY: Final = 1024 * 1024
+# Slow clients: seconds for a request's head and for its body, and the
+# connections one worker holds. 10 s is ample for a head (a few hundred
+# bytes) on any link; 30 s carries the default 1 MiB body at 35 KB/s; 256
+# connections per worker stay far below the usual 1,024 descriptors.
+DEFAULT_HEADER_TIMEOUT: Final = 10.0
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+DEFAULT_MAX_CONNECTIONS: Final = 256
 ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"  # the workers' configuration
+ENV_SUPERVISOR: Final = "POOLSPLIT_MCP_HTTP_SUPERVISOR"  # its pid, for workers
 _PROG: Final = "poolsplit-mcp"
 _TENANT_KEY: Final = "poolsplit.tenant"
 # What a read-only grant may use of a store; anything else (remember, update,
@@ -144,6 +183,10 @@ class HttpConfig:
     tokens: tuple[TokenRecord, ...] | None = None
     allowed_hosts: tuple[str, ...] = ()
     max_body: int = DEFAULT_MAX_BODY
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    tokens_path: str | None = None  # the file to watch (None: $POOLSPLIT_MCP_TOKENS)
     verifier: str | None = None  # MODULE:NAME of a TokenVerifier (or factory)
     issuer_url: str | None = None
     resource_url: str | None = None
@@ -174,6 +217,10 @@ class HttpConfig:
             ),
             allowed_hosts=tuple(data["allowed_hosts"]),
             max_body=data["max_body"],
+            header_timeout=data["header_timeout"],
+            body_timeout=data["body_timeout"],
+            max_connections=data["max_connections"],
+            tokens_path=data["tokens_path"],
             verifier=data["verifier"],
             issuer_url=data["issuer_url"],
             resource_url=data["resource_url"],
@@ -253,11 +300,30 @@ def current_store() -> Store:
     return _stores[-1].get(tenant.namespace)
 
 
+class TenantFacing(StoreUnavailable):
+    """An operational failure as a tenant sees it: ``cause: namespace 'NS'``.
+
+    The store's own line names the database (a URL with its user and
+    database, a socket path or a file path, the driver's text), which is
+    the operator's business, not a tenant's: a tenant learns the cause only.
+    ``operator_line`` keeps the whole line; the server's log writes it.
+    """
+
+    def __init__(self, exc: StoreUnavailable, namespace: str) -> None:
+        super().__init__(exc.cause, f"namespace {namespace!r}")
+        self.operator_line = str(exc)
+
+
+def _for_tenant(exc: StoreUnavailable, tenant: _Tenant | None) -> StoreUnavailable:
+    return exc if tenant is None else TenantFacing(exc, tenant.namespace)
+
+
 class _TenantStore:
     """A stand-in for the one store ``build_server`` takes: each attribute is
     the current request's store's, looked up at each use; on a read-only
     grant anything but a read raises ``InvalidInput("namespace", ...)``
-    before the store is touched."""
+    before the store is touched. An operational failure, in opening the
+    store or in a call, reaches the tenant as :class:`TenantFacing`."""
 
     def __getattr__(self, name: str) -> Any:
         tenant = _tenant.get()
@@ -265,7 +331,21 @@ class _TenantStore:
             raise InvalidInput(
                 "namespace", f"{tenant.namespace!r} is read-only for this token"
             )
-        return getattr(current_store(), name)
+        try:
+            value = getattr(current_store(), name)
+        except StoreUnavailable as exc:
+            raise _for_tenant(exc, tenant) from exc
+        if not callable(value):
+            return value
+
+        @functools.wraps(value)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except StoreUnavailable as exc:
+                raise _for_tenant(exc, tenant) from exc
+
+        return call
 
 
 def tenant_store() -> Any:
@@ -293,11 +373,34 @@ async def _tenant_middleware(
     request = ctx.request
     scope = getattr(request, "scope", None)
     tenant = scope.get(_TENANT_KEY) if isinstance(scope, Mapping) else None
-    token = _tenant.set(tenant if isinstance(tenant, _Tenant) else None)
+    tenant = tenant if isinstance(tenant, _Tenant) else None
+    token = _tenant.set(tenant)
     try:
-        return await call_next(ctx)
+        result = await call_next(ctx)
     finally:
         _tenant.reset(token)
+    if tenant is not None and not tenant.writable and ctx.method == "tools/list":
+        return _read_only_tools(result)
+    return result
+
+
+def _read_only_tools(result: HandlerResult) -> HandlerResult:
+    """``tools/list`` for a read-only grant: only the tools whose annotations
+    say they change nothing (``readOnlyHint``), so a client does not offer
+    a tool every call of which would be refused. The SDK hands middleware
+    the result as its wire dict (a model is read the same way)."""
+    if isinstance(result, ListToolsResult):
+        result = result.model_dump(by_alias=True, exclude_none=True)
+    tools = result.get("tools") if isinstance(result, dict) else None
+    if not isinstance(tools, list):
+        return result
+    assert isinstance(result, dict)
+
+    def reads_only(tool: object) -> bool:
+        notes = tool.get("annotations") if isinstance(tool, dict) else None
+        return isinstance(notes, dict) and notes.get("readOnlyHint") is True
+
+    return {**result, "tools": [tool for tool in tools if reads_only(tool)]}
 
 
 class _Gate:
@@ -323,6 +426,8 @@ class _Gate:
         asked = scope.get("path_params", {}).get("namespace")
         namespace = asked if asked is not None else next(iter(grants), None)
         if namespace is None or namespace not in grants:
+            # the access log names the token refused (a probe is traced to it)
+            scope[_TENANT_KEY] = _Tenant(name, namespace or "", False)
             what = "no namespace" if namespace is None else f"namespace {namespace!r}"
             whom = "this token" if name != "-" else "this server (--namespace)"
             await _rpc_error(403, f"{what} is not granted to {whom}")(
@@ -333,10 +438,36 @@ class _Gate:
         await self.app(scope, receive, send)
 
 
-def _rpc_error(status: int, message: str, code: int = -32600) -> Response:
-    """A JSON-RPC error (no id) with an HTTP status: one line a client shows."""
+class _PostOnly:
+    """ASGI, outermost on ``/mcp``: anything but POST is 405 with ``Allow:
+    POST``. The server is stateless, so it opens no SSE stream (``GET``,
+    which the SDK would hold open forever) and has no session to end
+    (``DELETE``); MCP's Streamable HTTP says to answer 405 then."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") != "POST":
+            refusal = _rpc_error(
+                405,
+                f"method {scope.get('method')} is not allowed: this server is "
+                "stateless (no stream, no session); POST JSON-RPC requests",
+            )
+            refusal.headers["allow"] = "POST"
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _rpc_error(
+    status: int, message: str, code: int = -32600, *, close: bool = False
+) -> Response:
+    """A JSON-RPC error (no id) with an HTTP status: one line a client shows.
+    ``close``: the connection ends after it (the body was not read whole)."""
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return JSONResponse(body, status_code=status)
+    headers = {"connection": "close"} if close else None
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 # ---------------------------------------------------------------------------
@@ -352,11 +483,13 @@ class TokenFileVerifier(TokenVerifier):
     take its place: it grants namespaces by the same scopes.
     """
 
-    def __init__(self, records: Sequence[TokenRecord]) -> None:
-        self.records = tuple(records)
+    def __init__(self, records: Sequence[TokenRecord] | WatchedTokens) -> None:
+        self.tokens = (
+            records if isinstance(records, WatchedTokens) else WatchedTokens(records)
+        )
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        record = match_token(self.records, token)
+        record = match_token(self.tokens.records(), token)
         if record is None:
             return None
         return AccessToken(
@@ -414,16 +547,31 @@ class _AccessLog:
                 "tenant": tenant.name if isinstance(tenant, _Tenant) else None,
                 "namespace": tenant.namespace if isinstance(tenant, _Tenant) else None,
             }
-            print(json.dumps(line, ensure_ascii=False), file=sys.stderr, flush=True)
+            _write_line(json.dumps(line, ensure_ascii=False))
+
+
+def _write_line(text: str) -> None:
+    """``text`` and its newline on stderr in one ``write(2)`` (looping only
+    if the kernel takes part of it), so that lines of several workers
+    sharing one stderr never interleave: ``print`` may write the line and
+    its newline separately, and two workers' lines then merge as ``}{``."""
+    sys.stderr.flush()  # anything printed before stays before
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    while data:
+        written = os.write(2, data)
+        data = data[written:]
 
 
 class _BodyLimit:
     """ASGI: a body over ``limit`` bytes is 413 with a JSON-RPC error naming
-    the limit, before anything parses it (declared or streamed)."""
+    the limit, before anything parses it (declared or streamed); a body not
+    read whole within ``timeout`` seconds is 408; a request whose ``id`` no
+    reply can carry is 400 with ``-32600`` and ``id: null`` (``_jsonrpc``)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout: float) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     def _refusal(self) -> Response:
         return _rpc_error(
@@ -441,16 +589,33 @@ class _BodyLimit:
             await self._refusal()(scope, receive, send)
             return
         body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
-            if len(body) > self.limit:
-                await self._refusal()(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+        complete = False
+        with anyio.move_on_after(self.timeout):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # the client went away
+                    return
+                body += message.get("body", b"")
+                if len(body) > self.limit:
+                    await self._refusal()(scope, receive, send)
+                    return
+                if not message.get("more_body", False):
+                    complete = True
+                    break
+        if not complete:
+            await _rpc_error(
+                408,
+                f"request body not received within {self.timeout:g} s "
+                f"(poolsplit-mcp --body-timeout)",
+                close=True,
+            )(scope, receive, send)
+            return
+        reason = _bad_id(bytes(body))
+        if reason is not None:
+            await JSONResponse(invalid_id_reply(reason), status_code=400)(
+                scope, receive, send
+            )
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -461,6 +626,16 @@ class _BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _bad_id(body: bytes) -> str | None:
+    """Why the JSON body is a request no reply can carry (``_jsonrpc``), or
+    None; a body that is not JSON is the SDK's to answer (a parse error)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return invalid_id(message)
 
 
 def _health(stores: _Stores, namespace: str) -> Route:
@@ -546,7 +721,9 @@ def build_app(
     metadata that 401s point to).
     """
     if token_verifier is None and config.tokens is not None:
-        token_verifier = TokenFileVerifier(config.tokens)
+        token_verifier = TokenFileVerifier(
+            WatchedTokens(config.tokens, config.tokens_path)
+        )
     pools = (
         poolsplit.load_pools(config.pools_file)
         if config.pools_file is not None
@@ -567,7 +744,7 @@ def build_app(
     endpoint: ASGIApp = _Gate(StreamableHTTPASGIApp(manager), config.namespace)
     middleware: list[Middleware] = [
         Middleware(_AccessLog),
-        Middleware(_BodyLimit, limit=config.max_body),
+        Middleware(_BodyLimit, limit=config.max_body, timeout=config.body_timeout),
     ]
     routes: list[BaseRoute] = [_health(stores, config.namespace)]
     if token_verifier is not None:
@@ -595,6 +772,7 @@ def build_app(
                 authorization_servers=[auth.issuer_url],
                 scopes_supported=auth.required_scopes,
             )
+    endpoint = _PostOnly(endpoint)
     routes += [Route("/mcp", endpoint), Route("/mcp/{namespace:path}", endpoint)]
 
     @contextlib.asynccontextmanager
@@ -662,8 +840,21 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         raise ValueError(
             f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
         )
-    if args.workers < 1 or args.max_body_bytes < 1:
-        raise ValueError("--workers and --max-body-bytes must be at least 1")
+    for flag, value in (
+        ("--workers", args.workers),
+        ("--max-body-bytes", args.max_body_bytes),
+        ("--max-connections", args.max_connections),
+    ):
+        if value < 1:
+            raise ValueError(f"{flag} must be at least 1, got {value}")
+    for flag, seconds in (
+        ("--header-timeout", args.header_timeout),
+        ("--body-timeout", args.body_timeout),
+    ):
+        if not seconds > 0 or seconds == float("inf"):
+            raise ValueError(
+                f"{flag} must be a positive number of seconds, got {seconds}"
+            )
     if args.ephemeral and args.workers > 1:
         raise ValueError("--ephemeral keeps memory in one process; drop --workers")
     tokens = read_tokens(args.tokens)  # TokensError is a ValueError
@@ -679,6 +870,12 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
             f"--http {args.http}: a non-loopback address needs --tokens FILE "
             f"(poolsplit-mcp token add NAME --namespace NS)"
         )
+    if tokens == [] and not is_loopback(host):
+        source = "$POOLSPLIT_MCP_TOKENS" if args.tokens is None else args.tokens
+        raise ValueError(
+            f"--http {args.http}: {source} holds no token, so no one could "
+            f"connect (poolsplit-mcp token add NAME --namespace NS)"
+        )
     config = HttpConfig(
         url=url,
         namespace=args.namespace,
@@ -690,6 +887,10 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         tokens=None if tokens is None else tuple(tokens),
         allowed_hosts=tuple(args.allowed_host),
         max_body=args.max_body_bytes,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=args.max_connections,
+        tokens_path=args.tokens if tokens is not None and args.tokens else None,
         verifier=args.token_verifier,
         issuer_url=args.issuer_url,
         resource_url=args.resource_url,
@@ -703,10 +904,136 @@ def worker_app(server: MCPServer[Any]) -> Starlette:
     (built over :func:`tenant_store`), from the parent's configuration in
     ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
     config = HttpConfig.from_json(os.environ[ENV_CONFIG])
+    supervisor = os.environ.get(ENV_SUPERVISOR)
+    if supervisor is not None and int(supervisor) != os.getpid():
+        _exit_with_supervisor(int(supervisor))
     plugged = load_verifier(config)
     if plugged is None:
         return build_app(server, config)
     return build_app(server, config, token_verifier=plugged[0], auth=plugged[1])
+
+
+def _exit_with_supervisor(supervisor: int, interval: float = 0.5) -> None:
+    """Stop this worker (SIGTERM to itself: uvicorn's graceful shutdown, so
+    in-flight requests finish) once its supervisor is gone.
+
+    The supervisor replaces dead workers and owns the socket; a worker that
+    outlives it (the supervisor was SIGKILLed, so it told no one) would
+    serve on with nothing to replace it and keep the port bound, and a
+    restart would fail with ``Address already in use``. A daemon thread
+    polls ``getppid()`` (a dead parent's children are re-parented, so their
+    parent pid changes), on every platform; ``prctl(PR_SET_PDEATHSIG)``
+    would be Linux only and is tied to the thread that forked the worker.
+    """
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(interval)
+        print(
+            f"{_PROG}: worker {os.getpid()}: supervisor {supervisor} is gone; stopping",
+            file=sys.stderr,
+            flush=True,
+        )
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="supervisor-watch", daemon=True).start()
+
+
+class _Connection(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol (h11) with a deadline on each request's
+    head and a cap on a worker's connections.
+
+    A request's head must arrive within ``header_timeout`` seconds of the
+    connection or of the previous response (uvicorn's own keep-alive
+    timeout stops at the first byte, so a client sending one byte a second
+    held a connection forever); when it does not, a client that sent part
+    of one gets 408, and the connection is closed. A connection beyond
+    ``max_connections`` is answered 503 and closed at once, before it is
+    read (uvicorn's ``limit_concurrency`` looks only once a head arrived).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        header_timeout: float,
+        max_connections: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timeout = header_timeout
+        self._max_connections = max_connections
+        self._head_timer: Any = None
+        self._waiting_since: Any = None  # the cycle a new head must replace
+        self._partial = False
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        if len(self.connections) > self._max_connections:
+            _raw_refusal(
+                transport,
+                503,
+                f"too many connections: a worker holds at most "
+                f"{self._max_connections} (poolsplit-mcp --max-connections)",
+            )
+            return
+        self._await_head()
+
+    def data_received(self, data: bytes) -> None:
+        self._partial = True
+        super().data_received(data)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._waiting_since = self.cycle
+        self._partial = False
+        self._head_timer = self.loop.call_later(
+            self._header_timeout, self._head_deadline
+        )
+
+    def _head_deadline(self) -> None:
+        self._head_timer = None
+        cycle = self.cycle
+        if cycle is not self._waiting_since:  # a new request's head arrived
+            return
+        if cycle is not None and not cycle.response_complete:
+            return  # a request is being served
+        if self.transport.is_closing():
+            return
+        if self._partial:
+            _raw_refusal(
+                self.transport,
+                408,
+                f"request head not received within {self._header_timeout:g} s "
+                f"(poolsplit-mcp --header-timeout)",
+            )
+        else:
+            self.transport.close()
+
+
+def _raw_refusal(transport: Any, status: int, message: str) -> None:
+    """A JSON-RPC error written straight to a connection, which is closed:
+    for refusals made before (or instead of) reading a request."""
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    ).encode("utf-8")
+    reason = {408: "Request Timeout", 503: "Service Unavailable"}[status]
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    transport.write(head.encode("ascii") + body)
+    transport.close()
 
 
 def serve(config: HttpConfig, where: str, app: str) -> int:
@@ -719,9 +1046,15 @@ def serve(config: HttpConfig, where: str, app: str) -> int:
     from uvicorn.supervisors import Multiprocess
 
     os.environ[ENV_CONFIG] = config.to_json()
+    os.environ[ENV_SUPERVISOR] = str(os.getpid())
     uv = uvicorn.Config(
         app,
         factory=True,
+        http=functools.partial(  # type: ignore[arg-type]
+            _Connection,
+            header_timeout=config.header_timeout,
+            max_connections=config.max_connections,
+        ),
         host=config.host,
         port=config.port,
         workers=config.workers,

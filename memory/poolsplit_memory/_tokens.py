@@ -25,6 +25,13 @@ Decisions:
   ``poolsplit-read:NS``, so that a token from a real authorization server
   (any ``TokenVerifier``) grants namespaces by the same rule
   (:func:`grants_from_scopes`, the one reading of a grant).
+- A running server reads the file again when it changes
+  (:class:`WatchedTokens`: its size, modification time or inode, looked at
+  no more than once a second), so ``token add`` and ``token remove`` take
+  effect within seconds without a restart. A file that became unreadable or
+  invalid keeps the last good tokens in force and says why on stderr once
+  per change: a half-edited file must not lock every tenant out, nor let
+  anyone in.
 
 This module is the standard library only, so ``token add`` works without the
 MCP SDK.
@@ -40,6 +47,8 @@ import os
 import secrets
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +58,7 @@ __all__ = [
     "ENV_TOKENS",
     "TokenRecord",
     "TokensError",
+    "WatchedTokens",
     "add_token",
     "default_tokens_path",
     "grants_from_scopes",
@@ -57,6 +67,7 @@ __all__ = [
     "match_token",
     "read_tokens",
     "scopes_of",
+    "token_argv",
 ]
 
 ENV_TOKENS: Final = "POOLSPLIT_MCP_TOKENS"
@@ -65,6 +76,10 @@ WRITE_SCOPE: Final = "poolsplit-write:"
 _PREFIX: Final = "psm_"
 _HEX: Final = frozenset("0123456789abcdef")
 _MAX_NAME: Final = 200
+# How often a server looks at its tokens file for a change (seconds): a
+# removed token stops working within this, and a request costs one stat()
+# at most this often.
+RELOAD_INTERVAL: Final = 1.0
 
 
 class TokensError(ValueError):
@@ -225,6 +240,75 @@ def read_tokens(
     return load_tokens(text, path)
 
 
+class WatchedTokens:
+    """The records of a tokens file, read again when the file changes.
+
+    :meth:`records` looks at the file (``os.stat``: size, modification time
+    in nanoseconds, inode) at most once per ``interval`` seconds and reloads
+    it when any of them changed; ``token add`` replaces the file by a rename,
+    so the inode changes even within one clock tick. A file that cannot be
+    read or is not a valid tokens file keeps the last good records and
+    writes one line to stderr (once per change of the file). Without a path
+    (tokens from ``$POOLSPLIT_MCP_TOKENS``) the records never change.
+    """
+
+    def __init__(
+        self,
+        records: Sequence[TokenRecord],
+        path: str | None = None,
+        *,
+        interval: float = RELOAD_INTERVAL,
+    ) -> None:
+        self._records = tuple(records)
+        self._path = path
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._seen = self._stamp()
+        self._next = time.monotonic() + interval
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        if self._path is None:
+            return None
+        try:
+            st = os.stat(self._path)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+    def records(self) -> tuple[TokenRecord, ...]:
+        """The tokens in force now."""
+        if self._path is None or time.monotonic() < self._next:
+            return self._records
+        with self._lock:
+            if time.monotonic() >= self._next:
+                self._next = time.monotonic() + self._interval
+                stamp = self._stamp()
+                if stamp != self._seen:
+                    self._seen = stamp
+                    self._reload()
+        return self._records
+
+    def _reload(self) -> None:
+        assert self._path is not None
+        try:
+            found = read_tokens(self._path, {})
+        except TokensError as exc:
+            print(
+                f"poolsplit-mcp: tokens not reloaded, the last good ones stay in "
+                f"force: {' '.join(str(exc).split())}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        self._records = tuple(found or ())
+        print(
+            f"poolsplit-mcp: tokens reloaded from {self._path}: "
+            f"{len(self._records)} token(s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _write(path: Path, records: Sequence[TokenRecord]) -> None:
     """Replace the file at once (a reader sees the old or the new one), 0600."""
     document: dict[str, Any] = {
@@ -286,7 +370,34 @@ def add_token(
 # `poolsplit-mcp token ...`
 
 
+def token_argv(argv: Sequence[str]) -> list[str] | None:
+    """The arguments of ``poolsplit-mcp token ...`` for :func:`main`, or None
+    when ``argv`` is not a token command.
+
+    ``token`` may follow a ``--tokens FILE`` (or ``--tokens=FILE``): the
+    file then goes after it, where :func:`main` reads it as well.
+    """
+    args = list(argv)
+    if args[:1] == ["token"]:
+        return args[1:]
+    if args[:1] == ["--tokens"] and args[2:3] == ["token"]:
+        return args[3:] + args[:2]
+    if args[:1] and args[0].startswith("--tokens=") and args[1:2] == ["token"]:
+        return args[2:] + args[:1]
+    return None
+
+
 def _parser() -> argparse.ArgumentParser:
+    # --tokens on the command and on each subcommand, so that it may come
+    # before or after `add NAME ...`; a subcommand's default is SUPPRESS so
+    # that it never overwrites a --tokens given before the subcommand.
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--tokens",
+        metavar="FILE",
+        default=argparse.SUPPRESS,
+        help=f"the tokens file (default: {default_tokens_path()})",
+    )
     parser = argparse.ArgumentParser(
         prog="poolsplit-mcp token",
         description="manage the bearer tokens of poolsplit-mcp --http",
@@ -297,7 +408,9 @@ def _parser() -> argparse.ArgumentParser:
         help=f"the tokens file (default: {default_tokens_path()})",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    add = commands.add_parser("add", help="add a token and print it once")
+    add = commands.add_parser(
+        "add", help="add a token and print it once", parents=[where]
+    )
     add.add_argument("name", metavar="NAME", help="who holds it (unique)")
     add.add_argument(
         "--namespace",
@@ -311,9 +424,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="recall, get, list and explain only",
     )
-    remove = commands.add_parser("remove", help="delete a token by name")
+    remove = commands.add_parser(
+        "remove", help="delete a token by name", parents=[where]
+    )
     remove.add_argument("name", metavar="NAME")
-    commands.add_parser("list", help="names and grants (never tokens)")
+    commands.add_parser("list", help="names and grants (never tokens)", parents=[where])
     return parser
 
 

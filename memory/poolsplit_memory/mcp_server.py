@@ -84,6 +84,7 @@ from urllib.parse import quote, unquote
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
+from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory.store import (
     RANKINGS,
     REMEMBER_DESCRIPTION,
@@ -248,7 +249,8 @@ def _error_text(exc: Exception) -> str:
     if isinstance(exc, InvalidInput):  # `field: what is wrong`
         return str(exc)
     if isinstance(exc, StoreError):  # StoreUnavailable: the cause, one line
-        print(f"{_PROG}: {exc}", file=sys.stderr)
+        # over HTTP the tenant's line leaves the database out (_http.TenantFacing)
+        print(f"{_PROG}: {getattr(exc, 'operator_line', exc)}", file=sys.stderr)
         return str(exc)
     traceback.print_exc(file=sys.stderr)
     return f"internal error: {type(exc).__name__}: {exc}"
@@ -1128,9 +1130,11 @@ def _refusal(raw: bytes) -> JSONRPCError | None:
         )
     try:
         jsonrpc_message_adapter.validate_json(text, by_name=False)
-        return None
     except ValidationError as exc:
         reason = _unreadable_reason(exc)
+    else:  # an id the SDK cannot answer makes it a "notification" (_jsonrpc)
+        bad = invalid_id(json.loads(text))
+        return None if bad is None else _error(None, INVALID_REQUEST, bad)
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -1292,6 +1296,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="largest request body (default 1048576)",
     )
+    http.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds for a request's head to arrive (default 10)",
+    )
+    http.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds for a request's body to arrive (default 30)",
+    )
+    http.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        metavar="N",
+        help="connections one worker holds at once (default 256)",
+    )
     return parser
 
 
@@ -1303,10 +1328,11 @@ def _fail(message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Serve the store over stdio; 2 with one line on stderr if it cannot."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["token"]:  # issue 28: poolsplit-mcp token add|remove|list
-        from poolsplit_memory import _tokens
+    from poolsplit_memory import _tokens  # the standard library only
 
-        return _tokens.main(argv[1:])
+    token_argv = _tokens.token_argv(argv)  # poolsplit-mcp token add|remove|list
+    if token_argv is not None:
+        return _tokens.main(token_argv)
     args = _parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(

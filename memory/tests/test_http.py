@@ -60,12 +60,12 @@ class Server:
 
 
 @contextmanager
-def serve(tmp_path, db, *args, workers=1):
-    """``poolsplit-mcp --http 127.0.0.1:0`` over ``db``; stopped by SIGTERM."""
+def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0"):
+    """``poolsplit-mcp --http ADDRESS`` over ``db``; stopped by SIGTERM."""
     log = tmp_path / f"server-{uuid.uuid4().hex[:6]}.err"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            [SERVER, "--http", "127.0.0.1:0", "--db", str(db)]
+            [SERVER, "--http", address, "--db", str(db)]
             + [str(a) for a in args]
             + ["--workers", str(workers)],
             cwd=tmp_path,
@@ -302,6 +302,18 @@ def test_http_tokens_a_token_matches_only_its_own_record(tokens, probe):
         assert match_token(records, token) is records[i]
     expected = records[tokens.index(probe)] if probe in tokens else None
     assert match_token(records, probe) is expected
+
+
+def test_http_tokens_a_hash_listed_twice_matches_its_first_record():
+    """A hand-edited file may list one token's hash twice: the first record
+    (its grants) is the one, as for a token file read top down."""
+    from poolsplit_memory._tokens import TokenRecord, hash_token, match_token
+
+    digest = hash_token("psm_same")
+    first = TokenRecord("first", digest, ("a",))
+    second = TokenRecord("second", digest, ("b",), read_only=True)
+    assert match_token([first, second], "psm_same") is first
+    assert match_token([second, first], "psm_same") is second
 
 
 def test_http_token_list_and_remove(tmp_path):
@@ -877,3 +889,587 @@ def test_http_sigterm_lets_in_flight_writes_finish(tmp_path):
         assert "Application shutdown complete" in server.stderr()
     check_nothing_lost(str(db), acked, tried, tmp_path)
     assert len(acked["default"]) >= 10
+
+
+# --- process hygiene (issue 36) -------------------------------------------------
+
+
+def gone(pid):
+    """True once ``pid`` no longer runs (exited, or a zombie nobody reaps)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def children(pid):
+    """The pids whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text(encoding="ascii").rpartition(")")[2].split()
+        except OSError:  # it ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry.parent.name))
+    return found
+
+
+def test_http_workers_exit_when_their_supervisor_is_sigkilled(tmp_path):
+    """No orphan keeps serving (and the port) after a SIGKILL of the
+    supervisor: a new server binds the same port."""
+    db = tmp_path / "m.db"
+    workers = []
+    try:
+        with serve(tmp_path, db, workers=2) as server:
+            # its children: the two workers (and multiprocessing's helper);
+            # /healthz may show only one worker, the one the kernel picks
+            assert until(lambda: len(children(server.proc.pid)) >= 2)
+            workers = sorted(children(server.proc.pid))
+            assert set(worker_pids(server, 1)) <= set(workers)
+            port = server.base.rpartition(":")[2]
+            os.kill(server.proc.pid, signal.SIGKILL)  # the supervisor we started
+            server.proc.wait(timeout=60)
+            for _ in range(600):  # bounded: 60 s at most
+                if all(gone(pid) for pid in workers):
+                    break
+                time.sleep(0.1)
+            assert [pid for pid in workers if not gone(pid)] == []
+        assert "supervisor" in server.stderr() and "is gone" in server.stderr()
+        with serve(tmp_path, db, address=f"127.0.0.1:{port}") as again:
+            assert again.base.endswith(f":{port}")
+            assert ok(rpc(again.base, "remember", {"content": "after"}))["id"]
+    finally:
+        for pid in workers:  # orphans this test made, if the check failed
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_http_get_and_delete_on_mcp_are_405_not_a_stream(tmp_path, method):
+    token = add_token(tmp_path, "ada", "ada")
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", tmp_path / "tokens.json") as s:
+        for path, auth in (("/mcp", None), ("/mcp/ada", token)):
+            headers = {"accept": "text/event-stream"}
+            if auth is not None:
+                headers["authorization"] = f"Bearer {auth}"
+            # a stream that never ends would time out here (the test fails)
+            status, got, data = request(
+                s.base, method, path, headers=headers, timeout=20
+            )
+            assert status == 405, (path, data)
+            assert got["allow"] == "POST"
+            error = json.loads(data)
+            assert error["id"] is None and error["error"]["code"] == -32600
+            assert "stateless" in error["error"]["message"]
+
+
+def raw_connection(base, timeout=30):
+    import socket
+
+    host, port = base.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=timeout)
+
+
+def dribble(sock, first, byte, tries=150, pause=0.2):
+    """Send ``first``, then ``byte`` every ``pause`` s (at most ``tries``),
+    until the server answers or closes; what it sent (b"" if it closed
+    without a word), or None if it never did."""
+    import select
+
+    sock.sendall(first)
+    for _ in range(tries):
+        ready, _, _ = select.select([sock], [], [], pause)
+        if ready:
+            try:
+                data = sock.recv(65536)
+            except ConnectionResetError:
+                return b""
+            while data and b"\r\n\r\n" in data and not data.endswith(b"}"):
+                more = sock.recv(65536)
+                if not more:
+                    break
+                data += more
+            return data
+        try:
+            sock.sendall(byte)
+        except (BrokenPipeError, ConnectionResetError):
+            return b""
+    return None
+
+
+def test_http_a_client_dribbling_its_headers_is_cut(tmp_path):
+    with serve(tmp_path, tmp_path / "m.db", "--header-timeout", "1") as server:
+        with raw_connection(server.base) as sock:
+            got = dribble(sock, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ", b"a")
+        assert got is not None, "the server held the connection for 30 s"
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert b"--header-timeout" in got
+        with raw_connection(server.base) as sock:  # silent: closed, no answer
+            assert dribble(sock, b"", b"") == b""
+        assert ok(rpc(server.base, "list", {}))["entries"] == []  # still serving
+
+
+def test_http_a_client_dribbling_its_body_is_cut_with_408(tmp_path):
+    with serve(tmp_path, tmp_path / "m.db", "--body-timeout", "1") as server:
+        head = (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n"
+            b"Content-Length: 1000\r\n\r\n"
+        )
+        with raw_connection(server.base) as sock:
+            got = dribble(sock, head + b'{"jsonrpc": "2.0", ', b" ")
+        assert got is not None, "the server held the connection for 30 s"
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        body = json.loads(got.partition(b"\r\n\r\n")[2])
+        assert body["error"]["message"] == (
+            "request body not received within 1 s (poolsplit-mcp --body-timeout)"
+        )
+        assert ok(rpc(server.base, "list", {}))["entries"] == []
+
+
+def test_http_a_connection_past_max_connections_is_refused_503(tmp_path):
+    args = ("--max-connections", "2", "--header-timeout", "120")
+    with serve(tmp_path, tmp_path / "m.db", *args) as server:
+        held = [raw_connection(server.base) for _ in range(2)]
+        try:
+            statuses = []
+            for _ in range(50):  # until the worker has seen both held ones
+                status, _, data = request(server.base, "GET", "/healthz", timeout=20)
+                statuses.append(status)
+                if status == 503:
+                    break
+                time.sleep(0.1)
+            assert statuses[-1] == 503, statuses
+            assert b"at most 2 (poolsplit-mcp --max-connections)" in data
+            for sock in held:  # the two within the cap are served
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")
+        finally:
+            for sock in held:
+                sock.close()
+        statuses = []
+        for _ in range(50):  # the held ones closed: served again
+            status, _, _ = request(server.base, "GET", "/healthz", timeout=20)
+            statuses.append(status)
+            if status == 200:
+                break
+            time.sleep(0.1)
+        assert statuses[-1] == 200, statuses
+
+
+@pytest.mark.parametrize(
+    "ident",
+    [{"a": 1}, [1], None, 1.5, True],
+    ids=["object", "array", "null", "fraction", "boolean"],
+)
+def test_http_a_request_with_an_unanswerable_id_gets_32600(tmp_path, ident):
+    with serve(tmp_path, tmp_path / "m.db") as server:
+        body = json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
+        status, _, data = request(server.base, "POST", "/mcp", body.encode(), HEADERS)
+        assert status == 400, data
+        reply = json.loads(data)
+        assert reply["id"] is None and reply["error"]["code"] == -32600, reply
+        assert "id must be a string or an integer" in reply["error"]["message"]
+        # a notification (no id member) is still accepted with 202
+        note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert request(server.base, "POST", "/mcp", note.encode(), HEADERS)[0] == 202
+
+
+def test_http_access_log_lines_are_written_in_one_system_call(monkeypatch):
+    """Each line and its newline go to fd 2 in one write(2): two workers
+    sharing stderr then never merge lines (``}{``)."""
+    from poolsplit_memory import _http
+
+    calls = []
+    real = os.write
+
+    def recording(fd, data):
+        if fd == 2:
+            calls.append(bytes(data))
+            return len(data)
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", recording)
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        pass
+
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": []}
+    anyio.run(_http._AccessLog(app), scope, receive, send)
+    assert len(calls) == 1, calls
+    assert calls[0].endswith(b"}\n") and calls[0].count(b"\n") == 1
+    line = json.loads(calls[0])
+    assert line["status"] == 204 and line["path"] == "/mcp"
+
+
+def test_http_access_log_line_is_whole_after_a_partial_write(monkeypatch):
+    """A write(2) the kernel takes only part of is continued with the rest
+    (never a line cut short, never one repeated)."""
+    from poolsplit_memory import _http
+
+    taken = []
+    real = os.write
+
+    def partial(fd, data):
+        if fd == 2:
+            part = bytes(data[: max(1, len(data) // 3)])
+            taken.append(part)
+            return len(part)
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", partial)
+    _http._write_line('{"path": "/mcp", "status": 200}')
+    assert b"".join(taken) == b'{"path": "/mcp", "status": 200}\n'
+    assert len(taken) > 1
+
+
+def test_http_workers_access_log_holds_one_object_per_line(tmp_path):
+    a = add_token(tmp_path, "a", "ns-a")
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", tmp_path / "tokens.json",
+               workers=2) as s:  # fmt: skip
+        acked, _ = write_concurrently(s.base, [("ns-a", a)], 10, 4)
+    assert len(acked["ns-a"]) == 40
+    lines = [x for x in s.stderr().splitlines() if x.startswith("{")]
+    assert len(lines) >= 40
+    for line in lines:
+        assert json.loads(line)["path"]  # one whole object per line, no "}{"
+
+
+# --- what tenants and operators see (issue 36) ----------------------------------
+
+
+def test_http_a_tool_error_names_the_cause_not_the_database(tmp_path):
+    """In a store that is open (a call fails) and in one the worker has not
+    opened yet (the open fails): the cause and the namespace, no more."""
+    url, admin = create_pg_database()
+    token = add_token(tmp_path, "ada", "ada", "team")
+    name = url.rsplit("/", 1)[1]
+    try:
+        with serve(tmp_path, url, "--tokens", tmp_path / "tokens.json") as server:
+            assert ok(rpc(server.base, "remember", {"content": "before"}, token))
+            drop_pg_database(url, admin)  # the database goes away under it
+            texts = [
+                (namespace, tool_error(rpc(server.base, tool, arguments, token,
+                                           namespace=namespace)))
+                for tool, arguments in [
+                    ("remember", {"content": "during"}),
+                    ("recall", {"message": "before"}),
+                    ("list", {}),
+                ]
+                for namespace in ("ada", "team")  # team: never opened
+            ]  # fmt: skip
+        for namespace, text in texts:
+            cause, _, where = text.partition(": ")
+            assert where == f"namespace {namespace!r}", text
+            assert cause in ("database unreachable", "database error"), text
+            assert name not in text and "postgresql" not in text
+            assert "socket" not in text and "@" not in text
+        assert name in server.stderr()  # the operator's log keeps the database
+    finally:
+        drop_pg_database(url, admin)
+
+
+def test_http_a_403_is_logged_with_the_tokens_name(tmp_path):
+    token = add_token(tmp_path, "ada", "ada")
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", tmp_path / "tokens.json") as s:
+        assert rpc(s.base, "list", {}, token, namespace="team")[0] == 403
+    lines = [json.loads(x) for x in s.stderr().splitlines() if x.startswith("{")]
+    (refused,) = [x for x in lines if x["status"] == 403]
+    assert refused["tenant"] == "ada" and refused["namespace"] == "team"
+    assert token not in s.stderr()
+
+
+@pytest.mark.parametrize(
+    "where",
+    [["token", "{c}", "--tokens", "{f}"], ["token", "--tokens", "{f}", "{c}"],
+     ["--tokens", "{f}", "token", "{c}"], ["--tokens={f}", "token", "{c}"]],
+    ids=["after", "before-command", "before-token", "equals"],
+)  # fmt: skip
+def test_http_token_commands_take_tokens_anywhere(tmp_path, where):
+    path = tmp_path / "tokens.json"
+
+    def command(*words):
+        args = []
+        for part in where:
+            if part == "{c}":
+                args += words
+            else:
+                args.append(part.replace("{f}", str(path)))
+        return subprocess.run(
+            [SERVER, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        )
+
+    added = command("add", "ada", "--namespace", "ada")
+    assert added.returncode == 0, added.stderr
+    assert re.fullmatch(r"psm_[A-Za-z0-9_-]{43}\n", added.stdout)
+    assert command("list").stdout == "ada\tread-write\tada\n"
+    assert command("remove", "ada").returncode == 0
+    assert command("list").stdout == ""
+    assert not (tmp_path / "config").exists()  # the default file: untouched
+
+
+def until(check, tries=300, pause=0.1):
+    """``check()``'s last value once it is truthy (at most ``tries`` calls)."""
+    value = None
+    for _ in range(tries):
+        value = check()
+        if value:
+            return value
+        time.sleep(pause)
+    return value
+
+
+def test_http_tokens_file_is_reloaded_when_it_changes(tmp_path):
+    ada = add_token(tmp_path, "ada", "ada")
+    path = tmp_path / "tokens.json"
+    # one worker: which worker a request reaches is the kernel's choice, and
+    # each worker reloads on its own (a worker no request reached between
+    # two versions of the file keeps the older one while the file is broken)
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", path) as s:
+        assert ok(rpc(s.base, "list", {}, ada))["entries"] == []
+        bob = add_token(tmp_path, "bob", "bob")
+        assert until(lambda: all(rpc(s.base, "list", {}, bob)[0] == 200
+                                 for _ in range(6)))  # fmt: skip
+        done = subprocess.run(
+            [SERVER, "token", "remove", "ada", "--tokens", path],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert until(lambda: all(rpc(s.base, "list", {}, ada)[0] == 401
+                                 for _ in range(6)))  # fmt: skip
+        # a broken file keeps the last good tokens in force, and says so
+        path.write_text("{")
+        # (each worker looks at the file when a request needs a token)
+        assert until(
+            lambda: (
+                rpc(s.base, "list", {}, bob)[0] == 200
+                and "tokens not reloaded" in s.stderr()
+            )
+        )
+        assert rpc(s.base, "list", {}, bob)[0] == 200
+        assert rpc(s.base, "list", {}, ada)[0] == 401
+
+
+def test_http_a_read_only_tokens_tools_list_has_only_reading_tools(tmp_path):
+    writer = add_token(tmp_path, "w", "team")
+    reader = add_token(tmp_path, "r", "team", read_only=True)
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", tmp_path / "tokens.json") as s:
+
+        def listed(token):
+            sent = {**HEADERS, "authorization": f"Bearer {token}"}
+            body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+            status, _, data = request(s.base, "POST", "/mcp", body.encode(), sent)
+            assert status == 200, data
+            return {tool["name"] for tool in json.loads(data)["result"]["tools"]}
+
+        assert listed(writer) == TOOLS
+        assert listed(reader) == {"recall", "get", "list", "explain"}
+
+
+# --- boundaries the mutants of issue 36 crossed -----------------------------------
+
+
+EMPTY_TOKENS = '{"version": 1, "tokens": []}'
+
+
+@pytest.mark.parametrize("source", ["file", "environment"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "[::]"])
+def test_http_an_empty_token_list_off_loopback_exits_2(tmp_path, host, source):
+    (tmp_path / "tokens.json").write_text(EMPTY_TOKENS)
+    args, env = [], dict(os.environ)
+    if source == "file":
+        args = ["--tokens", tmp_path / "tokens.json"]
+    else:
+        env["POOLSPLIT_MCP_TOKENS"] = EMPTY_TOKENS
+    done = subprocess.run(
+        [SERVER, "--http", f"{host}:8765", "--db", tmp_path / "m.db", *args],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "holds no token, so no one could connect" in done.stderr
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_http_an_empty_token_list_on_loopback_lets_no_one_in(tmp_path):
+    """An empty list is tokens given (every request 401), never "no tokens"
+    (which would serve --namespace to anyone); a token added later works."""
+    path = tmp_path / "tokens.json"
+    path.write_text(EMPTY_TOKENS)
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--tokens", path) as s:
+        assert rpc(s.base, "remember", {"content": "anonymous"})[0] == 401
+        assert rpc(s.base, "list", {}, "psm_" + "x" * 43)[0] == 401
+        ada = add_token(tmp_path, "ada", "ada")
+        assert until(lambda: rpc(s.base, "list", {}, ada)[0] == 200)
+    assert exported(str(db), "default", tmp_path) == {}
+
+
+def test_http_tokens_a_read_grant_beside_a_write_grant_stays_read_only():
+    from poolsplit_memory._tokens import grants_from_scopes
+
+    assert grants_from_scopes(["poolsplit-write:carol", "poolsplit-read:team"]) == {
+        "carol": True,
+        "team": False,
+    }
+    for scopes in (
+        ["poolsplit-write:team", "poolsplit-read:team"],
+        ["poolsplit-read:team", "poolsplit-write:team"],
+    ):  # the order of the two grants for one namespace decides nothing
+        assert grants_from_scopes(scopes) == {"team": True}
+
+
+MIXED_VERIFIER = """
+from mcp.server.auth.provider import AccessToken
+
+
+class Verifier:
+    async def verify_token(self, token):
+        scopes = {
+            "mixed": ["poolsplit-write:carol", "poolsplit-read:team"],
+            "mixed-reversed": ["poolsplit-read:team", "poolsplit-write:carol"],
+            "both-orders": ["poolsplit-read:team", "poolsplit-write:team"],
+        }.get(token)
+        if scopes is None:
+            return None
+        return AccessToken(token=token, client_id=token, scopes=scopes,
+                           resource="http://127.0.0.1/mcp")
+"""
+
+
+def test_http_a_read_scope_beside_a_write_scope_cannot_write(tmp_path):
+    """``poolsplit-write:carol`` and ``poolsplit-read:team``: carol is
+    writable, team is not (whatever the scopes' order); a write and a read
+    scope for one namespace make it writable in either order."""
+    (tmp_path / "mixed_auth.py").write_text(MIXED_VERIFIER)
+    os.environ["PYTHONPATH"] = str(tmp_path)  # for the server process only
+    db = tmp_path / "m.db"
+    try:
+        with serve(
+            tmp_path, db, "--token-verifier", "mixed_auth:Verifier",
+            "--issuer-url", "https://auth.example",
+            "--resource-url", "http://127.0.0.1/mcp",
+        ) as s:  # fmt: skip
+            for token in ("mixed", "mixed-reversed"):
+                assert (
+                    tool_error(
+                        rpc(
+                            s.base,
+                            "remember",
+                            {"content": "x"},
+                            token,
+                            namespace="team",
+                        )
+                    )
+                    == "namespace: 'team' is read-only for this token"
+                )
+                assert ok(
+                    rpc(
+                        s.base, "remember", {"content": token}, token, namespace="carol"
+                    )
+                )["id"]
+            assert ok(
+                rpc(
+                    s.base,
+                    "remember",
+                    {"content": "t"},
+                    "both-orders",
+                    namespace="team",
+                )
+            )["id"]
+    finally:
+        del os.environ["PYTHONPATH"]
+    assert [e["content"] for e in exported(str(db), "team", tmp_path).values()] == ["t"]
+
+
+def body_of_size(size):
+    """A tools/call remember whose JSON body is exactly ``size`` bytes."""
+
+    def body(content):
+        return json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "remember", "arguments": {"content": content}},
+            }
+        ).encode()
+
+    padded = body("x" * (size - len(body(""))))
+    assert len(padded) == size
+    return padded
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["declared", "chunked"])
+def test_http_a_body_of_exactly_max_body_bytes_is_served(tmp_path, chunked):
+    db = tmp_path / "m.db"
+    with serve(tmp_path, db, "--max-body-bytes", "4096") as server:
+        host, port = server.base.removeprefix("http://").split(":")
+        statuses = []
+        for size in (4096, 4097):
+            body = body_of_size(size)
+            conn = http.client.HTTPConnection(host, int(port), timeout=60)
+            try:
+                if chunked:
+                    parts = (body[i : i + 1000] for i in range(0, len(body), 1000))
+                    conn.request("POST", "/mcp", body=parts, headers=HEADERS,
+                                 encode_chunked=True)  # fmt: skip
+                else:
+                    conn.request("POST", "/mcp", body=body, headers=HEADERS)
+                response = conn.getresponse()
+                statuses.append(response.status)
+                reply = json.loads(response.read())
+            finally:
+                conn.close()
+            if size == 4096:
+                assert not reply["result"]["isError"], reply
+        assert statuses == [200, 413]
+    (entry,) = exported(str(db), "default", tmp_path).values()
+    sent = json.loads(body_of_size(4096))["params"]["arguments"]["content"]
+    assert entry["content"] == sent
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [("192.0.2.1", "192.0.2.1"), ("memory.example", "memory.example"),
+     ("2001:db8::1", "[2001:db8::1]"), ("0.0.0.0", None), ("::", None)],
+)  # fmt: skip
+def test_http_a_bound_address_is_an_allowed_host_unless_a_wildcard(host, allowed):
+    from poolsplit_memory._http import HttpConfig, _security
+
+    settings = _security(HttpConfig(url="m.db", host=host))
+    loopback = {"127.0.0.1", "localhost", "[::1]"}
+    hosts = set(settings.allowed_hosts)
+    expected = loopback | ({allowed} if allowed else set())
+    assert hosts == expected | {f"{h}:*" for h in expected}
+    assert set(settings.allowed_origins) == {
+        f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts
+    }
+    assert settings.enable_dns_rebinding_protection is True
+
+
+def test_http_flag_defaults_are_the_modules_defaults():
+    """poolsplit-mcp's flags (parsed without importing the HTTP stack) say
+    the defaults _http documents and uses."""
+    from poolsplit_memory import _http
+    from poolsplit_memory.mcp_server import _parser
+
+    parser = _parser()
+    assert parser.get_default("header_timeout") == _http.DEFAULT_HEADER_TIMEOUT
+    assert parser.get_default("body_timeout") == _http.DEFAULT_BODY_TIMEOUT
+    assert parser.get_default("max_connections") == _http.DEFAULT_MAX_CONNECTIONS
+    assert parser.get_default("max_body_bytes") == _http.DEFAULT_MAX_BODY
