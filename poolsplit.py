@@ -1116,6 +1116,11 @@ class _Ranking:
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
+        # Runs being put in tie order: the next position to settle -> (the
+        # heap of the rest, each one's position, the run's start), and the
+        # run's start -> that position.
+        self._pending: dict[int, tuple[list[TieKey], dict[int, int], int]] = {}
+        self._unsettled: dict[int, int] = {}
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
@@ -1154,13 +1159,35 @@ class _Ranking:
         return key
 
     def _tie_order(self, start: int, end: int) -> None:
-        """Sort ``_order[start:end]``, a run of equal first scores, by tie key."""
-        store, ties, order = self._store, self._ties, self._order
-        for index in order[start:end]:
-            if index not in ties:  # a boosted entry's key is known already
-                entry = store[index]
-                ties[index] = (_created_key(entry), _id_key(entry), index)
-        order[start:end] = sorted(order[start:end], key=ties.__getitem__)
+        """Start putting ``_order[start:end]``, a run of equal first scores, in
+        tie order: a heap of its tie keys, popped one position at a time by
+        :meth:`_settle` as walks reach it. A pool needs its best few, so this
+        costs O(r + k log r) for a run of r of which walks read k, not the
+        O(r log r) of a sort (40% of a 100,000-entry aged turn was one)."""
+        tie, order = self._tie, self._order
+        run = order[start:end]
+        heap = [tie(index) for index in run]
+        heapq.heapify(heap)
+        where = dict(zip(run, range(start, end)))
+        self._pending[start] = (heap, where, start)
+        self._unsettled[start] = start
+
+    def _settle(self, position: int) -> None:
+        """Put the run's next entry in tie order at ``position`` when a run is
+        being ordered there; the entries past it keep their place or swap."""
+        lazy = self._pending.pop(position, None)
+        if lazy is not None:
+            heap, where, start = lazy
+            order = self._order
+            index = heapq.heappop(heap)[2]
+            other = order[position]
+            order[position], order[where[index]] = index, other
+            where[other] = where[index]
+            if heap:
+                self._pending[position + 1] = lazy
+                self._unsettled[start] = position + 1
+            else:
+                del self._unsettled[start]
 
     def _reach(self, position: int) -> tuple[int, int]:
         """The start and end of the run of equal first scores holding
@@ -1273,6 +1300,7 @@ class _Ranking:
             end = runs.pop(plain, None)
             if end is not None:
                 self._tie_order(plain, end)
+            self._settle(plain)
             index = order[plain]
             if (
                 (wanted is None or keys[index] in wanted)
@@ -1316,13 +1344,17 @@ class _Ranking:
                 return
             start, end = self._reach(position)
             stop = runs.pop(start, None)
-            if stop is not None:  # entries passed over may move up: look again
+            if stop is not None:
                 self._tie_order(start, stop)
-                position = start
-            for index in order[position:end]:
+            # Entries passed over in the part not yet in tie order may move
+            # up: look again from there.
+            position = min(position, self._unsettled.get(start, position))
+            while position < end:
+                self._settle(position)
+                index = order[position]
                 if self._may_take(index, keys, wanted, taken):
                     yield index, base[index]
-            position = end
+                position += 1
 
     def walk(
         self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
