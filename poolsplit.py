@@ -60,9 +60,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
+from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
 __all__ = [
+    "DEFAULT_CACHE_BUDGET",
     "DEFAULT_MAX_BYTES",
     "OUTCOMES",
     "ActivePredicate",
@@ -130,6 +131,9 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
+# The caches' bytes, all together (clear_caches() says how they are shared):
+# a 100,000-entry store of 40-word contents and its timestamps fit.
+DEFAULT_CACHE_BUDGET: Final = 64 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -531,8 +535,69 @@ def _read_iso(text: str) -> float | None:
     return elapsed.total_seconds()
 
 
-# Parsed ``created`` strings: every turn reads each entry's timestamp.
-_parse_iso: Final = lru_cache(maxsize=1 << 18)(_read_iso)
+K = TypeVar("K")
+V = TypeVar("V")
+# Bytes of one kept item beyond its key and value: its (value, size) pair,
+# the size's int and the dict slot.
+_ITEM_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40) + 64
+
+
+class _Cache(Generic[K, V]):
+    """Values computed from keys (timestamps, messages, contents), kept in
+    two generations whose bytes (keys and values, by ``sys.getsizeof``) stay
+    under the cache's share of :data:`DEFAULT_CACHE_BUDGET`.
+
+    A hit in the older generation moves the item to the newer one; a new
+    generation starts when the newer one is full, and, for contents and
+    messages, at every call (:func:`_new_turn`): an item not read in the last
+    two calls is dropped, so nothing is kept for content no longer passed in.
+    An item larger than half the share is never kept. Dict operations are
+    atomic, so threads share it; a race may recompute an item or misstate
+    the bytes held until the next generation.
+    """
+
+    def __init__(self, compute: Callable[[K], V], share: float) -> None:
+        self.compute = compute
+        self.limit = int(DEFAULT_CACHE_BUDGET * share) // 2  # per generation
+        self.new: dict[K, tuple[V, int]] = {}
+        self.old: dict[K, tuple[V, int]] = {}
+        self.held = 0  # bytes in ``new``
+
+    def __call__(self, key: K) -> V:
+        item = self.new.get(key)
+        return self.miss(key) if item is None else item[0]
+
+    def miss(self, key: K) -> V:
+        """The value for a key not in the newer generation, kept there."""
+        item = self.old.pop(key, None)
+        if item is None:
+            value = self.compute(key)
+            item = (value, sys.getsizeof(key) + _bytes(value) + _ITEM_BYTES)
+        if self.held + item[1] > self.limit:
+            self.age()
+        if item[1] <= self.limit:
+            self.new[key] = item
+            self.held += item[1]
+        return item[0]
+
+    def age(self) -> None:
+        """Start a new generation; the older one is dropped."""
+        self.old, self.new, self.held = self.new, {}, 0
+
+    def clear(self) -> None:
+        self.old, self.new, self.held = {}, {}, 0
+
+
+def _bytes(value: object) -> int:
+    """A cached value's bytes: a float or None, or a tuple of words."""
+    if isinstance(value, tuple):
+        return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
+    return sys.getsizeof(value)
+
+
+# Parsed ``created`` strings, a sixteenth of the budget: every turn reads
+# each entry's timestamp, and they are short.
+_parse_iso: Final = _Cache(_read_iso, 1 / 16)
 
 
 def parse_created(value: object) -> float | None:
@@ -565,21 +630,18 @@ def parse_created(value: object) -> float | None:
 SortKey = tuple[int, Union[int, float, str]]
 
 
-def _created_key(entry: Entry) -> SortKey:
-    """Tie order for ``created``: missing first, then by instant, then the
-    values that have no instant, all equal (the id decides among them).
+def _created_key(entry: Entry, seconds: float | None) -> SortKey:
+    """Tie order for ``created``, given its instant ``seconds``: missing
+    first, then by instant, then the values that have no instant, all equal
+    (the id decides among them).
 
     Comparing raw values would raise TypeError on a store mixing str and
     datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
     forms of one moment, or a str and a datetime of it, tie.
     """
-    value = entry.get("created")
-    if value is None:
-        return (0, "")
-    seconds = parse_created(value)
     if seconds is not None:
         return (1, seconds)
-    return (2, "")
+    return (0, "") if entry.get("created") is None else (2, "")
 
 
 def _id_key(entry: Entry) -> SortKey:
@@ -626,21 +688,37 @@ def significant_words(text: str) -> frozenset[str]:
     return frozenset(words).difference(STOPWORDS)
 
 
-# The words of each distinct message and content string, computed once: a
-# warm turn reads the same contents again.
-_message_words: Final = lru_cache(maxsize=1 << 10)(significant_words)
-_content_words: Final = lru_cache(maxsize=1 << 16)(significant_words)
+def _word_tuple(text: str) -> tuple[str, ...]:
+    """A content's significant words as interned strings: a tuple holds a
+    third of a frozenset's bytes, and contents share their vocabulary."""
+    return tuple(map(sys.intern, significant_words(text)))
+
+
+# The words of each distinct message (a sixteenth of the budget) and content
+# string (the rest), computed once: a warm turn reads the same contents again.
+_message_words: Final = _Cache(significant_words, 1 / 16)
+_content_words: Final = _Cache(_word_tuple, 7 / 8)
+_CACHES: Final = (_parse_iso, _message_words, _content_words)
+
+
+def _new_turn() -> None:
+    """Forget the contents and messages no call read since the one before."""
+    _message_words.age()
+    _content_words.age()
 
 
 def clear_caches() -> None:
     """Empty the caches of parsed timestamps, message words and content words.
 
-    They hold at most 262,144 timestamp strings, 1,024 messages and 65,536
-    contents (least recently used first out), never change a result, and
+    Together they hold at most ``DEFAULT_CACHE_BUDGET`` bytes (64 MiB, keys
+    and values by ``sys.getsizeof``): a sixteenth for timestamp strings, a
+    sixteenth for messages, the rest for contents. A content or message that
+    no call read since the one before is dropped at the next call; timestamp
+    strings go when their share is full. They never change a result, and
     clearing only frees memory.
     """
-    for cache in (_parse_iso, _message_words, _content_words):
-        cache.cache_clear()
+    for cache in _CACHES:
+        cache.clear()
 
 
 # ===========================================================================
@@ -771,9 +849,12 @@ def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
         raise _entry_error(exc, index, entry, "tags") from exc
 
 
-def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
+def _base_score(
+    entry: Entry, query: _Query, index: int | None
+) -> tuple[float, float | None]:
     """Priority x recency x tags x project: every factor but the message term,
-    which alone reads the content, so the ranking can bound the score first.
+    which alone reads the content, so the ranking can bound the score first;
+    and the instant of ``created``, read here once per call for the tie order.
 
     Raises EntryTypeError or EntryValueError, naming the entry at ``index``,
     for a bad ``base_priority`` or ``tags``, or a ``created`` or ``project``
@@ -797,7 +878,7 @@ def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
     if project is not None:
         score *= PROJECT_MATCH if matched else PROJECT_MISMATCH
-    return score
+    return score, seconds
 
 
 def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> float:
@@ -842,7 +923,7 @@ def default_scorer(
         ValueError: ``base_priority`` is NaN.
     """
     query = _query(context, _resolve_now(now))
-    return _score_from(_base_score(entry, query, None), entry, query, None)
+    return _score_from(_base_score(entry, query, None)[0], entry, query, None)
 
 
 # ===========================================================================
@@ -959,14 +1040,10 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
     return score
 
 
-def _exact_score(entry: Entry, index: int, call: _Call) -> float:
-    """An entry's exact score: the caller's scorer's result, checked, or the
-    default score (base x the message factor)."""
-    query = call.query
-    if query is None:  # the caller's scorer; its own errors propagate
-        value = call.scorer(entry, call.context, now=call.now)
-        return _check_score(value, index, entry)
-    return _score_from(_base_score(entry, query, index), entry, query, index)
+def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
+    """The caller's scorer's result, checked; its own errors propagate."""
+    value = call.scorer(entry, call.context, now=call.now)
+    return _check_score(value, index, entry)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -991,6 +1068,7 @@ class _Scan:
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
     scores: list[float]  # each ranked entry's first score (see _scan)
+    instants: list[float | None]  # ``created`` read by the default scorer
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
     near_always: list[int]  # active entries whose scope is "always" only folded
@@ -1016,6 +1094,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     always: list[int] = []
     ranked: list[int] = []
     scores: list[float] = []
+    instants: list[float | None] = [None] * count
     duplicates: dict[int, int] = {}
     unadmitted: list[int] = []
     near_always: list[int] = []
@@ -1053,12 +1132,21 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
-            if query is None or finish:
-                scores.append(_exact_score(entry, index, call))
-            else:
-                scores.append(_base_score(entry, query, index))
+            if query is None:
+                scores.append(_scorer_score(entry, index, call))
+                continue
+            score, instants[index] = _base_score(entry, query, index)
+            scores.append(_score_from(score, entry, query, index) if finish else score)
     return _Scan(
-        active, keys, always, ranked, scores, duplicates, unadmitted, near_always
+        active,
+        keys,
+        always,
+        ranked,
+        scores,
+        instants,
+        duplicates,
+        unadmitted,
+        near_always,
     )
 
 
@@ -1112,6 +1200,7 @@ class _Ranking:
         # a smaller bound, so this is also the order of the bounds.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
+        self._instants = scan.instants
         self._exact: dict[int, float] = {} if bounded else base
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
@@ -1155,7 +1244,12 @@ class _Ranking:
         key = self._ties.get(index)
         if key is None:
             entry = self._store[index]
-            key = self._ties[index] = (_created_key(entry), _id_key(entry), index)
+            if self._query is None:  # a caller's scorer: the scan did not read it
+                seconds = parse_created(entry.get("created"))
+            else:
+                seconds = self._instants[index]
+            created = _created_key(entry, seconds)
+            key = self._ties[index] = (created, _id_key(entry), index)
         return key
 
     def _tie_order(self, start: int, end: int) -> None:
@@ -1518,6 +1612,7 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
     With ``trace`` every decision is recorded and every walk runs to the
     end, so explain() can say why entries past a full pool were left out.
     """
+    _new_turn()
     query = call.query
     # explain() wants exact scores for all; without message words the base
     # score is already exact.
