@@ -133,7 +133,7 @@ STOPWORDS: Final = frozenset((
 
 # The caches' bytes, all together (clear_caches() says how they are shared):
 # a 100,000-entry store of 40-word contents and its timestamps fit.
-DEFAULT_CACHE_BUDGET: Final = 64 * 1024 * 1024
+DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -543,25 +543,25 @@ _ITEM_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40) + 64
 
 
 class _Cache(Generic[K, V]):
-    """Values computed from keys (timestamps, messages, contents), kept in
-    two generations whose bytes (keys and values, by ``sys.getsizeof``) stay
-    under the cache's share of :data:`DEFAULT_CACHE_BUDGET`.
+    """Values computed from keys (timestamps, messages, contents), in two
+    generations holding together at most the cache's share of
+    :data:`DEFAULT_CACHE_BUDGET` (keys and values, by ``sys.getsizeof``).
 
-    A hit in the older generation moves the item to the newer one; a new
-    generation starts when the newer one is full, and, for contents and
-    messages, at every call (:func:`_new_turn`): an item not read in the last
-    two calls is dropped, so nothing is kept for content no longer passed in.
-    An item larger than half the share is never kept. Dict operations are
-    atomic, so threads share it; a race may recompute an item or misstate
-    the bytes held until the next generation.
+    A hit in the older generation moves the item to the newer one. A new
+    generation starts, the older one dropped, when the share is full and,
+    for contents and messages, at every call (:func:`_new_turn`): an item no
+    call read since the one before goes, so nothing is kept for content no
+    longer passed in. An item larger than the share is not kept. Dict
+    operations are atomic, so threads share it; a race may recompute an item
+    or misstate the bytes held until the cache is next emptied.
     """
 
-    def __init__(self, compute: Callable[[K], V], share: float) -> None:
+    def __init__(self, compute: Callable[[K], tuple[V, int]], share: float) -> None:
         self.compute = compute
-        self.limit = int(DEFAULT_CACHE_BUDGET * share) // 2  # per generation
+        self.limit = int(DEFAULT_CACHE_BUDGET * share)
         self.new: dict[K, tuple[V, int]] = {}
         self.old: dict[K, tuple[V, int]] = {}
-        self.held = 0  # bytes in ``new``
+        self.held = self.held_old = 0  # bytes in ``new`` and ``old``
 
     def __call__(self, key: K) -> V:
         item = self.new.get(key)
@@ -571,33 +571,36 @@ class _Cache(Generic[K, V]):
         """The value for a key not in the newer generation, kept there."""
         item = self.old.pop(key, None)
         if item is None:
-            value = self.compute(key)
-            item = (value, sys.getsizeof(key) + _bytes(value) + _ITEM_BYTES)
-        if self.held + item[1] > self.limit:
-            self.age()
-        if item[1] <= self.limit:
+            value, size = self.compute(key)  # the value and its bytes
+            item = (value, sys.getsizeof(key) + size + _ITEM_BYTES)
+        else:
+            self.held_old -= item[1]
+        size = item[1]
+        if self.held + self.held_old + size > self.limit:
+            self.age()  # the older generation goes first, then the newer
+            if self.held_old + size > self.limit:
+                self.old, self.held_old = {}, 0
+        if size <= self.limit:
             self.new[key] = item
-            self.held += item[1]
+            self.held += size
         return item[0]
 
     def age(self) -> None:
         """Start a new generation; the older one is dropped."""
-        self.old, self.new, self.held = self.new, {}, 0
+        self.old, self.held_old, self.new, self.held = self.new, self.held, {}, 0
 
     def clear(self) -> None:
-        self.old, self.new, self.held = {}, {}, 0
+        self.new, self.old, self.held, self.held_old = {}, {}, 0, 0
 
 
-def _bytes(value: object) -> int:
-    """A cached value's bytes: a float or None, or a tuple of words."""
-    if isinstance(value, tuple):
-        return sys.getsizeof(value) + sum(map(sys.getsizeof, value))
-    return sys.getsizeof(value)
+def _instant(text: str) -> tuple[float | None, int]:
+    seconds = _read_iso(text)
+    return seconds, sys.getsizeof(seconds)
 
 
-# Parsed ``created`` strings, a sixteenth of the budget: every turn reads
-# each entry's timestamp, and they are short.
-_parse_iso: Final = _Cache(_read_iso, 1 / 16)
+# Parsed ``created`` strings, a quarter of the budget: every turn reads each
+# entry's timestamp (about 250 bytes each, with the string).
+_parse_iso: Final = _Cache(_instant, 1 / 4)
 
 
 def parse_created(value: object) -> float | None:
@@ -613,7 +616,8 @@ def parse_created(value: object) -> float | None:
     way; use it for your own time fields (``expires_at``) so they mean the same.
     """
     if isinstance(value, str):
-        return _parse_iso(value)
+        item = _parse_iso.new.get(value)  # inline: every entry, every turn
+        return _parse_iso.miss(value) if item is None else item[0]
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             value = value.replace(tzinfo=timezone.utc)
@@ -688,16 +692,26 @@ def significant_words(text: str) -> frozenset[str]:
     return frozenset(words).difference(STOPWORDS)
 
 
-def _word_tuple(text: str) -> tuple[str, ...]:
-    """A content's significant words as interned strings: a tuple holds a
-    third of a frozenset's bytes, and contents share their vocabulary."""
-    return tuple(map(sys.intern, significant_words(text)))
+def _word_tuple(text: str) -> tuple[tuple[str, ...], int]:
+    """A content's significant words as interned strings, and their bytes: a
+    tuple holds a third of a frozenset's, and contents share their words, so
+    a word is counted by the content that brought it first."""
+    words = list(significant_words(text))
+    kept = tuple(map(sys.intern, words))
+    fresh = [word for word, same in zip(words, kept) if word is same]
+    return kept, sys.getsizeof(kept) + sum(map(sys.getsizeof, fresh))
+
+
+def _message_set(text: str) -> tuple[frozenset[str], int]:
+    words = significant_words(text)
+    return words, sys.getsizeof(words) + sum(map(sys.getsizeof, words))
 
 
 # The words of each distinct message (a sixteenth of the budget) and content
-# string (the rest), computed once: a warm turn reads the same contents again.
-_message_words: Final = _Cache(significant_words, 1 / 16)
-_content_words: Final = _Cache(_word_tuple, 7 / 8)
+# string (eleven sixteenths, about 700 bytes each with a 40-word content),
+# computed once: a warm turn reads the same contents again.
+_message_words: Final = _Cache(_message_set, 1 / 16)
+_content_words: Final = _Cache(_word_tuple, 11 / 16)
 _CACHES: Final = (_parse_iso, _message_words, _content_words)
 
 
@@ -710,8 +724,8 @@ def _new_turn() -> None:
 def clear_caches() -> None:
     """Empty the caches of parsed timestamps, message words and content words.
 
-    Together they hold at most ``DEFAULT_CACHE_BUDGET`` bytes (64 MiB, keys
-    and values by ``sys.getsizeof``): a sixteenth for timestamp strings, a
+    Together they hold at most ``DEFAULT_CACHE_BUDGET`` bytes (128 MiB, keys
+    and values by ``sys.getsizeof``): a quarter for timestamp strings, a
     sixteenth for messages, the rest for contents. A content or message that
     no call read since the one before is dropped at the next call; timestamp
     strings go when their share is full. They never change a result, and
@@ -886,7 +900,9 @@ def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> 
     share`` when the share of the message's words found in the content
     exceeds 0.15, else 1 (the only factor that reads the content)."""
     if query.words:
-        words = _content_words(_content(entry, index))
+        text = _content(entry, index)
+        item = _content_words.new.get(text)
+        words = _content_words.miss(text) if item is None else item[0]
         share = len(query.words.intersection(words)) / len(query.words)
         if share > MESSAGE_THRESHOLD:
             return base * (1.0 + MESSAGE_BOOST * share)
@@ -1156,24 +1172,20 @@ TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)
 class _Ranking:
     """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
-    Scoring every entry exactly is most of the cost of a turn, and a pool only
-    needs its best few. So with the default scorer and a message, each entry
-    is first ranked by its base score, every factor but the message term
-    (the one that reads the content); times the largest message factor (for
-    a positive base) that bounds the exact score, and multiplying by a larger
-    positive factor never rounds to a smaller float. A pool's walk finishes
-    the score (:func:`_score_from`) only of entries that could still outrank
-    the best exact score found, so the order is bit for bit the exact one. A
-    custom scorer's first score is exact, and so is its bound.
+    With the default scorer and a message, entries are sorted by base score
+    (every factor but the message term, the one that reads the content);
+    times the largest message factor (for a positive base) it bounds the
+    exact score, as a larger positive factor never rounds to a smaller float.
+    A pool's walk finishes the score (:func:`_score_from`) only of entries
+    that could still outrank the best exact score found, so the order is bit
+    for bit the exact one. A custom scorer's first score is exact.
 
-    Ties cost what distinct scores cost. Entries sharing a first score (a
-    run: no priority, or every entry past the recency horizon) are scored
-    once per call, and put in tie order once, when a walk first looks for a
-    candidate among them: tie keys are computed once per call, only for
-    entries that can tie. A run's entries whose exact score is their first
-    score (no message boost, most of them) then stay in place, in final
-    order; only the boosted ones go through a heap keyed by the full order.
-    Scores, tie keys, costs and the runs' order are shared by every pool.
+    Entries sharing a first score (a run: no priority, or all past the
+    recency horizon) are scored once per call and put in tie order by a heap
+    popped as walks reach them (:meth:`_tie_order`). Those whose exact score
+    is their first (no message boost, most) are read in place; the boosted
+    ones go through a heap keyed by the full order. Scores, tie keys, costs
+    and the runs' order are shared by every pool.
     """
 
     def __init__(
@@ -1187,17 +1199,15 @@ class _Ranking:
         self._store = store
         self._query = call.query
         self._counter = call.token_counter
-        # Every entry the order reaches is costed up front when counting is
-        # cheap (the default counter), so a content whose str() fails is an
-        # error whether or not a pool takes it; a caller's counter may be slow.
+        # With the default counter every entry reached is costed up front, so
+        # an unprintable content is an error whether or not a pool takes it.
         self._cheap_cost = call.token_counter is default_token_counter
         self._exhaustive = exhaustive
         self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         base = dict(zip(scan.ranked, scan.scores))
-        # Stable: equal scores stay in input order (a dict keeps insertion
-        # order) until a walk reaches them. A larger positive base never has
-        # a smaller bound, so this is also the order of the bounds.
+        # Stable: ties keep input order until a walk reaches them; the order
+        # of the bases is also the order of their bounds.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
         self._instants = scan.instants
@@ -1205,9 +1215,8 @@ class _Ranking:
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
-        # Runs being put in tie order: the next position to settle -> (the
-        # heap of the rest, each one's position, the run's start), and the
-        # run's start -> that position.
+        # Runs being put in tie order: next position -> (heap of the rest,
+        # each one's position, run start); run start -> its next position.
         self._pending: dict[int, tuple[list[TieKey], dict[int, int], int]] = {}
         self._unsettled: dict[int, int] = {}
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
@@ -1227,11 +1236,8 @@ class _Ranking:
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
-        """Whether the entry surely costs more than ``room``, known cheaply.
-
-        Room only shrinks while a pool fills, so such an entry would be
-        skipped when its turn came: passing over it changes nothing.
-        """
+        """Whether the entry surely costs more than ``room``, known cheaply:
+        room only shrinks while a pool fills, so passing over it is safe."""
         cost = self._costs.get(index)
         if cost is None:
             if not self._cheap_cost and _token_count(self._store[index]) is None:
@@ -1252,27 +1258,26 @@ class _Ranking:
             key = self._ties[index] = (created, _id_key(entry), index)
         return key
 
-    def _tie_order(self, start: int, end: int) -> None:
-        """Start putting ``_order[start:end]``, a run of equal first scores, in
-        tie order: a heap of its tie keys, popped one position at a time by
-        :meth:`_settle` as walks reach it. A pool needs its best few, so this
-        costs O(r + k log r) for a run of r of which walks read k, not the
-        O(r log r) of a sort (40% of a 100,000-entry aged turn was one)."""
-        tie, order = self._tie, self._order
-        run = order[start:end]
-        heap = [tie(index) for index in run]
-        heapq.heapify(heap)
-        where = dict(zip(run, range(start, end)))
-        self._pending[start] = (heap, where, start)
-        self._unsettled[start] = start
-
     def _settle(self, position: int) -> None:
-        """Put the run's next entry in tie order at ``position`` when a run is
-        being ordered there; the entries past it keep their place or swap."""
+        """Put the entry due at ``position`` in tie order, when a run is being
+        ordered there (starting at a run's first position).
+
+        A run's tie keys go in a heap, popped one position at a time as walks
+        reach it, the popped entry swapped into place: O(r + k log r) for a
+        run of r of which walks read k, where a sort costs O(r log r) (40% of
+        a 100,000-entry aged turn was one).
+        """
+        end = self._runs.pop(position, None)
+        order = self._order
+        if end is not None:
+            run = order[position:end]
+            heap = [self._tie(index) for index in run]
+            heapq.heapify(heap)
+            where = dict(zip(run, range(position, end)))
+            self._pending[position] = (heap, where, position)
         lazy = self._pending.pop(position, None)
         if lazy is not None:
             heap, where, start = lazy
-            order = self._order
             index = heapq.heappop(heap)[2]
             other = order[position]
             order[position], order[where[index]] = index, other
@@ -1281,7 +1286,7 @@ class _Ranking:
                 self._pending[position + 1] = lazy
                 self._unsettled[start] = position + 1
             else:
-                del self._unsettled[start]
+                self._unsettled.pop(start, None)
 
     def _reach(self, position: int) -> tuple[int, int]:
         """The start and end of the run of equal first scores holding
@@ -1389,11 +1394,8 @@ class _Ranking:
         """The position of the pool's next plain candidate before ``position``
         (or ``position``), putting each run it enters in tie order first. A
         bounded walk is not exhaustive: taken entries are passed over."""
-        order, base, exact, runs = self._order, self._base, self._exact, self._runs
+        order, base, exact = self._order, self._base, self._exact
         while plain < position:
-            end = runs.pop(plain, None)
-            if end is not None:
-                self._tie_order(plain, end)
             self._settle(plain)
             index = order[plain]
             if (
@@ -1437,11 +1439,10 @@ class _Ranking:
             if position == len(order):
                 return
             start, end = self._reach(position)
-            stop = runs.pop(start, None)
-            if stop is not None:
-                self._tie_order(start, stop)
-            # Entries passed over in the part not yet in tie order may move
-            # up: look again from there.
+            # Entries passed over where the run is not yet in tie order may
+            # move up: look again from there.
+            if start in runs:
+                position = start
             position = min(position, self._unsettled.get(start, position))
             while position < end:
                 self._settle(position)
