@@ -33,17 +33,11 @@ key                meaning
 ``id``             identifier; breaks ties in the ranking
 =================  ===========================================================
 
-The file is in two parts. First the runtime, in reading order: constants;
-public types (``EntryDict``, the hook protocols, ``PoolsplitWarning``, the
-entry and context errors, ``Pool``); one reader per entry field (public:
-``entry_type``, ``is_always``, ``parse_created``); the defaults
-(``default_is_active``, ``default_token_counter``, ``entry_cost``,
-``default_scorer``); the engine; ``retrieve_pools`` and ``retrieve``;
-``render``; ``explain`` and ``validate``; the file readers (``read_text``,
-``parse_json``, ``load_pools``). Then the one line ``# ---- tools ----``,
-and below it the tools, built on the runtime's public names only:
-``audit``, the demo, and the command line. To vendor the runtime alone,
-delete everything below that line.
+The runtime comes first (constants, types, one reader per field, the
+defaults, the engine, ``retrieve_pools``, ``retrieve``, ``render``,
+``explain``, ``validate``, the file readers); below the one line
+``# ---- tools ----``, built on public names only, ``audit``, the demo and
+the command line. To vendor the runtime alone, delete everything below it.
 """
 
 from __future__ import annotations
@@ -550,8 +544,8 @@ class _Cache(Generic[K, V]):
 
     A hit in the older generation moves the item to the newer one. A new
     generation starts, the older one dropped, when the share is full and,
-    for contents and messages, every 8th call (:func:`_new_turn`), so nothing
-    is kept for content no longer passed in. An item larger than the share
+    for contents, every 8th call (:func:`_new_turn`), so nothing is kept for
+    content no longer passed in. An item larger than the share
     is not kept. Dict operations are atomic, so threads share it; a race may
     recompute an item or misstate the bytes held until it is next emptied.
     """
@@ -702,44 +696,31 @@ def _word_tuple(text: str) -> tuple[tuple[str, ...], int]:
     return kept, sys.getsizeof(kept) + sum(map(sys.getsizeof, fresh))
 
 
-def _message_set(text: str) -> tuple[frozenset[str], int]:
-    words = significant_words(text)
-    return words, sys.getsizeof(words) + sum(map(sys.getsizeof, words))
-
-
-# The words of each distinct message (a sixteenth of the budget) and content
-# string (eleven sixteenths, about 700 bytes each with a 40-word content),
-# computed once: a warm turn reads the same contents again.
-_message_words: Final = _Cache(_message_set, 1 / 16)
-_content_words: Final = _Cache(_word_tuple, 11 / 16)
-_CACHES: Final = (_parse_iso, _message_words, _content_words)
-
-
-_CALLS_PER_GENERATION: Final = 8
+# The words of each distinct content string, three quarters of the budget
+# (about 700 bytes each with 40 words): a warm turn reads the same contents.
+_content_words: Final = _Cache(_word_tuple, 3 / 4)
 _calls = itertools.count(1)
 
 
 def _new_turn() -> None:
-    """Every 8th call, drop the contents and messages no call read in the 8
-    to 16 calls before: promoting every item read at every call cost up to
-    a third of a warm turn (benchmarks/README.md, "Engine A/B")."""
-    if next(_calls) % _CALLS_PER_GENERATION == 0:
-        _message_words.age()
+    """Every 8th call, drop the contents no call read in the 8 to 16 calls
+    before: promoting every item read at every call cost up to a third of a
+    warm turn (benchmarks/README.md, "Engine A/B")."""
+    if next(_calls) % 8 == 0:
         _content_words.age()
 
 
 def clear_caches() -> None:
-    """Empty the caches of parsed timestamps, message words and content words.
+    """Empty the caches of parsed timestamps and content words.
 
     Together they hold at most ``DEFAULT_CACHE_BUDGET`` bytes (128 MiB, keys
-    and values by ``sys.getsizeof``): a quarter for timestamp strings, a
-    sixteenth for messages, the rest for contents. A content or message that
-    no call read in the last 8 to 16 calls is dropped; timestamp strings go
-    when their share is full. They never change a result, and clearing only
-    frees memory.
+    and values by ``sys.getsizeof``): a quarter for timestamp strings, the
+    rest for contents. A content that no call read in the last 8 to 16 calls
+    is dropped; timestamp strings go when their share is full. They never
+    change a result, and clearing only frees memory.
     """
-    for cache in _CACHES:
-        cache.clear()
+    _parse_iso.clear()
+    _content_words.clear()
 
 
 # ===========================================================================
@@ -855,7 +836,7 @@ def _query(context: Context | None, now: datetime) -> _Query:
     now_seconds = parse_created(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
-        words=_message_words(message),
+        words=significant_words(message),
         tags=tags,
         project=context.get("project"),
         now=now_seconds,
@@ -1174,6 +1155,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
 
 
 TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)
+Wanted = Union[frozenset[object], None]  # a pool's types; None: every type
 
 
 class _Ranking:
@@ -1297,14 +1279,9 @@ class _Ranking:
 
     def _reach(self, position: int) -> tuple[int, int]:
         """The start and end of the run of equal first scores holding
-        ``_order[position]`` (often a run of one).
-
-        A run longer than one is found once per call, and put in tie order
-        only once a walk looks for a candidate in it (``_runs``): a run
-        scored only to bound the ones above it needs no tie keys. With exact
-        first scores and the default counter, its contents are checked for
-        text here, as when they are costed.
-        """
+        ``_order[position]``, found once per call and put in tie order only
+        when a walk looks for a candidate in it (``_runs``). With exact first
+        scores and the default counter, its contents are checked for text."""
         known = self._run_of.get(position)
         if known is not None:
             return known
@@ -1330,15 +1307,12 @@ class _Ranking:
         start: int,
         end: int,
         keys: list[object],
-        wanted: frozenset[object] | None,
+        wanted: Wanted,
         taken: list[bool],
     ) -> list[tuple[float, TieKey]]:
         """Score the run's entries the pool may take (each once per call) and
-        return its boosted ones (exact score not the first) as heap items.
-
-        The others stay in place, where the run's tie order is their final
-        order: they share one exact score.
-        """
+        return its boosted ones (exact score not the first) as heap items; the
+        others share one exact score and stay in place, in tie order."""
         order, exact = self._order, self._exact
         first = self._base[order[start]]
         boosted = []
@@ -1371,11 +1345,7 @@ class _Ranking:
             heapq.heappush(heap, (-score, self._tie(index)))
 
     def _may_take(
-        self,
-        index: int,
-        keys: list[object],
-        wanted: frozenset[object] | None,
-        taken: list[bool],
+        self, index: int, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> bool:
         """Whether the pool may still take the entry (explain: every one of its
         types); one that it may not stays so while the pool fills."""
@@ -1383,26 +1353,19 @@ class _Ranking:
             self._exhaustive or not (taken[index] or self._cannot_fit(index))
         )
 
-    def _bound(self, position: int) -> float | None:
-        """The largest score an entry from ``position`` on may have; None past
-        the last one."""
-        if position < len(self._order):
-            return self._limit(self._base[self._order[position]])
-        return None
-
     def _plain_from(
         self,
         plain: int,
-        position: int,
+        end: int,
         keys: list[object],
-        wanted: frozenset[object] | None,
+        wanted: Wanted,
         taken: list[bool],
     ) -> int:
-        """The position of the pool's next plain candidate before ``position``
-        (or ``position``), putting each run it enters in tie order first. A
-        bounded walk is not exhaustive: taken entries are passed over."""
+        """The position of the pool's next plain candidate before ``end`` (or
+        ``end``), each position put in tie order as it is reached. A bounded
+        walk is not exhaustive: taken entries are passed over."""
         order, base, exact = self._order, self._base, self._exact
-        while plain < position:
+        while plain < end:
             self._settle(plain)
             index = order[plain]
             if (
@@ -1416,11 +1379,7 @@ class _Ranking:
         return plain
 
     def _frontier(
-        self,
-        position: int,
-        keys: list[object],
-        wanted: frozenset[object] | None,
-        taken: list[bool],
+        self, position: int, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> int:
         """The position of the next entry from ``position`` on that the pool
         may take (or the end): those before it are passed over unscored."""
@@ -1435,7 +1394,7 @@ class _Ranking:
         return position
 
     def _walk_exact(
-        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+        self, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """:meth:`walk` when first scores are exact: the order itself, each
         run put in tie order when the walk first meets an entry of it."""
@@ -1459,7 +1418,7 @@ class _Ranking:
                 position += 1
 
     def walk(
-        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+        self, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
@@ -1481,7 +1440,9 @@ class _Ranking:
         plain = 0  # no plain candidate before this position
         while True:
             position = self._frontier(position, keys, wanted, taken)
-            bound = self._bound(position)
+            bound = (  # the largest score an entry from the frontier on may have
+                self._limit(base[order[position]]) if position < len(order) else None
+            )
             plain = self._plain_from(plain, position, keys, wanted, taken)
             if plain < position:  # the plain candidate, unless the heap's is first
                 index = order[plain]
@@ -1744,15 +1705,12 @@ def retrieve_pools(
     first such pool. ``entries`` is read once; each entry is scored at most
     once and never modified.
 
-    Cost, for n entries and p pools: one pass that reads every entry, O(n);
-    a sort of the best candidates, O(n log n) at worst; each pool's walk
-    stops once the pool is full, having exactly scored only the entries
-    that could still reach it. Entries sharing a score are put in tie order
-    once per call (O(r log r) for a run of r), whatever the pools. When the
-    scores are compressed (no priority, all past the recency horizon) most
-    entries can still reach a pool and are scored exactly; a pool that never
-    fills walks all its candidates: O(n log n + p * n) at worst. README's
-    Performance section has the figures per store shape.
+    Cost, for n entries and p pools: one pass that reads every entry and a
+    sort of their first scores (floats), O(n log n); each pool's walk stops
+    once the pool is full, having scored exactly only the entries that could
+    still reach it. A run of r tied entries is put in tie order by a heap as
+    walks reach it, O(r + k log r) for k read. A pool that never fills walks
+    all its candidates: O(n log n + p * n) at worst (README, Performance).
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
@@ -1795,24 +1753,17 @@ def retrieve(
     >>> [e["id"] for e in retrieve(store, Pool("p", 10, 1), now=datetime(2026, 1, 1))]
     ['a', 'b']
 
-    Rules, in order:
-
-    1. Keep entries with a true ``is_active(entry)`` whose ``type`` (default
-       ``"note"``) is in ``pool.types`` (None accepts every type).
-    2. Every one with ``scope == "always"`` is returned first, in input order,
-       and counts against neither cap.
-    3. The others are scored once (``scorer(entry, context, now=now)``) and
-       sorted by ``(-score, created, id, input index)``.
-    4. Greedy fill: take an entry while fewer than ``max_entries`` are taken,
-       ``used + cost <= max_tokens`` and, when ``min_score`` is set, its
-       score is at least ``min_score``; skip one that does not fit and go on.
-       Cost is a positive int ``token_count``, else ``token_counter(content)``,
-       and at least 1: nothing is free.
-
-    The result holds the input objects themselves; their context costs total
-    at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and that does not warn. Cost: as
-    :func:`retrieve_pools` with one pool, O(n log n) at worst.
+    Rules, in order: keep entries with a true ``is_active(entry)`` whose
+    ``type`` (default ``"note"``) is in ``pool.types`` (None: every type);
+    return those with ``scope == "always"`` first, in input order, outside
+    both caps; score the others once (``scorer(entry, context, now=now)``),
+    order them by ``(-score, created, id, input index)`` and take each while
+    fewer than ``max_entries`` are taken, ``used + cost <= max_tokens`` and
+    the score is at least ``min_score`` (when set), skipping one that does
+    not fit. Cost is a positive int ``token_count``, else
+    ``token_counter(content)``, and at least 1. The result holds the input
+    objects; always-scope entries of other types do not warn. Cost: as
+    :func:`retrieve_pools` with one pool.
 
     Warns:
         PoolsplitWarning: a near-miss ``scope`` or an unread context key, as

@@ -1,5 +1,5 @@
 """The caches (README "Performance"): bounded in bytes, never a change of
-result, and nothing kept for a content or message no call passes in any more.
+result, and nothing kept for a content no call passes in any more.
 
 The bound is checked by recounting what each cache holds with the rule the
 README states (``sys.getsizeof`` of key and value), not by trusting the
@@ -21,7 +21,7 @@ from oracle import oracle_retrieve_pools
 import poolsplit
 from poolsplit import DEFAULT_CACHE_BUDGET, Pool, clear_caches, retrieve_pools
 
-CACHES = (poolsplit._parse_iso, poolsplit._content_words, poolsplit._message_words)
+CACHES = (poolsplit._parse_iso, poolsplit._content_words)
 POOLS = [Pool("notes", 60, 3), Pool("rest", 200, 5)]
 
 
@@ -53,15 +53,10 @@ def held_keys(cache):
     return set(cache.new) | set(cache.old)
 
 
-def test_the_default_budget_is_128_mib_shared_by_the_three_caches():
+def test_the_default_budget_is_128_mib_shared_by_the_two_caches():
     assert DEFAULT_CACHE_BUDGET == 128 * 1024 * 1024
     limits = [cache.limit for cache in CACHES]
-    assert sum(limits) == DEFAULT_CACHE_BUDGET
-    assert limits == [
-        DEFAULT_CACHE_BUDGET // 4,
-        DEFAULT_CACHE_BUDGET * 11 // 16,
-        DEFAULT_CACHE_BUDGET // 16,
-    ]
+    assert limits == [DEFAULT_CACHE_BUDGET // 4, DEFAULT_CACHE_BUDGET * 3 // 4]
 
 
 def test_a_content_not_passed_in_is_forgotten_within_16_calls():
@@ -74,7 +69,6 @@ def test_a_content_not_passed_in_is_forgotten_within_16_calls():
             retrieve_pools([kept], POOLS, {"message": "service deploy"}, now=NOW)
         assert gone["content"] not in held_keys(poolsplit._content_words)
         assert kept["content"] in held_keys(poolsplit._content_words)
-        assert "deploy service" not in held_keys(poolsplit._message_words)
 
 
 def test_an_item_larger_than_the_limit_is_not_kept():
@@ -114,7 +108,7 @@ CALL = st.tuples(st.lists(ENTRY, max_size=8), st.lists(WORDS, max_size=3).map(" 
 @given(calls=st.lists(CALL, min_size=1, max_size=20), limit=st.integers(0, 3_000))
 def test_bounded_forgetful_and_never_a_change_of_result(calls, limit):
     """After every call: each cache holds at most its limit in bytes
-    (recounted), the caches hold only contents and messages read since the
+    (recounted), the caches hold only contents read since the
     generation before the current one began (every 8th call starts one), and
     the result is the oracle's."""
     with small_caches(limit):
@@ -135,4 +129,3 @@ def check_calls(calls, limit):
         passed.append({e["content"] for e in store} | {message})
         recent = set().union(*passed[max(0, 8 * (number // 8 - 1) - 1) :])
         assert held_keys(poolsplit._content_words) <= recent
-        assert held_keys(poolsplit._message_words) <= recent
