@@ -1239,10 +1239,11 @@ class _Ranking:
         key = self._ties.get(index)
         if key is None:
             entry = self._store[index]
-            if self._query is None:  # a caller's scorer: the scan did not read it
-                seconds = parse_created(entry.get("created"))
-            else:
-                seconds = self._instants[index]
+            seconds = (  # a caller's scorer: the scan did not read ``created``
+                parse_created(entry.get("created"))
+                if self._query is None
+                else self._instants[index]
+            )
             created = _created_key(entry, seconds)
             key = self._ties[index] = (created, _id_key(entry), index)
         return key
@@ -1336,13 +1337,6 @@ class _Ranking:
             score = _score_from(self._base[index], entry, query, index)
             self._exact[index] = score
         return score
-
-    def _score_one(self, position: int, heap: list[tuple[float, TieKey]]) -> None:
-        """:meth:`_score_run` for a run of one, which the walk may take."""
-        index = self._order[position]
-        score = self._score(index)
-        if score != self._base[index]:
-            heapq.heappush(heap, (-score, self._tie(index)))
 
     def _may_take(
         self, index: int, keys: list[object], wanted: Wanted, taken: list[bool]
@@ -1460,9 +1454,6 @@ class _Ranking:
                 yield key[2], -negative
             elif position < len(order):
                 start, position = self._reach(position)
-                if position - start == 1:  # one entry, and the frontier's
-                    self._score_one(start, heap)
-                    continue
                 for item in self._score_run(start, position, keys, wanted, taken):
                     heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
@@ -2019,19 +2010,8 @@ class Explanation:
 
     def _table(self) -> list[str]:
         """One row per decision, and a blank line."""
-        rows = [
-            (
-                "#",
-                "id",
-                "type",
-                "outcome",
-                "pool",
-                "score",
-                "cost",
-                "total",
-                "other pools",
-            )
-        ]
+        head = ("#", "id", "type", "outcome", "pool", "score", "cost", "total")
+        rows = [(*head, "other pools")]
         for d in self.decisions:
             rows.append(
                 (
