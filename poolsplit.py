@@ -57,43 +57,17 @@ from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
+# fmt: off
 __all__ = [
-    "DEFAULT_CACHE_BUDGET",
-    "DEFAULT_MAX_BYTES",
-    "OUTCOMES",
-    "ActivePredicate",
-    "ContextError",
-    "Decision",
-    "EntryDict",
-    "EntryError",
-    "EntryTypeError",
-    "EntryValueError",
-    "Explanation",
-    "Pool",
-    "PoolSummary",
-    "PoolsplitWarning",
-    "Problem",
-    "Scorer",
-    "Step",
-    "TokenCounter",
-    "clear_caches",
-    "default_is_active",
-    "default_scorer",
-    "default_token_counter",
-    "entry_cost",
-    "entry_type",
-    "explain",
-    "is_always",
-    "load_pools",
-    "parse_created",
-    "parse_json",
-    "read_text",
-    "render",
-    "retrieve",
-    "retrieve_pools",
-    "significant_words",
-    "validate",
+    "DEFAULT_CACHE_BUDGET", "DEFAULT_MAX_BYTES", "OUTCOMES", "ActivePredicate",
+    "ContextError", "Decision", "EntryDict", "EntryError", "EntryTypeError",
+    "EntryValueError", "Explanation", "Pool", "PoolSummary", "PoolsplitWarning",
+    "Problem", "Scorer", "Step", "TokenCounter", "clear_caches", "default_is_active",
+    "default_scorer", "default_token_counter", "entry_cost", "entry_type", "explain",
+    "is_always", "load_pools", "parse_created", "parse_json", "read_text", "render",
+    "retrieve", "retrieve_pools", "significant_words", "validate",
 ]
+# fmt: on
 __version__ = "0.3.0"
 
 # ===========================================================================
@@ -126,8 +100,7 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
-# The caches' bytes, all together (clear_caches() says how they are shared):
-# a 100,000-entry store of 40-word contents and its timestamps fit.
+# The caches' bytes together: a 100,000-entry store of 40-word contents fits.
 DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -538,17 +511,12 @@ _ITEM_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40) + 64
 
 
 class _Cache(Generic[K, V]):
-    """Values computed from keys (timestamps, messages, contents), in two
-    generations holding together at most the cache's share of
-    :data:`DEFAULT_CACHE_BUDGET` (keys and values, by ``sys.getsizeof``).
-
-    A hit in the older generation moves the item to the newer one. A new
-    generation starts, the older one dropped, when the share is full and,
-    for contents, every 8th call (:func:`_new_turn`), so nothing is kept for
-    content no longer passed in. An item larger than the share
-    is not kept. Dict operations are atomic, so threads share it; a race may
-    recompute an item or misstate the bytes held until it is next emptied.
-    """
+    """Values computed from keys, in two generations holding together at most
+    the cache's share of ``DEFAULT_CACHE_BUDGET`` (keys and values, by
+    ``sys.getsizeof``). A hit in the older one moves the item to the newer;
+    a new generation starts, the older dropped, when the share is full and,
+    for contents, every 8th call (:func:`_new_turn`). An item larger than the
+    share is not kept. Threads share it (dict operations are atomic)."""
 
     def __init__(self, compute: Callable[[K], tuple[V, int]], share: float) -> None:
         self.compute = compute
@@ -588,12 +556,10 @@ class _Cache(Generic[K, V]):
 
 
 def _instant(text: str) -> tuple[float | None, int]:
-    seconds = _read_iso(text)
-    return seconds, sys.getsizeof(seconds)
+    return (seconds := _read_iso(text)), sys.getsizeof(seconds)
 
 
-# Parsed ``created`` strings, a quarter of the budget: every turn reads each
-# entry's timestamp (about 250 bytes each, with the string).
+# Parsed ``created`` strings (about 250 bytes each), a quarter of the budget.
 _parse_iso: Final = _Cache(_instant, 1 / 4)
 
 
@@ -687,25 +653,22 @@ def significant_words(text: str) -> frozenset[str]:
 
 
 def _word_tuple(text: str) -> tuple[tuple[str, ...], int]:
-    """A content's significant words as interned strings, and their bytes: a
-    tuple holds a third of a frozenset's, and contents share their words, so
-    a word is counted by the content that brought it first."""
+    """A content's words, interned, and their bytes (a tuple is a third of a
+    frozenset; a shared word counts for the content that brought it first)."""
     words = list(significant_words(text))
     kept = tuple(map(sys.intern, words))
     fresh = [word for word, same in zip(words, kept) if word is same]
     return kept, sys.getsizeof(kept) + sum(map(sys.getsizeof, fresh))
 
 
-# The words of each distinct content string, three quarters of the budget
-# (about 700 bytes each with 40 words): a warm turn reads the same contents.
+# Each content's words (about 700 bytes with 40), three quarters of the budget.
 _content_words: Final = _Cache(_word_tuple, 3 / 4)
 _calls = itertools.count(1)
 
 
 def _new_turn() -> None:
-    """Every 8th call, drop the contents no call read in the 8 to 16 calls
-    before: promoting every item read at every call cost up to a third of a
-    warm turn (benchmarks/README.md, "Engine A/B")."""
+    """Every 8th call, drop the contents no call read in the 8 to 16 before
+    (at every call, promoting each item read cost up to a third of a turn)."""
     if next(_calls) % 8 == 0:
         _content_words.age()
 
@@ -713,12 +676,10 @@ def _new_turn() -> None:
 def clear_caches() -> None:
     """Empty the caches of parsed timestamps and content words.
 
-    Together they hold at most ``DEFAULT_CACHE_BUDGET`` bytes (128 MiB, keys
-    and values by ``sys.getsizeof``): a quarter for timestamp strings, the
-    rest for contents. A content that no call read in the last 8 to 16 calls
-    is dropped; timestamp strings go when their share is full. They never
-    change a result, and clearing only frees memory.
-    """
+    They hold at most ``DEFAULT_CACHE_BUDGET`` bytes together (128 MiB, keys
+    and values by ``sys.getsizeof``; a quarter for timestamps), drop a content
+    no call read in the last 8 to 16 calls, never change a result, and
+    clearing only frees memory."""
     _parse_iso.clear()
     _content_words.clear()
 
@@ -854,14 +815,12 @@ def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
-    """Priority x recency x tags x project: every factor but the message term,
-    which alone reads the content, so the ranking can bound the score first;
-    and the instant of ``created``, read here once per call for the tie order.
-
-    Raises EntryTypeError or EntryValueError, naming the entry at ``index``,
-    for a bad ``base_priority`` or ``tags``, or a ``created`` or ``project``
-    value whose own offset or comparison fails.
-    """
+    """Priority x recency x tags x project, every factor but the message term
+    (which alone reads the content, so the ranking can bound the score
+    first), and the instant of ``created`` (read once per call, also for the
+    tie order). Raises EntryTypeError or EntryValueError naming the entry for
+    a bad ``base_priority`` or ``tags``, or a ``created`` or ``project`` whose
+    own offset or comparison fails."""
     score = _priority(entry, index)
     tags = _entry_tags(entry, index)
     project = entry.get("project")
@@ -1162,19 +1121,14 @@ class _Ranking:
     """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
     With the default scorer and a message, entries are sorted by base score
-    (every factor but the message term, the one that reads the content);
-    times the largest message factor (for a positive base) it bounds the
-    exact score, as a larger positive factor never rounds to a smaller float.
-    A pool's walk finishes the score (:func:`_score_from`) only of entries
-    that could still outrank the best exact score found, so the order is bit
-    for bit the exact one. A custom scorer's first score is exact.
-
-    Entries sharing a first score (a run: no priority, or all past the
-    recency horizon) are scored once per call and put in tie order by a heap
-    popped as walks reach them (:meth:`_tie_order`). Those whose exact score
-    is their first (no message boost, most) are read in place; the boosted
+    (all but the message term); times the largest message factor (for a
+    positive base) it bounds the exact score, and a walk finishes the score
+    (:func:`_score_from`) only of entries that could still outrank the best
+    found, so the order is bit for bit the exact one. A run of equal first
+    scores is put in tie order by a heap as walks reach it (:meth:`_settle`);
+    its entries whose exact score is the first are read in place, boosted
     ones go through a heap keyed by the full order. Scores, tie keys, costs
-    and the runs' order are shared by every pool.
+    and runs are shared by every pool.
     """
 
     def __init__(
@@ -1195,8 +1149,7 @@ class _Ranking:
         self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         base = dict(zip(scan.ranked, scan.scores))
-        # Stable: ties keep input order until a walk reaches them; the order
-        # of the bases is also the order of their bounds.
+        # Stable (ties in input order until a walk reaches them); bounds too.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
         self._instants = scan.instants
@@ -1204,8 +1157,8 @@ class _Ranking:
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
-        # Runs being put in tie order: next position -> (heap of the rest,
-        # each one's position, run start); run start -> its next position.
+        # Runs in tie order so far: next position -> (heap of the rest, their
+        # positions, run start); run start -> its next position.
         self._pending: dict[int, tuple[list[TieKey], dict[int, int], int]] = {}
         self._unsettled: dict[int, int] = {}
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
@@ -1239,24 +1192,18 @@ class _Ranking:
         key = self._ties.get(index)
         if key is None:
             entry = self._store[index]
-            seconds = (  # a caller's scorer: the scan did not read ``created``
-                parse_created(entry.get("created"))
-                if self._query is None
-                else self._instants[index]
-            )
+            seconds = self._instants[index]  # read by the default scorer's scan
+            if self._query is None:  # a caller's scorer: not read yet
+                seconds = parse_created(entry.get("created"))
             created = _created_key(entry, seconds)
             key = self._ties[index] = (created, _id_key(entry), index)
         return key
 
     def _settle(self, position: int) -> None:
-        """Put the entry due at ``position`` in tie order, when a run is being
-        ordered there (starting at a run's first position).
-
-        A run's tie keys go in a heap, popped one position at a time as walks
-        reach it, the popped entry swapped into place: O(r + k log r) for a
-        run of r of which walks read k, where a sort costs O(r log r) (40% of
-        a 100,000-entry aged turn was one).
-        """
+        """Put the entry due at ``position`` in tie order, if a run is being
+        ordered there: a run's tie keys go in a heap at its first position,
+        popped (and swapped into place) as walks reach each next one, O(r +
+        k log r) for a run of r of which walks read k, not a sort's r log r."""
         end = self._runs.pop(position, None)
         order = self._order
         if end is not None:
@@ -1279,10 +1226,8 @@ class _Ranking:
                 self._unsettled.pop(start, None)
 
     def _reach(self, position: int) -> tuple[int, int]:
-        """The start and end of the run of equal first scores holding
-        ``_order[position]``, found once per call and put in tie order only
-        when a walk looks for a candidate in it (``_runs``). With exact first
-        scores and the default counter, its contents are checked for text."""
+        """Start and end of the run of equal first scores at ``position``, found
+        once per call (exact first scores, default counter: texts checked)."""
         known = self._run_of.get(position)
         if known is not None:
             return known
@@ -1399,8 +1344,7 @@ class _Ranking:
             if position == len(order):
                 return
             start, end = self._reach(position)
-            # Entries passed over where the run is not yet in tie order may
-            # move up: look again from there.
+            # Entries passed over where the run is not in tie order may move up.
             if start in runs:
                 position = start
             position = min(position, self._unsettled.get(start, position))
@@ -1416,14 +1360,12 @@ class _Ranking:
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
-        Two sources, merged by the full order: plain entries (exact score =
-        first score) read in place, and boosted ones from a heap keyed by
-        ``(-score, created, id, index)``. An entry is yielded once it beats
-        the bound of the next entry still unscored (strictly: one at the
-        bound might tie and come first), so a walk stops as soon as its pool
-        is full. The caller may take entries and lower ``room`` between
-        steps. When exhaustive (explain), taken entries are yielded too and
-        none is skipped for its cost.
+        Plain entries (exact score = first score) read in place and boosted
+        ones from a heap, merged by the full order; an entry is yielded once
+        it beats the bound of the next one unscored (strictly: one at the
+        bound might tie and come first). The caller may take entries and
+        lower ``room`` between steps. When exhaustive (explain), taken
+        entries are yielded too and none is skipped for its cost.
         """
         if not self._bounded:
             yield from self._walk_exact(keys, wanted, taken)
@@ -1696,12 +1638,10 @@ def retrieve_pools(
     first such pool. ``entries`` is read once; each entry is scored at most
     once and never modified.
 
-    Cost, for n entries and p pools: one pass that reads every entry and a
-    sort of their first scores (floats), O(n log n); each pool's walk stops
-    once the pool is full, having scored exactly only the entries that could
-    still reach it. A run of r tied entries is put in tie order by a heap as
-    walks reach it, O(r + k log r) for k read. A pool that never fills walks
-    all its candidates: O(n log n + p * n) at worst (README, Performance).
+    Cost, for n entries and p pools: a pass reading every entry and a sort of
+    their first scores (floats), O(n log n); a walk scores exactly only the
+    entries that can still reach its pool, and puts a run of r ties in order
+    by a heap, O(r + k log r) for k read; O(n log n + p * n) at worst.
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
@@ -2330,19 +2270,12 @@ class Problem:
         return _json_safe(vars(self))
 
 
+# fmt: off
 _SCHEMA_KEYS: Final = (
-    "content",
-    "type",
-    "scope",
-    "tags",
-    "project",
-    "created",
-    "token_count",
-    "base_priority",
-    "status",
-    "superseded_by",
-    "id",
+    "content", "type", "scope", "tags", "project", "created", "token_count",
+    "base_priority", "status", "superseded_by", "id",
 )
+# fmt: on
 # How close (difflib's ratio) an unknown key must be to a schema key to be
 # taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
 # "score" (0.8) and the user's own fields ("source", "trust") are not.
