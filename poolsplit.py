@@ -1203,7 +1203,8 @@ class _Ranking:
         """Put the entry due at ``position`` in tie order, if a run is being
         ordered there: a run's tie keys go in a heap at its first position,
         popped (and swapped into place) as walks reach each next one, O(r +
-        k log r) for a run of r of which walks read k, not a sort's r log r."""
+        k log r) for a run of r of which walks read k. Past 64 the rest is
+        sorted at once: a walk that reads that deep reads on (aged shape)."""
         end = self._runs.pop(position, None)
         order = self._order
         if end is not None:
@@ -1215,6 +1216,10 @@ class _Ranking:
         lazy = self._pending.pop(position, None)
         if lazy is not None:
             heap, where, start = lazy
+            if position - start >= 64:
+                order[position : position + len(heap)] = [k[2] for k in sorted(heap)]
+                del self._unsettled[start]
+                return
             index = heapq.heappop(heap)[2]
             other = order[position]
             order[position], order[where[index]] = index, other
@@ -1304,8 +1309,10 @@ class _Ranking:
         ``end``), each position put in tie order as it is reached. A bounded
         walk is not exhaustive: taken entries are passed over."""
         order, base, exact = self._order, self._base, self._exact
+        pending, runs = self._pending, self._runs
         while plain < end:
-            self._settle(plain)
+            if plain in pending or plain in runs:
+                self._settle(plain)
             index = order[plain]
             if (
                 (wanted is None or keys[index] in wanted)
@@ -1349,7 +1356,8 @@ class _Ranking:
                 position = start
             position = min(position, self._unsettled.get(start, position))
             while position < end:
-                self._settle(position)
+                if position in self._pending or position in runs:
+                    self._settle(position)
                 index = order[position]
                 if self._may_take(index, keys, wanted, taken):
                     yield index, base[index]
