@@ -525,10 +525,6 @@ class _Cache(Generic[K, V]):
         self.old: dict[K, tuple[V, int]] = {}
         self.held = self.held_old = 0  # bytes in ``new`` and ``old``
 
-    def __call__(self, key: K) -> V:
-        item = self.new.get(key)
-        return self.miss(key) if item is None else item[0]
-
     def miss(self, key: K) -> V:
         """The value for a key not in the newer generation, kept there."""
         item = self.old.pop(key, None)
@@ -1213,22 +1209,18 @@ class _Ranking:
             heapq.heapify(heap)
             where = dict(zip(run, range(position, end)))
             self._pending[position] = (heap, where, position)
-        lazy = self._pending.pop(position, None)
-        if lazy is not None:
-            heap, where, start = lazy
-            if position - start >= 64:
-                order[position : position + len(heap)] = [k[2] for k in sorted(heap)]
-                del self._unsettled[start]
-                return
-            index = heapq.heappop(heap)[2]
-            other = order[position]
-            order[position], order[where[index]] = index, other
-            where[other] = where[index]
-            if heap:
-                self._pending[position + 1] = lazy
-                self._unsettled[start] = position + 1
-            else:
-                self._unsettled.pop(start, None)
+        heap, where, start = lazy = self._pending.pop(position)
+        if position - start >= 64:
+            order[position : position + len(heap)] = [k[2] for k in sorted(heap)]
+            del self._unsettled[start]
+            return
+        index = heapq.heappop(heap)[2]
+        other = order[position]
+        order[position], order[where[index]] = index, other
+        where[other] = where[index]
+        self._unsettled[start] = position + 1  # the run's end once all are out
+        if heap:
+            self._pending[position + 1] = lazy
 
     def _reach(self, position: int) -> tuple[int, int]:
         """Start and end of the run of equal first scores at ``position``, found
