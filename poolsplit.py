@@ -33,23 +33,18 @@ key                meaning
 ``id``             identifier; breaks ties in the ranking
 =================  ===========================================================
 
-The file is in two parts. First the runtime, in reading order: constants;
-public types (``EntryDict``, the hook protocols, ``PoolsplitWarning``, the
-entry and context errors, ``Pool``); one reader per entry field (public:
-``entry_type``, ``is_always``, ``parse_created``); the defaults
-(``default_is_active``, ``default_token_counter``, ``entry_cost``,
-``default_scorer``); the engine; ``retrieve_pools`` and ``retrieve``;
-``render``; ``explain`` and ``validate``; the file readers (``read_text``,
-``parse_json``, ``load_pools``). Then the one line ``# ---- tools ----``,
-and below it the tools, built on the runtime's public names only:
-``audit``, the demo, and the command line. To vendor the runtime alone,
-delete everything below that line.
+The runtime comes first (constants, types, one reader per field, the
+defaults, the engine, ``retrieve_pools``, ``retrieve``, ``render``,
+``explain``, ``validate``, the file readers); below the one line
+``# ---- tools ----``, built on public names only, ``audit``, the demo and
+the command line. To vendor the runtime alone, delete everything below it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import math
 import numbers
 import re
@@ -60,44 +55,19 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Final, Protocol, TypedDict, TypeVar, Union
+from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
+# fmt: off
 __all__ = [
-    "DEFAULT_MAX_BYTES",
-    "OUTCOMES",
-    "ActivePredicate",
-    "ContextError",
-    "Decision",
-    "EntryDict",
-    "EntryError",
-    "EntryTypeError",
-    "EntryValueError",
-    "Explanation",
-    "Pool",
-    "PoolSummary",
-    "PoolsplitWarning",
-    "Problem",
-    "Scorer",
-    "Step",
-    "TokenCounter",
-    "clear_caches",
-    "default_is_active",
-    "default_scorer",
-    "default_token_counter",
-    "entry_cost",
-    "entry_type",
-    "explain",
-    "is_always",
-    "load_pools",
-    "parse_created",
-    "parse_json",
-    "read_text",
-    "render",
-    "retrieve",
-    "retrieve_pools",
-    "significant_words",
-    "validate",
+    "DEFAULT_CACHE_BUDGET", "DEFAULT_MAX_BYTES", "OUTCOMES", "ActivePredicate",
+    "ContextError", "Decision", "EntryDict", "EntryError", "EntryTypeError",
+    "EntryValueError", "Explanation", "Pool", "PoolSummary", "PoolsplitWarning",
+    "Problem", "Scorer", "Step", "TokenCounter", "clear_caches", "default_is_active",
+    "default_scorer", "default_token_counter", "entry_cost", "entry_type", "explain",
+    "is_always", "load_pools", "parse_created", "parse_json", "read_text", "render",
+    "retrieve", "retrieve_pools", "significant_words", "validate",
 ]
+# fmt: on
 __version__ = "0.3.0"
 
 # ===========================================================================
@@ -130,6 +100,8 @@ STOPWORDS: Final = frozenset((
 ))
 # fmt: on
 
+# The caches' bytes together: a 100,000-entry store of 40-word contents fits.
+DEFAULT_CACHE_BUDGET: Final = 128 * 1024 * 1024
 _SECONDS_PER_DAY: Final = 86400.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # The largest factor the message term can apply (a share of 1).
@@ -531,8 +503,60 @@ def _read_iso(text: str) -> float | None:
     return elapsed.total_seconds()
 
 
-# Parsed ``created`` strings: every turn reads each entry's timestamp.
-_parse_iso: Final = lru_cache(maxsize=1 << 18)(_read_iso)
+K = TypeVar("K")
+V = TypeVar("V")
+# Bytes of one kept item beyond its key and value: its (value, size) pair,
+# the size's int and the dict slot.
+_ITEM_BYTES: Final = sys.getsizeof((0, 0)) + sys.getsizeof(1 << 40) + 64
+
+
+class _Cache(Generic[K, V]):
+    """Values computed from keys, in two generations holding together at most
+    the cache's share of ``DEFAULT_CACHE_BUDGET`` (keys and values, by
+    ``sys.getsizeof``). A hit in the older one moves the item to the newer;
+    a new generation starts, the older dropped, when the share is full and,
+    for contents, every 8th call (:func:`_new_turn`). An item larger than the
+    share is not kept. Threads share it (dict operations are atomic)."""
+
+    def __init__(self, compute: Callable[[K], tuple[V, int]], share: float) -> None:
+        self.compute = compute
+        self.limit = int(DEFAULT_CACHE_BUDGET * share)
+        self.new: dict[K, tuple[V, int]] = {}
+        self.old: dict[K, tuple[V, int]] = {}
+        self.held = self.held_old = 0  # bytes in ``new`` and ``old``
+
+    def miss(self, key: K) -> V:
+        """The value for a key not in the newer generation, kept there."""
+        item = self.old.pop(key, None)
+        if item is None:
+            value, size = self.compute(key)  # the value and its bytes
+            item = (value, sys.getsizeof(key) + size + _ITEM_BYTES)
+        else:
+            self.held_old -= item[1]
+        size = item[1]
+        if self.held + self.held_old + size > self.limit:
+            self.age()  # the older generation goes first, then the newer
+            if self.held_old + size > self.limit:
+                self.old, self.held_old = {}, 0
+        if size <= self.limit:
+            self.new[key] = item
+            self.held += size
+        return item[0]
+
+    def age(self) -> None:
+        """Start a new generation; the older one is dropped."""
+        self.old, self.held_old, self.new, self.held = self.new, self.held, {}, 0
+
+    def clear(self) -> None:
+        self.new, self.old, self.held, self.held_old = {}, {}, 0, 0
+
+
+def _instant(text: str) -> tuple[float | None, int]:
+    return (seconds := _read_iso(text)), sys.getsizeof(seconds)
+
+
+# Parsed ``created`` strings (about 250 bytes each), a quarter of the budget.
+_parse_iso: Final = _Cache(_instant, 1 / 4)
 
 
 def parse_created(value: object) -> float | None:
@@ -548,7 +572,8 @@ def parse_created(value: object) -> float | None:
     way; use it for your own time fields (``expires_at``) so they mean the same.
     """
     if isinstance(value, str):
-        return _parse_iso(value)
+        item = _parse_iso.new.get(value)  # inline: every entry, every turn
+        return _parse_iso.miss(value) if item is None else item[0]
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             value = value.replace(tzinfo=timezone.utc)
@@ -565,21 +590,18 @@ def parse_created(value: object) -> float | None:
 SortKey = tuple[int, Union[int, float, str]]
 
 
-def _created_key(entry: Entry) -> SortKey:
-    """Tie order for ``created``: missing first, then by instant, then the
-    values that have no instant, all equal (the id decides among them).
+def _created_key(entry: Entry, seconds: float | None) -> SortKey:
+    """Tie order for ``created``, given its instant ``seconds``: missing
+    first, then by instant, then the values that have no instant, all equal
+    (the id decides among them).
 
     Comparing raw values would raise TypeError on a store mixing str and
     datetime; ordering by the parsed instant also makes ``+05:00`` and ``Z``
     forms of one moment, or a str and a datetime of it, tie.
     """
-    value = entry.get("created")
-    if value is None:
-        return (0, "")
-    seconds = parse_created(value)
     if seconds is not None:
         return (1, seconds)
-    return (2, "")
+    return (0, "") if entry.get("created") is None else (2, "")
 
 
 def _id_key(entry: Entry) -> SortKey:
@@ -626,21 +648,36 @@ def significant_words(text: str) -> frozenset[str]:
     return frozenset(words).difference(STOPWORDS)
 
 
-# The words of each distinct message and content string, computed once: a
-# warm turn reads the same contents again.
-_message_words: Final = lru_cache(maxsize=1 << 10)(significant_words)
-_content_words: Final = lru_cache(maxsize=1 << 16)(significant_words)
+def _word_tuple(text: str) -> tuple[tuple[str, ...], int]:
+    """A content's words, interned, and their bytes (a tuple is a third of a
+    frozenset; a shared word counts for the content that brought it first)."""
+    words = list(significant_words(text))
+    kept = tuple(map(sys.intern, words))
+    fresh = [word for word, same in zip(words, kept) if word is same]
+    return kept, sys.getsizeof(kept) + sum(map(sys.getsizeof, fresh))
+
+
+# Each content's words (about 700 bytes with 40), three quarters of the budget.
+_content_words: Final = _Cache(_word_tuple, 3 / 4)
+_calls = itertools.count(1)
+
+
+def _new_turn() -> None:
+    """Every 8th call, drop the contents no call read in the 8 to 16 before
+    (at every call, promoting each item read cost up to a third of a turn)."""
+    if next(_calls) % 8 == 0:
+        _content_words.age()
 
 
 def clear_caches() -> None:
-    """Empty the caches of parsed timestamps, message words and content words.
+    """Empty the caches of parsed timestamps and content words.
 
-    They hold at most 262,144 timestamp strings, 1,024 messages and 65,536
-    contents (least recently used first out), never change a result, and
-    clearing only frees memory.
-    """
-    for cache in (_parse_iso, _message_words, _content_words):
-        cache.cache_clear()
+    They hold at most ``DEFAULT_CACHE_BUDGET`` bytes together (128 MiB, keys
+    and values by ``sys.getsizeof``; a quarter for timestamps), drop a content
+    no call read in the last 8 to 16 calls, never change a result, and
+    clearing only frees memory."""
+    _parse_iso.clear()
+    _content_words.clear()
 
 
 # ===========================================================================
@@ -756,7 +793,7 @@ def _query(context: Context | None, now: datetime) -> _Query:
     now_seconds = parse_created(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
     return _Query(
-        words=_message_words(message),
+        words=significant_words(message),
         tags=tags,
         project=context.get("project"),
         now=now_seconds,
@@ -771,14 +808,15 @@ def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
         raise _entry_error(exc, index, entry, "tags") from exc
 
 
-def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
-    """Priority x recency x tags x project: every factor but the message term,
-    which alone reads the content, so the ranking can bound the score first.
-
-    Raises EntryTypeError or EntryValueError, naming the entry at ``index``,
-    for a bad ``base_priority`` or ``tags``, or a ``created`` or ``project``
-    value whose own offset or comparison fails.
-    """
+def _base_score(
+    entry: Entry, query: _Query, index: int | None
+) -> tuple[float, float | None]:
+    """Priority x recency x tags x project, every factor but the message term
+    (which alone reads the content, so the ranking can bound the score
+    first), and the instant of ``created`` (read once per call, also for the
+    tie order). Raises EntryTypeError or EntryValueError naming the entry for
+    a bad ``base_priority`` or ``tags``, or a ``created`` or ``project`` whose
+    own offset or comparison fails."""
     score = _priority(entry, index)
     tags = _entry_tags(entry, index)
     project = entry.get("project")
@@ -797,7 +835,7 @@ def _base_score(entry: Entry, query: _Query, index: int | None) -> float:
         score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
     if project is not None:
         score *= PROJECT_MATCH if matched else PROJECT_MISMATCH
-    return score
+    return score, seconds
 
 
 def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> float:
@@ -805,7 +843,9 @@ def _score_from(base: float, entry: Entry, query: _Query, index: int | None) -> 
     share`` when the share of the message's words found in the content
     exceeds 0.15, else 1 (the only factor that reads the content)."""
     if query.words:
-        words = _content_words(_content(entry, index))
+        text = _content(entry, index)
+        item = _content_words.new.get(text)
+        words = _content_words.miss(text) if item is None else item[0]
         share = len(query.words.intersection(words)) / len(query.words)
         if share > MESSAGE_THRESHOLD:
             return base * (1.0 + MESSAGE_BOOST * share)
@@ -842,7 +882,7 @@ def default_scorer(
         ValueError: ``base_priority`` is NaN.
     """
     query = _query(context, _resolve_now(now))
-    return _score_from(_base_score(entry, query, None), entry, query, None)
+    return _score_from(_base_score(entry, query, None)[0], entry, query, None)
 
 
 # ===========================================================================
@@ -959,14 +999,10 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
     return score
 
 
-def _exact_score(entry: Entry, index: int, call: _Call) -> float:
-    """An entry's exact score: the caller's scorer's result, checked, or the
-    default score (base x the message factor)."""
-    query = call.query
-    if query is None:  # the caller's scorer; its own errors propagate
-        value = call.scorer(entry, call.context, now=call.now)
-        return _check_score(value, index, entry)
-    return _score_from(_base_score(entry, query, index), entry, query, index)
+def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
+    """The caller's scorer's result, checked; its own errors propagate."""
+    value = call.scorer(entry, call.context, now=call.now)
+    return _check_score(value, index, entry)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -991,6 +1027,7 @@ class _Scan:
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
     scores: list[float]  # each ranked entry's first score (see _scan)
+    instants: list[float | None]  # ``created`` read by the default scorer
     duplicates: dict[int, int]  # a repeated object's position -> its first
     unadmitted: list[int]  # active always-scope entries no pool admits
     near_always: list[int]  # active entries whose scope is "always" only folded
@@ -1016,6 +1053,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     always: list[int] = []
     ranked: list[int] = []
     scores: list[float] = []
+    instants: list[float | None] = [None] * count
     duplicates: dict[int, int] = {}
     unadmitted: list[int] = []
     near_always: list[int] = []
@@ -1053,39 +1091,40 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
-            if query is None or finish:
-                scores.append(_exact_score(entry, index, call))
-            else:
-                scores.append(_base_score(entry, query, index))
+            if query is None:
+                scores.append(_scorer_score(entry, index, call))
+                continue
+            score, instants[index] = _base_score(entry, query, index)
+            scores.append(_score_from(score, entry, query, index) if finish else score)
     return _Scan(
-        active, keys, always, ranked, scores, duplicates, unadmitted, near_always
+        active,
+        keys,
+        always,
+        ranked,
+        scores,
+        instants,
+        duplicates,
+        unadmitted,
+        near_always,
     )
 
 
 TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)
+Wanted = Union[frozenset[object], None]  # a pool's types; None: every type
 
 
 class _Ranking:
     """The ranked entries of one call in ``(-score, created, id, index)`` order.
 
-    Scoring every entry exactly is most of the cost of a turn, and a pool only
-    needs its best few. So with the default scorer and a message, each entry
-    is first ranked by its base score, every factor but the message term
-    (the one that reads the content); times the largest message factor (for
-    a positive base) that bounds the exact score, and multiplying by a larger
-    positive factor never rounds to a smaller float. A pool's walk finishes
-    the score (:func:`_score_from`) only of entries that could still outrank
-    the best exact score found, so the order is bit for bit the exact one. A
-    custom scorer's first score is exact, and so is its bound.
-
-    Ties cost what distinct scores cost. Entries sharing a first score (a
-    run: no priority, or every entry past the recency horizon) are scored
-    once per call, and put in tie order once, when a walk first looks for a
-    candidate among them: tie keys are computed once per call, only for
-    entries that can tie. A run's entries whose exact score is their first
-    score (no message boost, most of them) then stay in place, in final
-    order; only the boosted ones go through a heap keyed by the full order.
-    Scores, tie keys, costs and the runs' order are shared by every pool.
+    With the default scorer and a message, entries are sorted by base score
+    (all but the message term); times the largest message factor (for a
+    positive base) it bounds the exact score, and a walk finishes the score
+    (:func:`_score_from`) only of entries that could still outrank the best
+    found, so the order is bit for bit the exact one. A run of equal first
+    scores is put in tie order by a heap as walks reach it (:meth:`_settle`);
+    its entries whose exact score is the first are read in place, boosted
+    ones go through a heap keyed by the full order. Scores, tie keys, costs
+    and runs are shared by every pool.
     """
 
     def __init__(
@@ -1099,23 +1138,25 @@ class _Ranking:
         self._store = store
         self._query = call.query
         self._counter = call.token_counter
-        # Every entry the order reaches is costed up front when counting is
-        # cheap (the default counter), so a content whose str() fails is an
-        # error whether or not a pool takes it; a caller's counter may be slow.
+        # With the default counter every entry reached is costed up front, so
+        # an unprintable content is an error whether or not a pool takes it.
         self._cheap_cost = call.token_counter is default_token_counter
         self._exhaustive = exhaustive
         self._bounded = bounded
         self._factor = _MAX_MESSAGE_FACTOR if bounded else 1.0
         base = dict(zip(scan.ranked, scan.scores))
-        # Stable: equal scores stay in input order (a dict keeps insertion
-        # order) until a walk reaches them. A larger positive base never has
-        # a smaller bound, so this is also the order of the bounds.
+        # Stable (ties in input order until a walk reaches them); bounds too.
         self._order = sorted(base, key=base.__getitem__, reverse=True)
         self._base = base
+        self._instants = scan.instants
         self._exact: dict[int, float] = {} if bounded else base
         self._costs: dict[int, int] = {}
         self._ties: dict[int, TieKey] = {}
         self._runs: dict[int, int] = {}  # start -> end of runs not in tie order
+        # Runs in tie order so far: next position -> (heap of the rest, their
+        # positions, run start); run start -> its next position.
+        self._pending: dict[int, tuple[list[TieKey], dict[int, int], int]] = {}
+        self._unsettled: dict[int, int] = {}
         self._run_of: dict[int, tuple[int, int]] = {}  # position -> its run
         self.room = 0  # tokens left in the pool being walked; set by the caller
 
@@ -1133,11 +1174,8 @@ class _Ranking:
         return cost
 
     def _cannot_fit(self, index: int) -> bool:
-        """Whether the entry surely costs more than ``room``, known cheaply.
-
-        Room only shrinks while a pool fills, so such an entry would be
-        skipped when its turn came: passing over it changes nothing.
-        """
+        """Whether the entry surely costs more than ``room``, known cheaply:
+        room only shrinks while a pool fills, so passing over it is safe."""
         cost = self._costs.get(index)
         if cost is None:
             if not self._cheap_cost and _token_count(self._store[index]) is None:
@@ -1150,28 +1188,43 @@ class _Ranking:
         key = self._ties.get(index)
         if key is None:
             entry = self._store[index]
-            key = self._ties[index] = (_created_key(entry), _id_key(entry), index)
+            seconds = self._instants[index]  # read by the default scorer's scan
+            if self._query is None:  # a caller's scorer: not read yet
+                seconds = parse_created(entry.get("created"))
+            created = _created_key(entry, seconds)
+            key = self._ties[index] = (created, _id_key(entry), index)
         return key
 
-    def _tie_order(self, start: int, end: int) -> None:
-        """Sort ``_order[start:end]``, a run of equal first scores, by tie key."""
-        store, ties, order = self._store, self._ties, self._order
-        for index in order[start:end]:
-            if index not in ties:  # a boosted entry's key is known already
-                entry = store[index]
-                ties[index] = (_created_key(entry), _id_key(entry), index)
-        order[start:end] = sorted(order[start:end], key=ties.__getitem__)
+    def _settle(self, position: int) -> None:
+        """Put the entry due at ``position`` in tie order, if a run is being
+        ordered there: a run's tie keys go in a heap at its first position,
+        popped (and swapped into place) as walks reach each next one, O(r +
+        k log r) for a run of r of which walks read k. Past 64 the rest is
+        sorted at once: a walk that reads that deep reads on (aged shape)."""
+        end = self._runs.pop(position, None)
+        order = self._order
+        if end is not None:
+            run = order[position:end]
+            heap = [self._tie(index) for index in run]
+            heapq.heapify(heap)
+            where = dict(zip(run, range(position, end)))
+            self._pending[position] = (heap, where, position)
+        heap, where, start = lazy = self._pending.pop(position)
+        if position - start >= 64:
+            order[position : position + len(heap)] = [k[2] for k in sorted(heap)]
+            del self._unsettled[start]
+            return
+        index = heapq.heappop(heap)[2]
+        other = order[position]
+        order[position], order[where[index]] = index, other
+        where[other] = where[index]
+        self._unsettled[start] = position + 1  # the run's end once all are out
+        if heap:
+            self._pending[position + 1] = lazy
 
     def _reach(self, position: int) -> tuple[int, int]:
-        """The start and end of the run of equal first scores holding
-        ``_order[position]`` (often a run of one).
-
-        A run longer than one is found once per call, and put in tie order
-        only once a walk looks for a candidate in it (``_runs``): a run
-        scored only to bound the ones above it needs no tie keys. With exact
-        first scores and the default counter, its contents are checked for
-        text here, as when they are costed.
-        """
+        """Start and end of the run of equal first scores at ``position``, found
+        once per call (exact first scores, default counter: texts checked)."""
         known = self._run_of.get(position)
         if known is not None:
             return known
@@ -1197,15 +1250,12 @@ class _Ranking:
         start: int,
         end: int,
         keys: list[object],
-        wanted: frozenset[object] | None,
+        wanted: Wanted,
         taken: list[bool],
     ) -> list[tuple[float, TieKey]]:
         """Score the run's entries the pool may take (each once per call) and
-        return its boosted ones (exact score not the first) as heap items.
-
-        The others stay in place, where the run's tie order is their final
-        order: they share one exact score.
-        """
+        return its boosted ones (exact score not the first) as heap items; the
+        others share one exact score and stay in place, in tie order."""
         order, exact = self._order, self._exact
         first = self._base[order[start]]
         boosted = []
@@ -1230,19 +1280,8 @@ class _Ranking:
             self._exact[index] = score
         return score
 
-    def _score_one(self, position: int, heap: list[tuple[float, TieKey]]) -> None:
-        """:meth:`_score_run` for a run of one, which the walk may take."""
-        index = self._order[position]
-        score = self._score(index)
-        if score != self._base[index]:
-            heapq.heappush(heap, (-score, self._tie(index)))
-
     def _may_take(
-        self,
-        index: int,
-        keys: list[object],
-        wanted: frozenset[object] | None,
-        taken: list[bool],
+        self, index: int, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> bool:
         """Whether the pool may still take the entry (explain: every one of its
         types); one that it may not stays so while the pool fills."""
@@ -1250,29 +1289,22 @@ class _Ranking:
             self._exhaustive or not (taken[index] or self._cannot_fit(index))
         )
 
-    def _bound(self, position: int) -> float | None:
-        """The largest score an entry from ``position`` on may have; None past
-        the last one."""
-        if position < len(self._order):
-            return self._limit(self._base[self._order[position]])
-        return None
-
     def _plain_from(
         self,
         plain: int,
-        position: int,
+        end: int,
         keys: list[object],
-        wanted: frozenset[object] | None,
+        wanted: Wanted,
         taken: list[bool],
     ) -> int:
-        """The position of the pool's next plain candidate before ``position``
-        (or ``position``), putting each run it enters in tie order first. A
-        bounded walk is not exhaustive: taken entries are passed over."""
-        order, base, exact, runs = self._order, self._base, self._exact, self._runs
-        while plain < position:
-            end = runs.pop(plain, None)
-            if end is not None:
-                self._tie_order(plain, end)
+        """The position of the pool's next plain candidate before ``end`` (or
+        ``end``), each position put in tie order as it is reached. A bounded
+        walk is not exhaustive: taken entries are passed over."""
+        order, base, exact = self._order, self._base, self._exact
+        pending, runs = self._pending, self._runs
+        while plain < end:
+            if plain in pending or plain in runs:
+                self._settle(plain)
             index = order[plain]
             if (
                 (wanted is None or keys[index] in wanted)
@@ -1285,11 +1317,7 @@ class _Ranking:
         return plain
 
     def _frontier(
-        self,
-        position: int,
-        keys: list[object],
-        wanted: frozenset[object] | None,
-        taken: list[bool],
+        self, position: int, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> int:
         """The position of the next entry from ``position`` on that the pool
         may take (or the end): those before it are passed over unscored."""
@@ -1304,7 +1332,7 @@ class _Ranking:
         return position
 
     def _walk_exact(
-        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+        self, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """:meth:`walk` when first scores are exact: the order itself, each
         run put in tie order when the walk first meets an entry of it."""
@@ -1315,28 +1343,29 @@ class _Ranking:
             if position == len(order):
                 return
             start, end = self._reach(position)
-            stop = runs.pop(start, None)
-            if stop is not None:  # entries passed over may move up: look again
-                self._tie_order(start, stop)
+            # Entries passed over where the run is not in tie order may move up.
+            if start in runs:
                 position = start
-            for index in order[position:end]:
+            position = min(position, self._unsettled.get(start, position))
+            while position < end:
+                if position in self._pending or position in runs:
+                    self._settle(position)
+                index = order[position]
                 if self._may_take(index, keys, wanted, taken):
                     yield index, base[index]
-            position = end
+                position += 1
 
     def walk(
-        self, keys: list[object], wanted: frozenset[object] | None, taken: list[bool]
+        self, keys: list[object], wanted: Wanted, taken: list[bool]
     ) -> Iterator[tuple[int, float]]:
         """Yield ``(index, score)`` of the pool's untaken entries, best first.
 
-        Two sources, merged by the full order: plain entries (exact score =
-        first score) read in place, and boosted ones from a heap keyed by
-        ``(-score, created, id, index)``. An entry is yielded once it beats
-        the bound of the next entry still unscored (strictly: one at the
-        bound might tie and come first), so a walk stops as soon as its pool
-        is full. The caller may take entries and lower ``room`` between
-        steps. When exhaustive (explain), taken entries are yielded too and
-        none is skipped for its cost.
+        Plain entries (exact score = first score) read in place and boosted
+        ones from a heap, merged by the full order; an entry is yielded once
+        it beats the bound of the next one unscored (strictly: one at the
+        bound might tie and come first). The caller may take entries and
+        lower ``room`` between steps. When exhaustive (explain), taken
+        entries are yielded too and none is skipped for its cost.
         """
         if not self._bounded:
             yield from self._walk_exact(keys, wanted, taken)
@@ -1347,7 +1376,9 @@ class _Ranking:
         plain = 0  # no plain candidate before this position
         while True:
             position = self._frontier(position, keys, wanted, taken)
-            bound = self._bound(position)
+            bound = (  # the largest score an entry from the frontier on may have
+                self._limit(base[order[position]]) if position < len(order) else None
+            )
             plain = self._plain_from(plain, position, keys, wanted, taken)
             if plain < position:  # the plain candidate, unless the heap's is first
                 index = order[plain]
@@ -1365,9 +1396,6 @@ class _Ranking:
                 yield key[2], -negative
             elif position < len(order):
                 start, position = self._reach(position)
-                if position - start == 1:  # one entry, and the frontier's
-                    self._score_one(start, heap)
-                    continue
                 for item in self._score_run(start, position, keys, wanted, taken):
                     heapq.heappush(heap, item)
                 plain = min(plain, start)  # the run may be put in tie order
@@ -1486,6 +1514,7 @@ def _select(store: list[Entry], call: _Call, trace: bool) -> _Selection:
     With ``trace`` every decision is recorded and every walk runs to the
     end, so explain() can say why entries past a full pool were left out.
     """
+    _new_turn()
     query = call.query
     # explain() wants exact scores for all; without message words the base
     # score is already exact.
@@ -1609,15 +1638,10 @@ def retrieve_pools(
     first such pool. ``entries`` is read once; each entry is scored at most
     once and never modified.
 
-    Cost, for n entries and p pools: one pass that reads every entry, O(n);
-    a sort of the best candidates, O(n log n) at worst; each pool's walk
-    stops once the pool is full, having exactly scored only the entries
-    that could still reach it. Entries sharing a score are put in tie order
-    once per call (O(r log r) for a run of r), whatever the pools. When the
-    scores are compressed (no priority, all past the recency horizon) most
-    entries can still reach a pool and are scored exactly; a pool that never
-    fills walks all its candidates: O(n log n + p * n) at worst. README's
-    Performance section has the figures per store shape.
+    Cost, for n entries and p pools: a pass reading every entry and a sort of
+    their first scores (floats), O(n log n); a walk scores exactly only the
+    entries that can still reach its pool, and puts a run of r ties in order
+    by a heap, O(r + k log r) for k read; O(n log n + p * n) at worst.
 
     Warns:
         PoolsplitWarning: an active always-scope entry's type is admitted by
@@ -1660,24 +1684,17 @@ def retrieve(
     >>> [e["id"] for e in retrieve(store, Pool("p", 10, 1), now=datetime(2026, 1, 1))]
     ['a', 'b']
 
-    Rules, in order:
-
-    1. Keep entries with a true ``is_active(entry)`` whose ``type`` (default
-       ``"note"``) is in ``pool.types`` (None accepts every type).
-    2. Every one with ``scope == "always"`` is returned first, in input order,
-       and counts against neither cap.
-    3. The others are scored once (``scorer(entry, context, now=now)``) and
-       sorted by ``(-score, created, id, input index)``.
-    4. Greedy fill: take an entry while fewer than ``max_entries`` are taken,
-       ``used + cost <= max_tokens`` and, when ``min_score`` is set, its
-       score is at least ``min_score``; skip one that does not fit and go on.
-       Cost is a positive int ``token_count``, else ``token_counter(content)``,
-       and at least 1: nothing is free.
-
-    The result holds the input objects themselves; their context costs total
-    at most ``max_tokens``. One pool is asked for, so always-scope entries of
-    other types are not missing and that does not warn. Cost: as
-    :func:`retrieve_pools` with one pool, O(n log n) at worst.
+    Rules, in order: keep entries with a true ``is_active(entry)`` whose
+    ``type`` (default ``"note"``) is in ``pool.types`` (None: every type);
+    return those with ``scope == "always"`` first, in input order, outside
+    both caps; score the others once (``scorer(entry, context, now=now)``),
+    order them by ``(-score, created, id, input index)`` and take each while
+    fewer than ``max_entries`` are taken, ``used + cost <= max_tokens`` and
+    the score is at least ``min_score`` (when set), skipping one that does
+    not fit. Cost is a positive int ``token_count``, else
+    ``token_counter(content)``, and at least 1. The result holds the input
+    objects; always-scope entries of other types do not warn. Cost: as
+    :func:`retrieve_pools` with one pool.
 
     Warns:
         PoolsplitWarning: a near-miss ``scope`` or an unread context key, as
@@ -1933,19 +1950,8 @@ class Explanation:
 
     def _table(self) -> list[str]:
         """One row per decision, and a blank line."""
-        rows = [
-            (
-                "#",
-                "id",
-                "type",
-                "outcome",
-                "pool",
-                "score",
-                "cost",
-                "total",
-                "other pools",
-            )
-        ]
+        head = ("#", "id", "type", "outcome", "pool", "score", "cost", "total")
+        rows = [(*head, "other pools")]
         for d in self.decisions:
             rows.append(
                 (
@@ -2264,19 +2270,12 @@ class Problem:
         return _json_safe(vars(self))
 
 
+# fmt: off
 _SCHEMA_KEYS: Final = (
-    "content",
-    "type",
-    "scope",
-    "tags",
-    "project",
-    "created",
-    "token_count",
-    "base_priority",
-    "status",
-    "superseded_by",
-    "id",
+    "content", "type", "scope", "tags", "project", "created", "token_count",
+    "base_priority", "status", "superseded_by", "id",
 )
+# fmt: on
 # How close (difflib's ratio) an unknown key must be to a schema key to be
 # taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
 # "score" (0.8) and the user's own fields ("source", "trust") are not.

@@ -30,6 +30,7 @@ RUNTIME_TESTS = [
     "test_properties.py",
     "test_stateful.py",
     "test_concurrency.py",
+    "test_caches.py",
 ]
 TOOLS = {"audit", "Audit", "TypeAudit", "DEMO_NOW", "demo_pools", "demo_store", "main"}
 

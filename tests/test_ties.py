@@ -224,3 +224,26 @@ def test_infinite_first_scores_tie_in_order():
     ]
     got = retrieve_pools(store, [Pool("p", 100, 3)], {"message": "x"}, now=NOW)
     assert [e["id"] for e in got["p"]] == ["a", "c", "b"]
+
+
+@given(
+    size=st.integers(0, 300),
+    taken=st.integers(0, 200),
+    message=st.sampled_from(["", "deploy", "w7 w70 deploy"]),
+    seed=st.integers(0, 3),
+)
+def test_a_walk_deep_into_a_run_keeps_the_tie_order(size, taken, message, seed):
+    """A run is put in tie order by a heap popped as walks reach it, and the
+    rest sorted at once past 64 positions: shallow, deep and exhausting walks
+    (two pools, the second over what the first left) agree with the oracle."""
+    store = flat_store(size)
+    store = store[seed:] + store[:seed]  # the input order is not the tie order
+    pools = [Pool("first", 10**6, taken, types=["task"]), Pool("rest", 10**6, 70)]
+    assert_agrees(store, pools, {"message": message})
+
+
+def test_a_deep_walk_returns_the_run_in_id_order():
+    """150 of 200 tied entries: the first 64 come off the heap, the rest from
+    one sort, all in id order (the tie key)."""
+    got = retrieve_pools(flat_store(200), [Pool("p", 10**6, 150)], None, now=NOW)
+    assert [e["id"] for e in got["p"]] == [f"e{i:05d}" for i in range(150)]

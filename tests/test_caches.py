@@ -1,0 +1,131 @@
+"""The caches (README "Performance"): bounded in bytes, never a change of
+result, and nothing kept for a content no call passes in any more.
+
+The bound is checked by recounting what each cache holds with the rule the
+README states (``sys.getsizeof`` of key and value), not by trusting the
+cache's own count; the budget is lowered on the module's caches so that a
+few entries fill it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from contextlib import contextmanager
+
+from conftest import NOW
+from hypothesis import given
+from hypothesis import strategies as st
+from oracle import oracle_retrieve_pools
+
+import poolsplit
+from poolsplit import DEFAULT_CACHE_BUDGET, Pool, clear_caches, retrieve_pools
+
+CACHES = (poolsplit._parse_iso, poolsplit._content_words)
+POOLS = [Pool("notes", 60, 3), Pool("rest", 200, 5)]
+
+
+@contextmanager
+def small_caches(limit):
+    """Each cache empty and limited to ``limit`` bytes."""
+    saved = [cache.limit for cache in CACHES]
+    clear_caches()
+    for cache in CACHES:
+        cache.limit = limit
+    calls, poolsplit._calls = poolsplit._calls, itertools.count(1)  # call 1 next
+    try:
+        yield
+    finally:
+        for cache, old in zip(CACHES, saved):
+            cache.limit = old
+        poolsplit._calls = calls
+        clear_caches()
+
+
+def recount(cache):
+    """Bytes held by the README's rule, at least each key and value (the words
+    of a content are shared with other contents, so they are left out)."""
+    items = [*cache.new.items(), *cache.old.items()]
+    return sum(sys.getsizeof(key) + sys.getsizeof(value) for key, (value, _) in items)
+
+
+def held_keys(cache):
+    return set(cache.new) | set(cache.old)
+
+
+def test_the_default_budget_is_128_mib_shared_by_the_two_caches():
+    assert DEFAULT_CACHE_BUDGET == 128 * 1024 * 1024
+    limits = [cache.limit for cache in CACHES]
+    assert limits == [DEFAULT_CACHE_BUDGET // 4, DEFAULT_CACHE_BUDGET * 3 // 4]
+
+
+def test_a_content_not_passed_in_is_forgotten_within_16_calls():
+    gone = {"id": "gone", "content": "deploy the canary service"}
+    kept = {"id": "kept", "content": "deploy the billing service"}
+    with small_caches(DEFAULT_CACHE_BUDGET):
+        retrieve_pools([gone, kept], POOLS, {"message": "deploy service"}, now=NOW)
+        for _ in range(15):
+            assert gone["content"] in held_keys(poolsplit._content_words)
+            retrieve_pools([kept], POOLS, {"message": "service deploy"}, now=NOW)
+        assert gone["content"] not in held_keys(poolsplit._content_words)
+        assert kept["content"] in held_keys(poolsplit._content_words)
+
+
+def test_an_item_larger_than_the_limit_is_not_kept():
+    big = {"id": "big", "content": "word " * 2_000 + "deploy"}
+    with small_caches(2_000):
+        pools = [Pool("p", 10**6, 1)]
+        got = retrieve_pools([big], pools, {"message": "deploy"}, now=NOW)
+        assert got == {"p": [big]}
+        assert big["content"] not in held_keys(poolsplit._content_words)
+
+
+def test_clear_caches_empties_both_generations():
+    retrieve_pools(
+        [{"content": "alpha beta", "created": "2025-01-01"}],
+        POOLS,
+        {"message": "alpha"},
+        now=NOW,
+    )
+    clear_caches()
+    assert all(not held_keys(cache) and cache.held == 0 for cache in CACHES)
+
+
+WORDS = st.sampled_from(
+    ["deploy", "canary", "billing", "rollback", "schema", "alpha", "beta", "gamma"]
+)
+CONTENTS = st.lists(WORDS, min_size=1, max_size=12).map(" ".join)
+ENTRY = st.fixed_dictionaries(
+    {"content": CONTENTS},
+    optional={
+        "created": st.sampled_from(["2025-06-01", "2025-12-30T10:00Z", "2024-01-01"]),
+        "base_priority": st.integers(1, 9),
+    },
+)
+CALL = st.tuples(st.lists(ENTRY, max_size=8), st.lists(WORDS, max_size=3).map(" ".join))
+
+
+@given(calls=st.lists(CALL, min_size=1, max_size=20), limit=st.integers(0, 3_000))
+def test_bounded_forgetful_and_never_a_change_of_result(calls, limit):
+    """After every call: each cache holds at most its limit in bytes
+    (recounted), the caches hold only contents read since the
+    generation before the current one began (every 8th call starts one), and
+    the result is the oracle's."""
+    with small_caches(limit):
+        check_calls(calls, limit)
+
+
+def check_calls(calls, limit):
+    passed: list[set[str]] = []
+    for number, (store, message) in enumerate(calls, 1):
+        context = {"message": message}
+        got = retrieve_pools(store, POOLS, context, now=NOW)
+        want = oracle_retrieve_pools(store, POOLS, context, now=NOW)
+        assert {k: [id(e) for e in v] for k, v in got.items()} == {
+            k: [id(e) for e in v] for k, v in want.items()
+        }
+        for cache in CACHES:
+            assert recount(cache) <= limit
+        passed.append({e["content"] for e in store} | {message})
+        recent = set().union(*passed[max(0, 8 * (number // 8 - 1) - 1) :])
+        assert held_keys(poolsplit._content_words) <= recent
