@@ -57,17 +57,43 @@ from datetime import date, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Final, Generic, Protocol, TypedDict, TypeVar, Union
 
-# fmt: off
 __all__ = [
-    "DEFAULT_CACHE_BUDGET", "DEFAULT_MAX_BYTES", "OUTCOMES", "ActivePredicate",
-    "ContextError", "Decision", "EntryDict", "EntryError", "EntryTypeError",
-    "EntryValueError", "Explanation", "Pool", "PoolSummary", "PoolsplitWarning",
-    "Problem", "Scorer", "Step", "TokenCounter", "clear_caches", "default_is_active",
-    "default_scorer", "default_token_counter", "entry_cost", "entry_type", "explain",
-    "is_always", "load_pools", "parse_created", "parse_json", "read_text", "render",
-    "retrieve", "retrieve_pools", "significant_words", "validate",
+    "DEFAULT_CACHE_BUDGET",
+    "DEFAULT_MAX_BYTES",
+    "OUTCOMES",
+    "ActivePredicate",
+    "ContextError",
+    "Decision",
+    "EntryDict",
+    "EntryError",
+    "EntryTypeError",
+    "EntryValueError",
+    "Explanation",
+    "Pool",
+    "PoolSummary",
+    "PoolsplitWarning",
+    "Problem",
+    "Scorer",
+    "Step",
+    "TokenCounter",
+    "clear_caches",
+    "default_is_active",
+    "default_scorer",
+    "default_token_counter",
+    "entry_cost",
+    "entry_type",
+    "explain",
+    "is_always",
+    "load_pools",
+    "parse_created",
+    "parse_json",
+    "read_text",
+    "render",
+    "retrieve",
+    "retrieve_pools",
+    "significant_words",
+    "validate",
 ]
-# fmt: on
 __version__ = "0.3.0"
 
 # ===========================================================================
@@ -2270,12 +2296,19 @@ class Problem:
         return _json_safe(vars(self))
 
 
-# fmt: off
 _SCHEMA_KEYS: Final = (
-    "content", "type", "scope", "tags", "project", "created", "token_count",
-    "base_priority", "status", "superseded_by", "id",
+    "content",
+    "type",
+    "scope",
+    "tags",
+    "project",
+    "created",
+    "token_count",
+    "base_priority",
+    "status",
+    "superseded_by",
+    "id",
 )
-# fmt: on
 # How close (difflib's ratio) an unknown key must be to a schema key to be
 # taken for a typo: "scop", "stauts", "token_cont" and "created_at" are;
 # "score" (0.8) and the user's own fields ("source", "trust") are not.
