@@ -1,7 +1,9 @@
 """PostgreSQL backend (psycopg 3): the same SQL, a version row per namespace.
 
-Two autocommit connections, a writer and a reader, each behind its own lock,
-each opened again after it breaks (a server restart): a call that meets the
+One pool of autocommit connections per database and process (``pool_size``,
+4 by default; store.py shares the backend between every namespace), opened
+on demand and lent to one call at a time; a broken one is replaced (a
+server restart): a call that meets the
 outage is StoreUnavailable ``database unreachable``; a call whose statements
 never reached COMMIT on a broken connection is retried once on a new one, so
 the first call after the server is back succeeds. A write whose COMMIT was
@@ -27,14 +29,17 @@ waiting forever.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate, stored_version
 from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
+    DEFAULT_POOL_SIZE,
     InvalidInput,
     ReadTx,
     StoreUnavailable,
@@ -294,10 +299,101 @@ def mask(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-class PostgresBackend:
-    """A PostgreSQL database behind the store."""
+class _Pool:
+    """At most ``size`` connections to one database, opened on demand and
+    lent to one call at a time.
 
-    def __init__(self, url: str, *, busy_ms: int = DEFAULT_BUSY_MS) -> None:
+    A call waits for a connection while all are lent, at most ``wait_s``
+    (then ``database is locked``: every connection busy is the same fact
+    for the caller as a lock held too long). A connection that broke (a
+    server restart) is closed when it comes back, and so is every idle one:
+    they were opened before the same outage, and the one retry of a call
+    must meet a new connection, not another dead one.
+    """
+
+    def __init__(
+        self, connect: Callable[[], Any], size: int, wait_s: float, where: str
+    ) -> None:
+        self._connect = connect
+        self.size = size
+        self._wait_s = wait_s
+        self._where = where
+        self._idle: list[Any] = []
+        self._open = 0  # lent and idle
+        self._ready = threading.Condition()
+        self._closed = False
+
+    @property
+    def opened(self) -> int:
+        """The connections open now (lent or idle)."""
+        return self._open
+
+    def acquire(self) -> Any:
+        deadline = time.monotonic() + self._wait_s
+        with self._ready:
+            while True:
+                if self._closed:
+                    raise StoreUnavailable("store is closed", self._where)
+                if self._idle:
+                    return self._idle.pop()
+                if self._open < self.size:
+                    self._open += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StoreUnavailable(
+                        "database is locked",
+                        self._where,
+                        f"all {self.size} connections of the pool busy for "
+                        f"{self._wait_s:g} s (--pool-size)",
+                    )
+                self._ready.wait(left)
+        try:
+            return self._connect()
+        except BaseException:
+            with self._ready:
+                self._open -= 1
+                self._ready.notify()
+            raise
+
+    def release(self, conn: Any) -> None:
+        stale = []
+        with self._ready:
+            if self._closed or conn.closed or conn.broken:
+                stale.append(conn)
+                if conn.broken:  # the same outage broke the idle ones
+                    stale += self._idle
+                    self._idle = []
+            else:
+                self._idle.append(conn)
+            self._open -= len(stale)
+            self._ready.notify_all()
+        for old in stale:
+            old.close()
+
+    def close(self) -> None:
+        """Close the idle connections; a lent one closes when it comes back."""
+        with self._ready:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            self._ready.notify_all()
+        for conn in idle:
+            conn.close()
+
+
+class PostgresBackend:
+    """A PostgreSQL database behind the store: one pool of ``pool_size``
+    connections, shared by every namespace (store.py shares one backend per
+    database and process)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_ms: int = DEFAULT_BUSY_MS,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> None:
         self.url = mask(url)
         self._dsn = url
         # PostgreSQL reads 0 as "no limit"; SQLite's 0 is "do not wait". A
@@ -315,12 +411,11 @@ class PostgresBackend:
                 "pip install 'poolsplit-memory[postgres]'",
             )
         self._counter = Counter()
-        self._conns: dict[str, Any] = {}
-        self._locks = {"read": threading.Lock(), "write": threading.Lock()}
-        self._closed = False
+        self._pool = _Pool(
+            self._connect, pool_size, max(busy_ms, DEFAULT_BUSY_MS) / 1000, self.url
+        )
         try:
-            with self._locks["write"]:
-                self._attempt("write", self._create_schema)
+            self._attempt(self._create_schema)
         except BaseException:
             self.close()  # no connection left for the garbage collector
             raise
@@ -333,6 +428,11 @@ class PostgresBackend:
     def scrub_pending(self) -> bool:
         return False  # a deleted row's old tuple is VACUUM's (see forget)
 
+    @property
+    def connections(self) -> int:
+        """The connections this backend holds open now (at most its pool size)."""
+        return self._pool.opened
+
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         state = getattr(exc, "sqlstate", None) or ""
         cause = _CAUSES.get(state) or _CAUSES.get(state[:2])
@@ -344,14 +444,8 @@ class PostgresBackend:
         )
         return StoreUnavailable(cause, self.url, detail)
 
-    def _connection(self, slot: str) -> Any:
-        if self._closed:
-            raise StoreUnavailable("store is closed", self.url)
-        conn = self._conns.get(slot)
-        if conn is not None and not conn.closed and not conn.broken:
-            return conn
-        if conn is not None:
-            conn.close()
+    def _connect(self) -> Any:
+        """A new autocommit connection with the store's timeouts."""
         try:
             conn = psycopg.connect(
                 self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
@@ -370,35 +464,42 @@ class PostgresBackend:
         except psycopg.Error as exc:
             conn.close()
             raise self._unavailable(exc) from None
-        self._conns[slot] = conn
         return conn
 
-    def _attempt(
-        self, slot: str, work: Callable[[Any], T], *, commit: bool = True
-    ) -> T:
-        """Run ``work(conn)`` (which opens its transaction) and COMMIT; once
-        more on a new connection when the old one turns out broken before
-        COMMIT was sent. ``commit=False``: one autocommit statement."""
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A connection of the pool for the block (tests and tools)."""
+        conn = self._pool.acquire()
+        try:
+            yield conn
+        finally:
+            self._pool.release(conn)
+
+    def _attempt(self, work: Callable[[Any], T], *, commit: bool = True) -> T:
+        """Run ``work(conn)`` (which opens its transaction) on a connection
+        of the pool and COMMIT; once more on a new connection when the old
+        one turns out broken before COMMIT was sent. ``commit=False``: one
+        autocommit statement."""
         for attempt in (0, 1):
-            conn = self._connection(slot)
-            committing = False
-            try:
-                result = work(conn)
-                committing = True
-                if commit:
-                    conn.execute("COMMIT")
-                return result
-            except psycopg.Error as exc:
-                lost = conn.broken or conn.closed
-                if not lost:
-                    self._rollback(conn)
-                elif attempt == 0 and not committing:
-                    continue
-                raise self._unavailable(exc) from None
-            except BaseException:
-                if not (conn.broken or conn.closed):
-                    self._rollback(conn)
-                raise
+            with self.connection() as conn:
+                committing = False
+                try:
+                    result = work(conn)
+                    committing = True
+                    if commit:
+                        conn.execute("COMMIT")
+                    return result
+                except psycopg.Error as exc:
+                    lost = conn.broken or conn.closed
+                    if not lost:
+                        self._rollback(conn)
+                    elif attempt == 0 and not committing:
+                        continue
+                    raise self._unavailable(exc) from None
+                except BaseException:
+                    if not (conn.broken or conn.closed):
+                        self._rollback(conn)
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _rollback(self, conn: Any) -> None:
@@ -438,35 +539,29 @@ class PostgresBackend:
         migrate(run, MIGRATIONS, has_table, self.url)
 
     def version(self, namespace: str) -> object:
-        with self._locks["read"]:
+        def work(conn: Any) -> object:
+            row = conn.execute(_VERSION, (namespace,)).fetchone()
+            return 0 if row is None else int(row[0])
 
-            def work(conn: Any) -> object:
-                row = conn.execute(_VERSION, (namespace,)).fetchone()
-                return 0 if row is None else int(row[0])
-
-            return self._attempt("read", work, commit=False)  # one round trip
+        return self._attempt(work, commit=False)  # one round trip
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
-        with self._locks["read"]:
+        def run(conn: Any) -> T:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return work(self._tx(conn, namespace))
 
-            def run(conn: Any) -> T:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                return work(self._tx(conn, namespace))
-
-            return self._attempt("read", run)
+        return self._attempt(run)
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
-        with self._locks["write"]:
+        def run(conn: Any) -> T:
+            conn.execute("BEGIN")
+            conn.execute(_BUMP, (namespace,))
+            tx = self._tx(conn, namespace)
+            result = work(tx)
+            tx.prune()
+            return result
 
-            def run(conn: Any) -> T:
-                conn.execute("BEGIN")
-                conn.execute(_BUMP, (namespace,))
-                tx = self._tx(conn, namespace)
-                result = work(tx)
-                tx.prune()
-                return result
-
-            return self._attempt("write", run)
+        return self._attempt(run)
 
     def _tx(self, conn: Any, namespace: str) -> SqlTx:
         def version() -> object:
@@ -475,9 +570,8 @@ class PostgresBackend:
 
         return SqlTx(conn.execute, "%s", namespace, self._counter, version, _LOG)
 
+    def scrub(self) -> None:
+        """Nothing to scrub (see ``scrub_pending``)."""
+
     def close(self) -> None:
-        with self._locks["write"], self._locks["read"]:
-            self._closed = True
-            for conn in self._conns.values():
-                conn.close()
-            self._conns.clear()
+        self._pool.close()
