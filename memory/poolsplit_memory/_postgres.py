@@ -69,6 +69,12 @@ T = TypeVar("T")
 
 _SCHEMA_LOCK = 7_317_415_006_512_345  # pg_advisory_xact_lock key of the schema
 _CONNECT_TIMEOUT = 5  # seconds
+# --read-db: how long a read waits for the standby to replay the namespace's
+# last write before it reads the primary instead, and how long a standby
+# that failed is left aside. Replay on loopback takes milliseconds; a
+# standby seconds behind is better skipped than waited for.
+STANDBY_WAIT_S = 1.0
+STANDBY_RETRY_S = 2.0
 
 # Migration 1 (below): the schema of poolsplit-memory 0.1.0.
 SCHEMA_0_1_0 = (
@@ -304,7 +310,8 @@ class _Pool:
     lent to one call at a time.
 
     A call waits for a connection while all are lent, at most ``wait_s``
-    (then ``database is locked``: every connection busy is the same fact
+    (the busy timeout, at least 1 s; then ``database is locked``: every
+    connection busy is the same fact
     for the caller as a lock held too long). A connection that broke (a
     server restart) is closed when it comes back, and so is every idle one:
     they were opened before the same outage, and the one retry of a call
@@ -393,6 +400,7 @@ class PostgresBackend:
         *,
         busy_ms: int = DEFAULT_BUSY_MS,
         pool_size: int = DEFAULT_POOL_SIZE,
+        read_url: str | None = None,
     ) -> None:
         self.url = mask(url)
         self._dsn = url
@@ -411,9 +419,16 @@ class PostgresBackend:
                 "pip install 'poolsplit-memory[postgres]'",
             )
         self._counter = Counter()
-        self._pool = _Pool(
-            self._connect, pool_size, max(busy_ms, DEFAULT_BUSY_MS) / 1000, self.url
-        )
+        wait_s = max(busy_ms, 1000) / 1000  # for a connection: the busy timeout
+        self._pool = _Pool(lambda: self._connect(url), pool_size, wait_s, self.url)
+        self._standby: _Pool | None = None
+        self._standby_down_until = 0.0  # monotonic: skip the standby till then
+        self.standby_reads = 0  # reads the standby served, and the primary
+        self.primary_reads = 0  # served for it (behind, down): for tests
+        if read_url is not None:
+            self._standby = _Pool(
+                lambda: self._connect(read_url), pool_size, wait_s, mask(read_url)
+            )
         try:
             self._attempt(self._create_schema)
         except BaseException:
@@ -444,11 +459,11 @@ class PostgresBackend:
         )
         return StoreUnavailable(cause, self.url, detail)
 
-    def _connect(self) -> Any:
+    def _connect(self, dsn: str) -> Any:
         """A new autocommit connection with the store's timeouts."""
         try:
             conn = psycopg.connect(
-                self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
+                dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
             )
         except psycopg.ProgrammingError as exc:  # the URL itself cannot be read
             detail = str(exc).strip().splitlines()[0]
@@ -467,21 +482,29 @@ class PostgresBackend:
         return conn
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[Any]:
-        """A connection of the pool for the block (tests and tools)."""
-        conn = self._pool.acquire()
+    def connection(self, pool: _Pool | None = None) -> Iterator[Any]:
+        """A connection of the pool (the primary's unless given) for the
+        block (tests and tools)."""
+        pool = self._pool if pool is None else pool
+        conn = pool.acquire()
         try:
             yield conn
         finally:
-            self._pool.release(conn)
+            pool.release(conn)
 
-    def _attempt(self, work: Callable[[Any], T], *, commit: bool = True) -> T:
+    def _attempt(
+        self,
+        work: Callable[[Any], T],
+        *,
+        commit: bool = True,
+        pool: _Pool | None = None,
+    ) -> T:
         """Run ``work(conn)`` (which opens its transaction) on a connection
-        of the pool and COMMIT; once more on a new connection when the old
-        one turns out broken before COMMIT was sent. ``commit=False``: one
-        autocommit statement."""
+        of the pool (the primary's unless given) and COMMIT; once more on a
+        new connection when the old one turns out broken before COMMIT was
+        sent. ``commit=False``: one autocommit statement."""
         for attempt in (0, 1):
-            with self.connection() as conn:
+            with self.connection(pool) as conn:
                 committing = False
                 try:
                     result = work(conn)
@@ -546,11 +569,56 @@ class PostgresBackend:
         return self._attempt(work, commit=False)  # one round trip
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
+        """``work`` in one read snapshot: on the standby (``read_url``) when
+        it has replayed the namespace's version the primary has now, else on
+        the primary (see :meth:`_on_standby`)."""
+
         def run(conn: Any) -> T:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             return work(self._tx(conn, namespace))
 
+        if self._standby is not None and time.monotonic() >= self._standby_down_until:
+            found = self._on_standby(namespace, lambda c: work(self._tx(c, namespace)))
+            if found is not None:
+                self.standby_reads += 1
+                return found[0]
+            self.primary_reads += 1
         return self._attempt(run)
+
+    def _on_standby(self, namespace: str, run: Callable[[Any], T]) -> tuple[T] | None:
+        """``(run(conn),)`` in a read snapshot of the standby that holds the
+        namespace's version as the primary has it now; None when the standby
+        is still behind after STANDBY_WAIT_S, or fails (down, a query
+        cancelled by replay): the caller reads the primary.
+
+        Every write bumps its namespace's version in its own transaction,
+        and versions only grow, so a standby snapshot at that version holds
+        every write acknowledged before this read began, by any process:
+        read-your-writes across instances, as on the primary. A failure
+        sets the standby aside for STANDBY_RETRY_S (no connect timeout per
+        read while it is down).
+        """
+        assert self._standby is not None
+        target = self.version(namespace)
+        deadline = time.monotonic() + STANDBY_WAIT_S
+        pause = 0.001
+
+        def caught_up(conn: Any) -> tuple[T] | None:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            row = conn.execute(_VERSION, (namespace,)).fetchone()  # the snapshot
+            seen = 0 if row is None else int(row[0])
+            return (run(conn),) if seen >= target else None  # type: ignore[operator]
+
+        while True:
+            try:
+                found = self._attempt(caught_up, pool=self._standby)
+            except StoreUnavailable:
+                self._standby_down_until = time.monotonic() + STANDBY_RETRY_S
+                return None
+            if found is not None or time.monotonic() + pause > deadline:
+                return found
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
         def run(conn: Any) -> T:
@@ -575,3 +643,5 @@ class PostgresBackend:
 
     def close(self) -> None:
         self._pool.close()
+        if self._standby is not None:
+            self._standby.close()

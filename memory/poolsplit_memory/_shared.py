@@ -32,8 +32,8 @@ T = TypeVar("T")
 # ===========================================================================
 
 _lock = threading.Lock()
-# (kind, where, busy_ms, pool_size) -> [backend, handles open]
-_open: dict[tuple[str, str, int, int], list[Any]] = {}
+# (kind, where, busy_ms, pool_size, standby) -> [backend, handles open]
+_open: dict[tuple[str, str, int, int, str | None], list[Any]] = {}
 
 
 class Handle:
@@ -41,7 +41,9 @@ class Handle:
     :meth:`close`, after which they raise ``store is closed`` (other stores
     on the database go on). Anything else is read from the backend."""
 
-    def __init__(self, backend: Backend, key: tuple[str, str, int, int] | None):
+    def __init__(
+        self, backend: Backend, key: tuple[str, str, int, int, str | None] | None
+    ):
         self.backend = backend
         self.url = backend.url
         self._key = key
@@ -97,10 +99,10 @@ class Handle:
 
 
 def shared_backend(
-    key: tuple[str, str, int, int], make: Callable[[], Backend]
+    key: tuple[str, str, int, int, str | None], make: Callable[[], Backend]
 ) -> Handle:
     """A handle on this process's backend of the database ``key`` (kind,
-    place, busy timeout, pool size), made by ``make()`` on first use and
+    place, busy timeout, pool size, standby), made by ``make()`` on first use and
     closed with its last handle.
 
     Raises:

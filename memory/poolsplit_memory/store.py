@@ -134,6 +134,7 @@ from ._types import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "DEFAULT_POOL_SIZE",
     "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
@@ -154,6 +155,7 @@ __all__ = [
     "loadable",
     "not_loaded",
     "open_store",
+    "set_snapshot_budget",
 ]
 
 # ===========================================================================
@@ -2177,6 +2179,7 @@ def open_store(
     max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
     ranking: str = "lexical",
     pool_size: int = DEFAULT_POOL_SIZE,
+    read_url: str | None = None,
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
 
@@ -2194,10 +2197,15 @@ def open_store(
     size get a pool of their own), on a SQLite file one writer and one
     reader; ``:memory:`` is a database of its own each time. The
     connections close with the process's last store on the database.
+    ``read_url`` (PostgreSQL only): a streaming-replication standby of
+    ``url`` that serves the reads once it has replayed the namespace's last
+    write, so that a recall still sees every acknowledged write (else the
+    primary serves them); writes and the warm recall's version check go to
+    ``url``.
 
     Raises:
         InvalidInput: an empty or unsupported url, a bad namespace, pools,
-            max_entry_tokens, ranking or pool_size.
+            max_entry_tokens, ranking, pool_size or read_url.
         StoreUnavailable: the database cannot be opened (one line naming the
             cause: missing folder, not a database, read-only, unreachable).
     """
@@ -2228,8 +2236,18 @@ def open_store(
             raise InvalidInput("ranking", str(exc)) from None
     if type(pool_size) is not int or pool_size < 1:
         raise InvalidInput("pool_size", f"must be a positive int, got {pool_size!r}")
+    target = parse_url(url)
+    if read_url is not None and (
+        target.kind != "postgresql"
+        or not isinstance(read_url, str)
+        or not read_url.startswith(_POSTGRES_SCHEMES)
+    ):
+        raise InvalidInput(
+            "read_url",
+            f"must be a postgresql:// standby of a postgresql:// url, got {read_url!r}",
+        )
     return Store(
-        _backend(parse_url(url), url, pool_size),
+        _backend(target, url, pool_size, read_url),
         namespace=namespace,
         pools=checked_pools,
         token_counter=token_counter,
@@ -2238,14 +2256,21 @@ def open_store(
     )
 
 
-def _backend(target: Target, url: str, pool_size: int) -> Handle:
+def _backend(target: Target, url: str, pool_size: int, read_url: str | None) -> Handle:
     """This process's backend of the database (one per database: see
     open_store), or a new one for ``:memory:``."""
     if target.kind == "postgresql":
+        try:
+            standby = None if read_url is None else parse_url(read_url).where
+        except InvalidInput as exc:
+            raise InvalidInput("read_url", exc.message) from None
         return shared_backend(
-            (target.kind, target.where, target.busy_ms, pool_size),
+            (target.kind, target.where, target.busy_ms, pool_size, standby),
             lambda: PostgresBackend(
-                target.where, busy_ms=target.busy_ms, pool_size=pool_size
+                target.where,
+                busy_ms=target.busy_ms,
+                pool_size=pool_size,
+                read_url=standby,
             ),
         )
 
@@ -2256,7 +2281,7 @@ def _backend(target: Target, url: str, pool_size: int) -> Handle:
         return own_backend(sqlite())
     # A file is one database whatever the pool size (one writer, one reader).
     where = os.path.realpath(target.where)
-    return shared_backend((target.kind, where, target.busy_ms, 0), sqlite)
+    return shared_backend((target.kind, where, target.busy_ms, 0, None), sqlite)
 
 
 def set_snapshot_budget(nbytes: int) -> None:
