@@ -1116,6 +1116,9 @@ def main(argv: list[str] | None = None) -> int:
         if http is not None:  # issue 28: the same tools over HTTP
             from poolsplit_memory._http import serve
 
+            # issue 36: the workers hold the connections; the supervisor's
+            # store only checked the database
+            store.close()
             return serve(http, where, f"{_MODULE}:_http_worker_app")
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
