@@ -131,8 +131,9 @@ def open_backends() -> int:
 # The snapshots, within a memory budget
 # ===========================================================================
 
-# 256 MiB: about 250 namespaces of 1,000 short memories each (see
-# memory/README.md's "Many tenants" for how a snapshot's bytes are estimated).
+# 256 MiB: about 40 namespaces of 1,000 short memories (~6.5 MB each) per
+# process (store.py estimates a snapshot's bytes; memory/README.md's "Many
+# tenants, several instances").
 DEFAULT_SNAPSHOT_BUDGET: Final = 256 * 1024 * 1024
 
 _owners = itertools.count()

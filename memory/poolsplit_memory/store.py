@@ -209,12 +209,13 @@ _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
-# A snapshot's estimated bytes per byte of its entries' stored JSON, plus a
-# fixed part per entry: the parsed dicts, the index's and the ranking's
-# structures (measured with tracemalloc on 1,000 short memories, see
-# memory/README.md's "Many tenants"; an estimate, not an account).
-_SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 6
-_SNAPSHOT_BYTES_PER_ENTRY: Final = 1_500
+# A snapshot's estimated bytes: a fixed part per entry plus a part per byte
+# of its stored JSON (the parsed dict, the index's and the ranking's
+# structures). Fitted to tracemalloc over 1,000 entries of 107, 190 and 989
+# JSON bytes (4.8, 6.9 and 14-17 KB an entry retained; the estimate gives
+# 5.4, 6.5 and 16.9): an estimate, not an account.
+_SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 13
+_SNAPSHOT_BYTES_PER_ENTRY: Final = 4_000
 
 
 # ===========================================================================

@@ -282,3 +282,38 @@ def test_the_standby_killed_and_restarted_under_load_loses_nothing(
     assert unseen == []
     assert missing_from(primary, acked) == []
     assert missing_from(standby, acked) == []
+
+
+def test_two_http_instances_with_read_db_read_each_others_writes(pair, urls, tmp_path):
+    """``poolsplit-mcp --http --read-db STANDBY`` twice on one primary: each
+    write acknowledged by one instance is in the next recall on the other,
+    and the instances read from the standby (their connections are there)."""
+    from test_http import add_token, ok, rpc, serve
+
+    primary, standby = urls
+    token = add_token(tmp_path, "team", "a", "b", "c")
+    flags = ("--tokens", tmp_path / "tokens.json", "--read-db", standby)
+    with (
+        serve(tmp_path, primary, *flags, workers=2) as one,
+        serve(tmp_path, primary, *flags, workers=1) as two,
+    ):
+        missed = []
+        for n in range(60):
+            writer, reader = (one, two) if n % 2 else (two, one)
+            tenant = "abc"[n % 3]
+            written = ok(
+                rpc(writer.base, "remember", {"content": f"marker{n}"}, token, tenant)
+            )
+            got = ok(
+                rpc(reader.base, "recall", {"message": f"marker{n}"}, token, tenant)
+            )
+            if written["id"] not in {i for ids in got["pools"].values() for i in ids}:
+                missed.append(n)
+        assert missed == []
+        with psycopg.connect(standby) as conn:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                "current_database() AND backend_type = 'client backend' "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert count > 0
