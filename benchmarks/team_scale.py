@@ -20,8 +20,9 @@ What it does, in one run (nothing is asserted; pytest never collects this):
 2. **Two instances**, each ``poolsplit-mcp --http 127.0.0.1:0 --workers 2
    --pool-size P --snapshot-budget MB --tokens FILE`` (one token per tenant),
    requests spread over both (a load balancer's round robin).
-3. **Every tenant touched**: one recall per tenant on each instance, 2
-   rounds (about 3 in 4 tenants reach each worker): then the database's
+3. **Every tenant touched**: one recall per tenant on each instance,
+   ``--touch`` rounds (1: about half the tenants reach each worker; 2:
+   about 3 in 4): then the database's
    client connections (``pg_stat_activity``) against pool size x 4
    processes, and each process's resident memory (VmRSS).
 4. **Latency**: recall and remember p50/p99 (nearest rank) with 1, 4 and 16
@@ -224,13 +225,19 @@ def serve(
             time.sleep(0.1)
         server = Server(proc, base, log)
         seen: set[int] = set()
-        while len(seen) < workers and time.monotonic() < deadline:
+        while len(seen) < workers:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"workers did not start: {log.read_text()[-3000:]}")
             with contextlib.suppress(OSError, ValueError):
                 conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
                 conn.request("GET", "/healthz")
                 seen.add(json.loads(conn.getresponse().read())["pid"])
                 conn.close()
-        yield server
+        try:
+            yield server
+        except BaseException:
+            print(f"server log tail:\n{log.read_text()[-3000:]}", file=sys.stderr)
+            raise
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -341,7 +348,7 @@ def run_clients(servers: list[Server], clients: int, calls: int, work) -> list[A
 # --- the steps ------------------------------------------------------------------
 
 
-def touch_all(servers: list[Server], tokens: list[str]) -> float:
+def touch_all(servers: list[Server], tokens: list[str], rounds: int) -> float:
     started = time.perf_counter()
     tenants = len(tokens)
 
@@ -357,7 +364,7 @@ def touch_all(servers: list[Server], tokens: list[str]) -> float:
             )
 
     per = math.ceil(tenants / 8)
-    for _ in range(2):
+    for _ in range(rounds):
         run_clients(servers, 8, per * 8, work)
     return time.perf_counter() - started
 
@@ -468,6 +475,7 @@ def main() -> None:
     parser.add_argument("--snapshot-budget", type=int, default=256, metavar="MB")
     parser.add_argument("--calls", type=int, default=200, help="per latency row")
     parser.add_argument("--ryw", type=int, default=1000)
+    parser.add_argument("--touch", type=int, default=1, help="rounds over every tenant")
     parser.add_argument("--rounds", type=int, default=6, help="workers A/B rounds")
     parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
     parser.add_argument("--seed", type=int, default=36)
@@ -520,8 +528,11 @@ def measure(
         serve(folder, url, tokens_file, args, 2) as b,
     ):
         servers = [a, b]
-        seconds = touch_all(servers, tokens)
-        print(f"touch: every tenant recalled 2 x on each instance in {seconds:.0f} s")
+        seconds = touch_all(servers, tokens, args.touch)
+        print(
+            f"touch: every tenant recalled {args.touch} x on each instance "
+            f"in {seconds:.0f} s"
+        )
         print(
             f"connections: {client_connections(url)} "
             f"(at most pool size {args.pool_size} x 4 processes = "
