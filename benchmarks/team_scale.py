@@ -18,7 +18,8 @@ What it does, in one run (nothing is asserted; pytest never collects this):
    ``import_jsonl`` per tenant, which checks every line against the
    namespace).
 2. **Two instances**, each ``poolsplit-mcp --http 127.0.0.1:0 --workers 2
-   --pool-size P --snapshot-budget MB --tokens FILE`` (one token per tenant),
+   --pool-size P --snapshot-budget MB --tokens FILE`` (one token per team of
+   10 tenants),
    requests spread over both (a load balancer's round robin).
 3. **Every tenant touched**: one recall per tenant on each instance,
    ``--touch`` rounds (1: about half the tenants reach each worker; 2:
