@@ -260,6 +260,7 @@ class Client:
             http.client.HTTPConnection(s.host, s.port, timeout=120) for s in servers
         ]
         self.turn = 0
+        self.retries = 0
 
     def call(
         self,
@@ -283,7 +284,7 @@ class Client:
             }
         )
         headers = {**HEADERS, "authorization": f"Bearer {token}"}
-        for attempt in (0, 1):
+        for attempt in range(4):
             conn = self.conns[server]
             started = time.perf_counter()
             try:
@@ -291,13 +292,16 @@ class Client:
                 reply = conn.getresponse()
                 data = reply.read()
             except (OSError, http.client.HTTPException):
-                conn.close()  # a closed keep-alive connection: once more
+                # a closed keep-alive connection, or a worker uvicorn replaced
+                # (see restarts below): again, at most 3 times
+                conn.close()
                 s = self.servers[server]
                 self.conns[server] = http.client.HTTPConnection(
                     s.host, s.port, timeout=120
                 )
-                if attempt:
+                if attempt == 3:
                     raise
+                self.retries += 1
                 continue
             took = time.perf_counter() - started
             result = json.loads(data)["result"]
@@ -572,6 +576,12 @@ def measure(
             f"({1000 * took / args.ryw:.1f} ms per write + recall)"
         )
         print(f"connections after: {client_connections(url)}")
+        for label, server in (("A", a), ("B", b)):
+            started = server.log.read_text().count("Started server process")
+            print(
+                f"worker restarts {label}: {started - 2} (uvicorn replaces a worker "
+                "that misses its 5 s health check)"
+            )
     with (
         serve(folder, url, tokens_file, args, 1) as one,
         serve(folder, url, tokens_file, args, 2) as two,
