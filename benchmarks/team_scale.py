@@ -62,7 +62,7 @@ import tempfile
 import threading
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +145,7 @@ def client_connections(url: str) -> int:
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
             "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
         ).fetchone()
+    assert row is not None  # count(*) has one row
     return int(row[0])
 
 
@@ -324,7 +325,12 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-def run_clients(servers: list[Server], clients: int, calls: int, work) -> list[Any]:
+def run_clients(
+    servers: list[Server],
+    clients: int,
+    calls: int,
+    work: Callable[[Client, int, int], Any],
+) -> list[Any]:
     """``work(client, number, i)`` ``calls`` times in all, over ``clients``
     threads; the list of what each call returned."""
     out: list[Any] = []
