@@ -425,6 +425,7 @@ class PostgresBackend:
         self._standby_down_until = 0.0  # monotonic: skip the standby till then
         self.standby_reads = 0  # reads the standby served, and the primary
         self.primary_reads = 0  # served for it (behind, down): for tests
+        self.standby_error: str | None = None
         if read_url is not None:
             self._standby = _Pool(
                 lambda: self._connect(read_url), pool_size, wait_s, mask(read_url)
@@ -612,8 +613,9 @@ class PostgresBackend:
         while True:
             try:
                 found = self._attempt(caught_up, pool=self._standby)
-            except StoreUnavailable:
+            except StoreUnavailable as exc:
                 self._standby_down_until = time.monotonic() + STANDBY_RETRY_S
+                self.standby_error = str(exc)  # the last one, for the operator
                 return None
             if found is not None or time.monotonic() + pause > deadline:
                 return found

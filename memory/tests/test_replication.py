@@ -183,7 +183,7 @@ def test_reads_go_to_the_standby_and_see_every_acknowledged_write(urls):
         replayed(primary, standby)
         before = backend.standby_reads
         assert all(store.get(ident) is not None for ident in ids)
-        assert backend.standby_reads == before + len(ids)
+        assert backend.standby_reads == before + len(ids), backend.standby_error
         with psycopg.connect(standby) as conn:
             assert conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
 
@@ -217,7 +217,7 @@ def test_a_standby_paused_behind_the_primary_costs_reads_not_writes(urls, monkey
                 before = backend.primary_reads
                 written = store.remember("while paused marker", type="fact")
                 assert written.id in store.recall("marker").ids()["facts"]
-                assert backend.primary_reads > before
+                assert backend.primary_reads > before, backend.standby_error
             finally:
                 conn.execute("SELECT pg_wal_replay_resume()")
         before = backend.standby_reads
