@@ -167,10 +167,12 @@ def replayed(primary: str, standby: str) -> None:
     raise AssertionError("the standby never caught up")
 
 
-def test_reads_go_to_the_standby_and_see_every_acknowledged_write(urls):
+def test_reads_go_to_the_standby_and_see_every_acknowledged_write(urls, monkeypatch):
     """Each write at once read back (by the standby if it replayed it within
     STANDBY_WAIT_S, else the primary: on a busy machine either), then, the
-    standby caught up, every read is the standby's."""
+    standby caught up, every read is the standby's (a failure of the
+    standby is not left aside here: each read tries it)."""
+    monkeypatch.setattr(_postgres, "STANDBY_RETRY_S", 0.0)
     primary, standby = urls
     with open_store(primary, namespace="ada", read_url=standby) as store:
         backend = store._backend.backend
@@ -206,6 +208,7 @@ def test_a_standby_paused_behind_the_primary_costs_reads_not_writes(urls, monkey
     waits STANDBY_WAIT_S and is served by the primary; resumed, the
     standby serves again."""
     monkeypatch.setattr(_postgres, "STANDBY_WAIT_S", 0.05)
+    monkeypatch.setattr(_postgres, "STANDBY_RETRY_S", 0.0)  # each read tries it
     primary, standby = urls
     with open_store(primary, namespace="ada", read_url=standby) as store:
         backend = store._backend.backend
