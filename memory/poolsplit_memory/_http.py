@@ -125,6 +125,7 @@ from poolsplit_memory._tokens import (
     read_tokens,
     scopes_of,
 )
+from poolsplit_memory.store import set_snapshot_budget
 
 __all__ = [
     "HttpConfig",
@@ -190,6 +191,9 @@ class HttpConfig:
     verifier: str | None = None  # MODULE:NAME of a TokenVerifier (or factory)
     issuer_url: str | None = None
     resource_url: str | None = None
+    pool_size: int = 4  # issue 36: --pool-size, --snapshot-budget (MB), --read-db
+    snapshot_mb: int = 256
+    read_url: str | None = None
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
@@ -224,6 +228,9 @@ class HttpConfig:
             verifier=data["verifier"],
             issuer_url=data["issuer_url"],
             resource_url=data["resource_url"],
+            pool_size=data["pool_size"],
+            snapshot_mb=data["snapshot_mb"],
+            read_url=data["read_url"],
         )
 
 
@@ -251,11 +258,16 @@ class _Stores:
     holds connections only for the namespaces it has served)."""
 
     def __init__(
-        self, url: str, pools: Sequence[poolsplit.Pool] | None, ranking: str
+        self,
+        url: str,
+        pools: Sequence[poolsplit.Pool] | None,
+        ranking: str,
+        **shared: Any,  # open_store's pool_size and read_url (issue 36)
     ) -> None:
         self._url = url
         self._pools = pools
         self._ranking = ranking
+        self._shared = shared
         self._open: dict[str, Store] = {}
         self._lock = threading.Lock()
 
@@ -268,6 +280,7 @@ class _Stores:
                     namespace=namespace,
                     pools=self._pools,
                     ranking=self._ranking,
+                    **self._shared,
                 )
                 self._open[namespace] = store
             return store
@@ -729,7 +742,14 @@ def build_app(
         if config.pools_file is not None
         else None
     )
-    stores = _Stores(config.url, pools, config.ranking)
+    stores = _Stores(
+        config.url,
+        pools,
+        config.ranking,
+        pool_size=config.pool_size,
+        read_url=config.read_url,
+    )
+    set_snapshot_budget(config.snapshot_mb * 1024 * 1024)
     _stores[:] = [stores]
     server.middleware.append(_tenant_middleware)
     # The SDK builds its session manager here; its routes are replaced below
@@ -894,6 +914,9 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         verifier=args.token_verifier,
         issuer_url=args.issuer_url,
         resource_url=args.resource_url,
+        pool_size=args.pool_size,
+        snapshot_mb=args.snapshot_budget,
+        read_url=args.read_db,
     )
     check_verifier(config)
     return config

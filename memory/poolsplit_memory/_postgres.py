@@ -1,7 +1,9 @@
 """PostgreSQL backend (psycopg 3): the same SQL, a version row per namespace.
 
-Two autocommit connections, a writer and a reader, each behind its own lock,
-each opened again after it breaks (a server restart): a call that meets the
+One pool of autocommit connections per database and process (``pool_size``,
+4 by default; store.py shares the backend between every namespace), opened
+on demand and lent to one call at a time; a broken one is replaced (a
+server restart): a call that meets the
 outage is StoreUnavailable ``database unreachable``; a call whose statements
 never reached COMMIT on a broken connection is retried once on a new one, so
 the first call after the server is back succeeds. A write whose COMMIT was
@@ -27,14 +29,17 @@ waiting forever.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate, stored_version
 from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
+    DEFAULT_POOL_SIZE,
     InvalidInput,
     ReadTx,
     StoreUnavailable,
@@ -64,6 +69,12 @@ T = TypeVar("T")
 
 _SCHEMA_LOCK = 7_317_415_006_512_345  # pg_advisory_xact_lock key of the schema
 _CONNECT_TIMEOUT = 5  # seconds
+# --read-db: how long a read waits for the standby to replay the namespace's
+# last write before it reads the primary instead, and how long a standby
+# that failed is left aside. Replay on loopback takes milliseconds; a
+# standby seconds behind is better skipped than waited for.
+STANDBY_WAIT_S = 1.0
+STANDBY_RETRY_S = 2.0
 
 # Migration 1 (below): the schema of poolsplit-memory 0.1.0.
 SCHEMA_0_1_0 = (
@@ -294,10 +305,103 @@ def mask(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
-class PostgresBackend:
-    """A PostgreSQL database behind the store."""
+class _Pool:
+    """At most ``size`` connections to one database, opened on demand and
+    lent to one call at a time.
 
-    def __init__(self, url: str, *, busy_ms: int = DEFAULT_BUSY_MS) -> None:
+    A call waits for a connection while all are lent, at most ``wait_s``
+    (the busy timeout, at least 1 s; then ``database is locked``: every
+    connection busy is the same fact
+    for the caller as a lock held too long). A connection that broke (a
+    server restart) is closed when it comes back, and so is every idle one:
+    they were opened before the same outage, and the one retry of a call
+    must meet a new connection, not another dead one.
+    """
+
+    def __init__(
+        self, connect: Callable[[], Any], size: int, wait_s: float, where: str
+    ) -> None:
+        self._connect = connect
+        self.size = size
+        self._wait_s = wait_s
+        self._where = where
+        self._idle: list[Any] = []
+        self._open = 0  # lent and idle
+        self._ready = threading.Condition()
+        self._closed = False
+
+    @property
+    def opened(self) -> int:
+        """The connections open now (lent or idle)."""
+        return self._open
+
+    def acquire(self) -> Any:
+        deadline = time.monotonic() + self._wait_s
+        with self._ready:
+            while True:
+                if self._closed:
+                    raise StoreUnavailable("store is closed", self._where)
+                if self._idle:
+                    return self._idle.pop()
+                if self._open < self.size:
+                    self._open += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StoreUnavailable(
+                        "database is locked",
+                        self._where,
+                        f"all {self.size} connections of the pool busy for "
+                        f"{self._wait_s:g} s (--pool-size)",
+                    )
+                self._ready.wait(left)
+        try:
+            return self._connect()
+        except BaseException:
+            with self._ready:
+                self._open -= 1
+                self._ready.notify()
+            raise
+
+    def release(self, conn: Any) -> None:
+        stale = []
+        with self._ready:
+            if self._closed or conn.closed or conn.broken:
+                stale.append(conn)
+                if conn.broken:  # the same outage broke the idle ones
+                    stale += self._idle
+                    self._idle = []
+            else:
+                self._idle.append(conn)
+            self._open -= len(stale)
+            self._ready.notify_all()
+        for old in stale:
+            old.close()
+
+    def close(self) -> None:
+        """Close the idle connections; a lent one closes when it comes back."""
+        with self._ready:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._open -= len(idle)
+            self._ready.notify_all()
+        for conn in idle:
+            conn.close()
+
+
+class PostgresBackend:
+    """A PostgreSQL database behind the store: one pool of ``pool_size``
+    connections, shared by every namespace (store.py shares one backend per
+    database and process)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        busy_ms: int = DEFAULT_BUSY_MS,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        read_url: str | None = None,
+    ) -> None:
         self.url = mask(url)
         self._dsn = url
         # PostgreSQL reads 0 as "no limit"; SQLite's 0 is "do not wait". A
@@ -315,12 +419,19 @@ class PostgresBackend:
                 "pip install 'poolsplit-memory[postgres]'",
             )
         self._counter = Counter()
-        self._conns: dict[str, Any] = {}
-        self._locks = {"read": threading.Lock(), "write": threading.Lock()}
-        self._closed = False
+        wait_s = max(busy_ms, 1000) / 1000  # for a connection: the busy timeout
+        self._pool = _Pool(lambda: self._connect(url), pool_size, wait_s, self.url)
+        self._standby: _Pool | None = None
+        self._standby_down_until = 0.0  # monotonic: skip the standby till then
+        self.standby_reads = 0  # reads the standby served, and the primary
+        self.primary_reads = 0  # served for it (behind, down): for tests
+        self.standby_error: str | None = None
+        if read_url is not None:
+            self._standby = _Pool(
+                lambda: self._connect(read_url), pool_size, wait_s, mask(read_url)
+            )
         try:
-            with self._locks["write"]:
-                self._attempt("write", self._create_schema)
+            self._attempt(self._create_schema)
         except BaseException:
             self.close()  # no connection left for the garbage collector
             raise
@@ -333,6 +444,11 @@ class PostgresBackend:
     def scrub_pending(self) -> bool:
         return False  # a deleted row's old tuple is VACUUM's (see forget)
 
+    @property
+    def connections(self) -> int:
+        """The connections this backend holds open now (at most its pool size)."""
+        return self._pool.opened
+
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         state = getattr(exc, "sqlstate", None) or ""
         cause = _CAUSES.get(state) or _CAUSES.get(state[:2])
@@ -344,17 +460,11 @@ class PostgresBackend:
         )
         return StoreUnavailable(cause, self.url, detail)
 
-    def _connection(self, slot: str) -> Any:
-        if self._closed:
-            raise StoreUnavailable("store is closed", self.url)
-        conn = self._conns.get(slot)
-        if conn is not None and not conn.closed and not conn.broken:
-            return conn
-        if conn is not None:
-            conn.close()
+    def _connect(self, dsn: str) -> Any:
+        """A new autocommit connection with the store's timeouts."""
         try:
             conn = psycopg.connect(
-                self._dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
+                dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT
             )
         except psycopg.ProgrammingError as exc:  # the URL itself cannot be read
             detail = str(exc).strip().splitlines()[0]
@@ -370,35 +480,50 @@ class PostgresBackend:
         except psycopg.Error as exc:
             conn.close()
             raise self._unavailable(exc) from None
-        self._conns[slot] = conn
         return conn
 
+    @contextlib.contextmanager
+    def connection(self, pool: _Pool | None = None) -> Iterator[Any]:
+        """A connection of the pool (the primary's unless given) for the
+        block (tests and tools)."""
+        pool = self._pool if pool is None else pool
+        conn = pool.acquire()
+        try:
+            yield conn
+        finally:
+            pool.release(conn)
+
     def _attempt(
-        self, slot: str, work: Callable[[Any], T], *, commit: bool = True
+        self,
+        work: Callable[[Any], T],
+        *,
+        commit: bool = True,
+        pool: _Pool | None = None,
     ) -> T:
-        """Run ``work(conn)`` (which opens its transaction) and COMMIT; once
-        more on a new connection when the old one turns out broken before
-        COMMIT was sent. ``commit=False``: one autocommit statement."""
+        """Run ``work(conn)`` (which opens its transaction) on a connection
+        of the pool (the primary's unless given) and COMMIT; once more on a
+        new connection when the old one turns out broken before COMMIT was
+        sent. ``commit=False``: one autocommit statement."""
         for attempt in (0, 1):
-            conn = self._connection(slot)
-            committing = False
-            try:
-                result = work(conn)
-                committing = True
-                if commit:
-                    conn.execute("COMMIT")
-                return result
-            except psycopg.Error as exc:
-                lost = conn.broken or conn.closed
-                if not lost:
-                    self._rollback(conn)
-                elif attempt == 0 and not committing:
-                    continue
-                raise self._unavailable(exc) from None
-            except BaseException:
-                if not (conn.broken or conn.closed):
-                    self._rollback(conn)
-                raise
+            with self.connection(pool) as conn:
+                committing = False
+                try:
+                    result = work(conn)
+                    committing = True
+                    if commit:
+                        conn.execute("COMMIT")
+                    return result
+                except psycopg.Error as exc:
+                    lost = conn.broken or conn.closed
+                    if not lost:
+                        self._rollback(conn)
+                    elif attempt == 0 and not committing:
+                        continue
+                    raise self._unavailable(exc) from None
+                except BaseException:
+                    if not (conn.broken or conn.closed):
+                        self._rollback(conn)
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _rollback(self, conn: Any) -> None:
@@ -438,35 +563,75 @@ class PostgresBackend:
         migrate(run, MIGRATIONS, has_table, self.url)
 
     def version(self, namespace: str) -> object:
-        with self._locks["read"]:
+        def work(conn: Any) -> object:
+            row = conn.execute(_VERSION, (namespace,)).fetchone()
+            return 0 if row is None else int(row[0])
 
-            def work(conn: Any) -> object:
-                row = conn.execute(_VERSION, (namespace,)).fetchone()
-                return 0 if row is None else int(row[0])
-
-            return self._attempt("read", work, commit=False)  # one round trip
+        return self._attempt(work, commit=False)  # one round trip
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
-        with self._locks["read"]:
+        """``work`` in one read snapshot: on the standby (``read_url``) when
+        it has replayed the namespace's version the primary has now, else on
+        the primary (see :meth:`_on_standby`)."""
 
-            def run(conn: Any) -> T:
-                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                return work(self._tx(conn, namespace))
+        def run(conn: Any) -> T:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            return work(self._tx(conn, namespace))
 
-            return self._attempt("read", run)
+        if self._standby is not None and time.monotonic() >= self._standby_down_until:
+            found = self._on_standby(namespace, lambda c: work(self._tx(c, namespace)))
+            if found is not None:
+                self.standby_reads += 1
+                return found[0]
+            self.primary_reads += 1
+        return self._attempt(run)
+
+    def _on_standby(self, namespace: str, run: Callable[[Any], T]) -> tuple[T] | None:
+        """``(run(conn),)`` in a read snapshot of the standby that holds the
+        namespace's version as the primary has it now; None when the standby
+        is still behind after STANDBY_WAIT_S, or fails (down, a query
+        cancelled by replay): the caller reads the primary.
+
+        Every write bumps its namespace's version in its own transaction,
+        and versions only grow, so a standby snapshot at that version holds
+        every write acknowledged before this read began, by any process:
+        read-your-writes across instances, as on the primary. A failure
+        sets the standby aside for STANDBY_RETRY_S (no connect timeout per
+        read while it is down).
+        """
+        assert self._standby is not None
+        target = self.version(namespace)
+        deadline = time.monotonic() + STANDBY_WAIT_S
+        pause = 0.001
+
+        def caught_up(conn: Any) -> tuple[T] | None:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            row = conn.execute(_VERSION, (namespace,)).fetchone()  # the snapshot
+            seen = 0 if row is None else int(row[0])
+            return (run(conn),) if seen >= target else None  # type: ignore[operator]
+
+        while True:
+            try:
+                found = self._attempt(caught_up, pool=self._standby)
+            except StoreUnavailable as exc:
+                self._standby_down_until = time.monotonic() + STANDBY_RETRY_S
+                self.standby_error = str(exc)  # the last one, for the operator
+                return None
+            if found is not None or time.monotonic() + pause > deadline:
+                return found
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
 
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T:
-        with self._locks["write"]:
+        def run(conn: Any) -> T:
+            conn.execute("BEGIN")
+            conn.execute(_BUMP, (namespace,))
+            tx = self._tx(conn, namespace)
+            result = work(tx)
+            tx.prune()
+            return result
 
-            def run(conn: Any) -> T:
-                conn.execute("BEGIN")
-                conn.execute(_BUMP, (namespace,))
-                tx = self._tx(conn, namespace)
-                result = work(tx)
-                tx.prune()
-                return result
-
-            return self._attempt("write", run)
+        return self._attempt(run)
 
     def _tx(self, conn: Any, namespace: str) -> SqlTx:
         def version() -> object:
@@ -475,9 +640,10 @@ class PostgresBackend:
 
         return SqlTx(conn.execute, "%s", namespace, self._counter, version, _LOG)
 
+    def scrub(self) -> None:
+        """Nothing to scrub (see ``scrub_pending``)."""
+
     def close(self) -> None:
-        with self._locks["write"], self._locks["read"]:
-            self._closed = True
-            for conn in self._conns.values():
-                conn.close()
-            self._conns.clear()
+        self._pool.close()
+        if self._standby is not None:
+            self._standby.close()

@@ -391,6 +391,13 @@ class SQLiteBackend:
         if not busy:
             self._scrub_pending = False
 
+    def scrub(self) -> None:
+        """Try a pending scrub now, waiting as long as close does (a store
+        on this shared backend closes; the backend stays open)."""
+        with self._write_lock:
+            if self._scrub_pending and not self._closed:
+                self._checkpoint(self._writer, min(self._busy_ms, _SCRUB_WAIT_MS))
+
     def close(self) -> None:
         with self._write_lock:
             if self._closed:

@@ -19,6 +19,9 @@ from typing import Final, NamedTuple, Protocol, TypeVar
 
 # How long a call waits for a lock another connection holds (``?busy_timeout=MS``).
 DEFAULT_BUSY_MS: Final = 10_000
+# The most connections a process opens to one PostgreSQL database, shared by
+# every namespace (``open_store(pool_size=)``, ``poolsplit-mcp --pool-size``).
+DEFAULT_POOL_SIZE: Final = 4
 # How far (in change-log positions) a snapshot may be behind and still be
 # brought forward row by row; the backends keep this much of the log.
 KEEP_CHANGES: Final = 20_000
@@ -157,7 +160,8 @@ class Backend(Protocol):
     when ``work`` raises; a database failure comes out as StoreUnavailable.
     ``version`` changes whenever the namespace may have changed, and reads
     no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
-    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL).
+    ``scrub_pending``: deleted content may still be in a file (SQLite's WAL);
+    ``scrub`` tries again to remove it, as ``close`` does.
     """
 
     url: str
@@ -170,4 +174,5 @@ class Backend(Protocol):
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
     def version(self, namespace: str) -> object: ...
+    def scrub(self) -> None: ...
     def close(self) -> None: ...

@@ -86,10 +86,12 @@ import poolsplit
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
 from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory.store import (
+    DEFAULT_POOL_SIZE,
     RANKINGS,
     REMEMBER_DESCRIPTION,
     is_ephemeral,
     parse_url,
+    set_snapshot_budget,
 )
 
 try:
@@ -1252,6 +1254,29 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
     )
+    # --- many tenants, several instances (issue 36; README "Many tenants") ---
+    parser.add_argument(
+        "--pool-size",
+        type=int,
+        default=DEFAULT_POOL_SIZE,
+        metavar="N",
+        help="PostgreSQL connections per process, shared by every namespace "
+        f"(default {DEFAULT_POOL_SIZE})",
+    )
+    parser.add_argument(
+        "--snapshot-budget",
+        type=int,
+        default=256,
+        metavar="MB",
+        help="memory for the namespaces' loaded entries per process, least "
+        "recently used out (default 256)",
+    )
+    parser.add_argument(
+        "--read-db",
+        metavar="URL",
+        help="a postgresql:// streaming-replication standby of --db to serve "
+        "reads from (writes go to --db)",
+    )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {__version__}"
     )
@@ -1347,6 +1372,9 @@ def main(argv: list[str] | None = None) -> int:
                 "for the default pools"
             )
         url = _choose_db(args.db, args.ephemeral)
+        if args.pool_size < 1 or args.snapshot_budget < 1:
+            raise ValueError("--pool-size and --snapshot-budget must be at least 1")
+        set_snapshot_budget(args.snapshot_budget * 1024 * 1024)
         http = None
         if args.http is not None:  # issue 28: checked before any store opens
             from poolsplit_memory._http import config_from_args
@@ -1356,7 +1384,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(exc))
     try:
         store = open_store(
-            url, namespace=args.namespace, pools=pools, ranking=args.ranking
+            url,
+            namespace=args.namespace,
+            pools=pools,
+            ranking=args.ranking,
+            pool_size=args.pool_size,
+            read_url=args.read_db,
         )
     except StoreError as exc:
         return _fail(str(exc))
@@ -1371,6 +1404,9 @@ def main(argv: list[str] | None = None) -> int:
         if http is not None:  # issue 28: the same tools over HTTP
             from poolsplit_memory._http import serve
 
+            # issue 36: the workers hold the connections; the supervisor's
+            # store only checked the database
+            store.close()
             return serve(http, where, f"{_MODULE}:_http_worker_app")
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr

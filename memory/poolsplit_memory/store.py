@@ -124,9 +124,11 @@ from ._ranking import (
     terms,
 )
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
+from ._shared import Handle, own_backend, shared_backend, snapshots
 from ._sqlite import SQLiteBackend
 from ._types import (
     DEFAULT_BUSY_MS,
+    DEFAULT_POOL_SIZE,
     KEEP_CHANGES,
     Backend,
     InvalidInput,
@@ -141,6 +143,7 @@ from ._types import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "DEFAULT_POOL_SIZE",
     "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
@@ -161,6 +164,7 @@ __all__ = [
     "loadable",
     "not_loaded",
     "open_store",
+    "set_snapshot_budget",
 ]
 
 # ===========================================================================
@@ -214,6 +218,13 @@ _MAX_PAGE: Final = 500
 _ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
+# A snapshot's estimated bytes: a fixed part per entry plus a part per byte
+# of its stored JSON (the parsed dict, the index's and the ranking's
+# structures). Fitted to tracemalloc over 1,000 entries of 107, 190 and 989
+# JSON bytes (4.8, 6.9 and 14-17 KB an entry retained; the estimate gives
+# 5.4, 6.5 and 16.9): an estimate, not an account.
+_SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 13
+_SNAPSHOT_BYTES_PER_ENTRY: Final = 4_000
 
 
 # ===========================================================================
@@ -1119,7 +1130,11 @@ class Store:
         self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
         self._token_counter = token_counter
         self._max_entry_tokens = max_entry_tokens
-        self._cache: dict[tuple[Pool, ...] | None, _Snapshot] = {}
+        # The snapshots live in the process's budget (_shared.snapshots),
+        # keyed by (this store's owner key, pools); their bytes per entry
+        # are estimated when a snapshot is read whole.
+        self._owner = snapshots.owner()
+        self._entry_bytes: dict[tuple[Pool, ...] | None, int] = {}
         self._cache_lock = threading.Lock()
         self._cursor_key: bytes | None = None  # the database's: see _cursor_secret
 
@@ -1162,8 +1177,11 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        """Close the connections; later calls raise StoreUnavailable."""
+        """Let go of the database (its connections close with the last
+        store of the process on it) and of the snapshots; later calls raise
+        StoreUnavailable."""
         self._backend.close()
+        snapshots.drop_owner(self._owner)
 
     # --- writes ------------------------------------------------------------
 
@@ -1692,7 +1710,7 @@ class Store:
         snapshot holds.
         """
         pools = self.pools if pools is None else tuple(pools)
-        cached = self._cache.get(pools)
+        cached: _Snapshot | None = snapshots.get((self._owner, pools))
         if cached is not None and cached.signal == self._backend.version(
             self.namespace
         ):
@@ -1720,10 +1738,30 @@ class Store:
         elif changed or rows:  # else only other namespaces changed: no work
             snap.apply(changed, rows)
         snap.signal, snap.position = signal, position
-        if len(self._cache) >= _MAX_CACHED and pools not in self._cache:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[pools] = snap
+        self._keep(pools, snap, None if changed is not None else rows)
         return snap
+
+    def _keep(
+        self,
+        pools: tuple[Pool, ...] | None,
+        snap: _Snapshot,
+        rows: Sequence[Stored] | None,
+    ) -> None:
+        """Put the snapshot in the process's budget, with its estimated bytes
+        (per entry: estimated from ``rows`` when it was read whole, else as
+        when it last was); at most _MAX_CACHED lists of pools per store."""
+        if rows is not None or pools not in self._entry_bytes:
+            body = sum(len(row.body) for row in rows or ()) / max(len(rows or ()), 1)
+            self._entry_bytes[pools] = (
+                int(body * _SNAPSHOT_BYTES_PER_BODY_BYTE) + _SNAPSHOT_BYTES_PER_ENTRY
+            )
+        key = (self._owner, pools)
+        if snapshots.get(key) is None and snapshots.count(self._owner) >= _MAX_CACHED:
+            oldest = snapshots.oldest_of(self._owner)
+            if oldest is not None:
+                snapshots.drop(oldest)
+        size = (len(snap.entries) + len(snap.skipped) + 1) * self._entry_bytes[pools]
+        snapshots.put(key, snap, size)
 
     # --- import / export ---------------------------------------------------
 
@@ -2201,6 +2239,8 @@ def open_store(
     token_counter: TokenCounter = default_token_counter,
     max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
     ranking: str = "lexical",
+    pool_size: int = DEFAULT_POOL_SIZE,
+    read_url: str | None = None,
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
 
@@ -2212,9 +2252,21 @@ def open_store(
     recall ranks the entries of a pool, one of :data:`RANKINGS`
     (memory/README.md's "Ranking").
 
+    Every store of a process on one database shares its connections
+    (memory/README.md's "Many tenants"): on PostgreSQL one pool of at most
+    ``pool_size`` connections (4 by default; stores opened with another
+    size get a pool of their own), on a SQLite file one writer and one
+    reader; ``:memory:`` is a database of its own each time. The
+    connections close with the process's last store on the database.
+    ``read_url`` (PostgreSQL only): a streaming-replication standby of
+    ``url`` that serves the reads once it has replayed the namespace's last
+    write, so that a recall still sees every acknowledged write (else the
+    primary serves them); writes and the warm recall's version check go to
+    ``url``.
+
     Raises:
         InvalidInput: an empty or unsupported url, a bad namespace, pools,
-            max_entry_tokens or ranking.
+            max_entry_tokens, ranking, pool_size or read_url.
         StoreUnavailable: the database cannot be opened (one line naming the
             cause: missing folder, not a database, read-only, unreachable).
     """
@@ -2243,20 +2295,68 @@ def open_store(
             Embedder.shared()
         except ImportError as exc:
             raise InvalidInput("ranking", str(exc)) from None
+    if type(pool_size) is not int or pool_size < 1:
+        raise InvalidInput("pool_size", f"must be a positive int, got {pool_size!r}")
     target = parse_url(url)
-    backend: Backend
-    if target.kind == "postgresql":
-        backend = PostgresBackend(target.where, busy_ms=target.busy_ms)
-    else:
-        backend = SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
+    if read_url is not None and (
+        target.kind != "postgresql"
+        or not isinstance(read_url, str)
+        or not read_url.startswith(_POSTGRES_SCHEMES)
+    ):
+        raise InvalidInput(
+            "read_url",
+            f"must be a postgresql:// standby of a postgresql:// url, got {read_url!r}",
+        )
     return Store(
-        backend,
+        _backend(target, url, pool_size, read_url),
         namespace=namespace,
         pools=checked_pools,
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
         ranking=ranking,
     )
+
+
+def _backend(target: Target, url: str, pool_size: int, read_url: str | None) -> Handle:
+    """This process's backend of the database (one per database: see
+    open_store), or a new one for ``:memory:``."""
+    if target.kind == "postgresql":
+        try:
+            standby = None if read_url is None else parse_url(read_url).where
+        except InvalidInput as exc:
+            raise InvalidInput("read_url", exc.message) from None
+        return shared_backend(
+            (target.kind, target.where, target.busy_ms, pool_size, standby),
+            lambda: PostgresBackend(
+                target.where,
+                busy_ms=target.busy_ms,
+                pool_size=pool_size,
+                read_url=standby,
+            ),
+        )
+
+    def sqlite() -> Backend:
+        return SQLiteBackend(target.where, busy_ms=target.busy_ms, url=url)
+
+    if target.where == _MEMORY:
+        return own_backend(sqlite())
+    # A file is one database whatever the pool size (one writer, one reader).
+    where = os.path.realpath(target.where)
+    return shared_backend((target.kind, where, target.busy_ms, 0, None), sqlite)
+
+
+def set_snapshot_budget(nbytes: int) -> None:
+    """Keep this process's snapshots (every store's loaded candidates)
+    within about ``nbytes`` (256 MiB by default; memory/README.md's "Many
+    tenants"): the least recently used leaves first and is read again by
+    its store's next recall.
+
+    Raises:
+        InvalidInput: ``nbytes`` is not a positive int.
+    """
+    if type(nbytes) is not int or nbytes < 1:
+        raise InvalidInput("nbytes", f"must be a positive int, got {nbytes!r}")
+    snapshots.budget = nbytes
 
 
 class Target(NamedTuple):

@@ -248,8 +248,7 @@ def test_the_postgres_candidate_query_uses_both_indexes(pg_url):
 
         store._backend.read(store.namespace, capture)
         sql, params = captured[-1]
-        with store._backend._locks["read"]:
-            conn = store._backend._connection("read")
+        with store._backend.connection() as conn:
             plan = " ".join(r[0] for r in conn.execute("EXPLAIN " + sql, params))
     assert "poolsplit_entries_active" in plan
     assert "poolsplit_entries_always" in plan

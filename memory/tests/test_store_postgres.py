@@ -30,7 +30,8 @@ def test_a_killed_connection_is_replaced_on_the_next_call(pg_url):
     with open_store(pg_url, namespace="ada") as store:
         first = store.remember("before", type="fact")
         store.recall("before")
-        assert terminate_other_connections(pg_url) == 2  # the reader and the writer
+        # one call after another: the pool's one connection, reused
+        assert terminate_other_connections(pg_url) == 1
         second = store.remember("after", type="fact")  # retried on a new connection
         assert set(store.recall("before after").ids()["facts"]) == {first.id, second.id}
 
@@ -78,11 +79,14 @@ def test_the_busy_timeout_is_10_s_by_default_and_the_same_on_every_connection(
         "SELECT current_setting('lock_timeout'), current_setting('statement_timeout')"
     )
     with open_store(pg_url, namespace="ada") as store:
-        for slot in ("read", "write"):
-            row = store._backend._connection(slot).execute(settings).fetchone()
-            assert row == ("10s", "20s")
+        backend = store._backend
+        with backend.connection() as first, backend.connection() as second:
+            assert first is not second
+            for conn in (first, second):
+                assert conn.execute(settings).fetchone() == ("10s", "20s")
     with open_store(f"{pg_url}?busy_timeout=0", namespace="ada") as store:
-        row = store._backend._connection("write").execute(settings).fetchone()
+        with store._backend.connection() as conn:
+            row = conn.execute(settings).fetchone()
         assert row == ("1ms", "10s")  # PostgreSQL's 0 would mean "no limit"
 
 
@@ -92,8 +96,8 @@ def test_a_replaced_connection_keeps_the_busy_timeout(pg_url):
         store.remember("x")
         terminate_other_connections(pg_url)
         store.remember("y")  # a new connection
-        row = store._backend._connection("write").execute(settings).fetchone()
-        assert row == ("250ms",)
+        with store._backend.connection() as conn:
+            assert conn.execute(settings).fetchone() == ("250ms",)
 
 
 @pytest.mark.parametrize("query", ["busy_timeout=soon", "busy_timeout=-1"])
@@ -107,9 +111,8 @@ def test_a_bad_busy_timeout_on_a_postgres_url_is_invalid_input(query):
 def test_a_read_only_database_is_one_line(pg_url):
     with open_store(pg_url, namespace="ada") as store:
         kept = store.remember("x")
-        store._backend._connection("write").execute(
-            "SET default_transaction_read_only = on"
-        )
+        with store._backend.connection() as conn:  # the one the next call gets
+            conn.execute("SET default_transaction_read_only = on")
         with pytest.raises(StoreUnavailable) as info:
             store.remember("y")
         assert str(info.value).startswith("database is read-only: ")

@@ -1,0 +1,605 @@
+"""A team's memory server at scale: many tenants, two instances, one PostgreSQL.
+
+    pip install 'poolsplit-memory[mcp,postgres]'   # or the wheels, see README
+    eval "$(bash scripts/start-postgres.sh)"        # a server to create a database in
+    python benchmarks/team_scale.py [--tenants 1000] [--memories 1000]
+                                    [--pool-size 4] [--snapshot-budget 256]
+                                    [--calls 200] [--pg-dsn URL]
+    python benchmarks/team_scale.py --quick        # CI: 20 tenants of 50
+
+What it does, in one run (nothing is asserted; pytest never collects this):
+
+1. **Fill.** A new database on the server of ``--pg-dsn`` (or
+   ``POOLSPLIT_PG_DSN``), dropped at the end. ``open_store`` creates the
+   schema; then every tenant's ``--memories`` entries go in by one ``COPY``
+   per 50 tenants, each row built by the store's own ``build_entry`` and row
+   rule (``store._row``: its columns and identical-memory digest), so the
+   triggers log and version them as any write (much faster than
+   ``import_jsonl`` per tenant, which checks every line against the
+   namespace).
+2. **Two instances**, each ``poolsplit-mcp --http 127.0.0.1:0 --workers 2
+   --pool-size P --snapshot-budget MB --tokens FILE`` (one token per team of
+   10 tenants),
+   requests spread over both (a load balancer's round robin).
+3. **Every tenant touched**: one recall per tenant on each instance,
+   ``--touch`` rounds (1: about half the tenants reach each worker; 2:
+   about 3 in 4): then the database's
+   client connections (``pg_stat_activity``) against pool size x 4
+   processes, and each process's resident memory (VmRSS).
+4. **Latency**: recall and remember p50/p99 (nearest rank) with 1, 4 and 16
+   clients, for a hot tenant (every call the same one: its snapshot warm)
+   and cold tenants (each call a tenant not served since the fill round:
+   its snapshot evicted by the budget, read again whole).
+5. **Read-your-writes across instances**: ``--ryw`` writes, each
+   acknowledged by one instance and recalled at once on the other.
+6. **Workers**: one more instance with ``--workers 1`` beside one with
+   ``--workers 2``; 16 clients of hot-tenant recalls, rounds alternating
+   between them (interleaved A/B), the median requests/s of each and their
+   ratio.
+
+The machine may be shared: every figure is from one run, ratios of medians
+of interleaved rounds where two things are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import http.client
+import json
+import math
+import multiprocessing
+import os
+import random
+import re
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from poolsplit_memory import open_store
+from poolsplit_memory import store as store_module
+
+SERVER = Path(sys.executable).with_name("poolsplit-mcp")
+START = 180  # seconds: a bound for a server to come up
+_VOCABULARY = (
+    "billing deploy schema invoice retry cache token budget ranking review "
+    "release migration backup index tenant snapshot latency worker replica "
+    "postgres sqlite recall remember forget update audit export import "
+    "customer onboarding roadmap incident alert dashboard metric quota"
+)
+WORDS = tuple(_VOCABULARY.split())
+KINDS = ("fact", "fact", "task", "note", "episode", "skill")
+HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2025-06-18",
+}
+
+
+# --- the database -------------------------------------------------------------
+
+
+def with_database(dsn: str, name: str) -> str:
+    base = dsn.partition("?")[0]
+    return f"{base.rpartition('/')[0]}/{name}"
+
+
+def content(rng: random.Random, tenant: int, n: int) -> str:
+    words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20)))
+    return f"t{tenant} memory {n}: {words}"
+
+
+def fill(url: str, tenants: int, memories: int, seed: int) -> float:
+    """Every tenant's memories, by COPY (see the module doc); the seconds."""
+    started = time.perf_counter()
+    with open_store(url, namespace="t0"):
+        pass  # the schema
+    rng = random.Random(seed)
+    columns = (
+        "namespace, id, type, status, scope, superseded_by, client_key, body, "
+        "memory_hash"
+    )
+    with psycopg.connect(url, autocommit=True) as conn:
+        for first in range(0, tenants, 50):
+            sql = f"COPY poolsplit_entries ({columns}) FROM STDIN"
+            with conn.transaction(), conn.cursor() as cur, cur.copy(sql) as copy:
+                for tenant in range(first, min(first + 50, tenants)):
+                    for n in range(memories):
+                        entry = store_module.build_entry(
+                            content(rng, tenant, n),
+                            type=KINDS[n % len(KINDS)],
+                            tags=[rng.choice(WORDS)],
+                        )
+                        row = store_module._row(entry)
+                        copy.write_row(
+                            (
+                                f"t{tenant}",
+                                row.id,
+                                row.type,
+                                row.status,
+                                row.scope,
+                                row.superseded_by,
+                                None,
+                                row.body,
+                                row.memory_hash,
+                            )
+                        )
+        conn.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def client_connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert row is not None  # count(*) has one row
+    return int(row[0])
+
+
+# --- servers and clients --------------------------------------------------------
+
+
+def write_tokens(path: Path, tenants: int) -> list[str]:
+    """One token per team of 10 tenants, in the tokens file's format
+    (version 1); the token of each tenant, by tenant. (One token per tenant
+    would be 1,000 records: ``--http`` hands its workers the configuration
+    in one environment variable, and Linux refuses one over 128 KiB.)"""
+    teams = [f"psm_{secrets.token_urlsafe(24)}" for _ in range(0, tenants, 10)]
+    records = [
+        {
+            "name": f"team{k}",
+            "sha256": hashlib.sha256(token.encode()).hexdigest(),
+            "namespaces": [f"t{n}" for n in range(10 * k, min(10 * k + 10, tenants))],
+            "read_only": False,
+        }
+        for k, token in enumerate(teams)
+    ]
+    path.write_text(json.dumps({"version": 1, "tokens": records}))
+    path.chmod(0o600)
+    return [teams[n // 10] for n in range(tenants)]
+
+
+class Server:
+    def __init__(self, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+        self.proc, self.base, self.log = proc, base, log
+        host, port = base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+
+    def processes(self) -> list[tuple[str, int]]:
+        """(role, pid): the first process (the supervisor when --workers > 1)
+        and its children (the workers; multiprocessing's resource tracker
+        named as such)."""
+        found = [("supervisor", self.proc.pid)]
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        with contextlib.suppress(OSError):
+            for pid in (int(p) for p in children.read_text().split()):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                role = "tracker" if b"resource_tracker" in cmdline else "worker"
+                found.append((role, pid))
+        return found
+
+
+@contextlib.contextmanager
+def serve(
+    folder: Path, url: str, tokens: Path, args: argparse.Namespace, workers: int
+) -> Iterator[Server]:
+    log = folder / f"server-{secrets.token_hex(3)}.err"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [
+                SERVER,
+                "--http",
+                "127.0.0.1:0",
+                "--db",
+                url,
+                "--tokens",
+                str(tokens),
+                "--workers",
+                str(workers),
+                "--pool-size",
+                str(args.pool_size),
+                "--snapshot-budget",
+                str(args.snapshot_budget),
+            ],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + START
+        base = None
+        while base is None:
+            found = re.search(r"http://127\.0\.0\.1:\d+", log.read_text())
+            base = found.group(0) if found else None
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"server did not start: {log.read_text()}")
+            time.sleep(0.1)
+        server = Server(proc, base, log)
+        seen: set[int] = set()
+        while len(seen) < workers:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"workers did not start: {log.read_text()[-3000:]}")
+            with contextlib.suppress(OSError, ValueError):
+                conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+                conn.request("GET", "/healthz")
+                seen.add(json.loads(conn.getresponse().read())["pid"])
+                conn.close()
+        try:
+            yield server
+        except BaseException:
+            print(f"server log tail:\n{log.read_text()[-3000:]}", file=sys.stderr)
+            raise
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+class Client:
+    """One keep-alive HTTP connection per server, plain JSON-RPC."""
+
+    def __init__(self, servers: list[Server]) -> None:
+        self.servers = servers
+        self.conns = [
+            http.client.HTTPConnection(s.host, s.port, timeout=120) for s in servers
+        ]
+        self.turn = 0
+        self.retries = 0
+
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        token: str,
+        tenant: str,
+        server: int | None = None,
+    ) -> tuple[float, dict[str, Any]]:
+        """(seconds, structuredContent) of one tools/call, on ``server`` or the
+        next in turn (round robin)."""
+        if server is None:
+            server = self.turn % len(self.conns)
+            self.turn += 1
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        )
+        headers = {**HEADERS, "authorization": f"Bearer {token}"}
+        for attempt in range(4):
+            conn = self.conns[server]
+            started = time.perf_counter()
+            try:
+                conn.request("POST", f"/mcp/{tenant}", body, headers)
+                reply = conn.getresponse()
+                data = reply.read()
+            except (OSError, http.client.HTTPException):
+                # a closed keep-alive connection, or a worker uvicorn replaced
+                # (see restarts below): again, at most 3 times
+                conn.close()
+                s = self.servers[server]
+                self.conns[server] = http.client.HTTPConnection(
+                    s.host, s.port, timeout=120
+                )
+                if attempt == 3:
+                    raise
+                self.retries += 1
+                continue
+            took = time.perf_counter() - started
+            result = json.loads(data)["result"]
+            if result.get("isError"):
+                raise RuntimeError(f"{tool} failed: {result['content'][0]['text']}")
+            return took, result["structuredContent"]
+        raise AssertionError("unreachable")
+
+
+def rss_mb(pid: int) -> float:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def run_clients(
+    servers: list[Server],
+    clients: int,
+    calls: int,
+    work: Callable[[Client, int, int], Any],
+) -> list[Any]:
+    """``work(client, number, i)`` ``calls`` times in all, over ``clients``
+    threads; the list of what each call returned."""
+    out: list[Any] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    per = max(1, calls // clients)
+
+    def run(number: int) -> None:
+        client = Client(servers)
+        client.turn = number
+        try:
+            for i in range(per):
+                got = work(client, number, i)
+                with lock:
+                    out.append(got)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+# --- the steps ------------------------------------------------------------------
+
+
+def touch_all(servers: list[Server], tokens: list[str], rounds: int) -> float:
+    started = time.perf_counter()
+    tenants = len(tokens)
+
+    def work(client: Client, number: int, i: int) -> None:
+        tenant = (number * per + i) % tenants
+        for server in range(len(servers)):
+            client.call(
+                "recall",
+                {"message": "billing deploy"},
+                tokens[tenant],
+                f"t{tenant}",
+                server,
+            )
+
+    per = math.ceil(tenants / 8)
+    for _ in range(rounds):
+        run_clients(servers, 8, per * 8, work)
+    return time.perf_counter() - started
+
+
+def latency(
+    servers: list[Server],
+    tokens: list[str],
+    clients: int,
+    calls: int,
+    hot: bool,
+    rng: random.Random,
+) -> dict[str, list[float]]:
+    """recall and remember seconds, each call a recall then a remember."""
+    tenants = len(tokens)
+    cold = iter(rng.sample(range(1, tenants), min(tenants - 1, calls)))
+    lock = threading.Lock()
+
+    def work(client: Client, number: int, i: int) -> tuple[float, float]:
+        if hot:
+            tenant = 0
+        else:
+            with lock:
+                tenant = next(cold, rng.randrange(1, tenants))
+        message = " ".join(rng.choice(WORDS) for _ in range(3))
+        took_recall, _ = client.call(
+            "recall", {"message": message}, tokens[tenant], f"t{tenant}"
+        )
+        took_write, _ = client.call(
+            "remember",
+            {"content": f"c{number} call {i} {message}", "type": "note"},
+            tokens[tenant],
+            f"t{tenant}",
+        )
+        return took_recall, took_write
+
+    got = run_clients(servers, clients, calls, work)
+    return {"recall": [r for r, _ in got], "remember": [w for _, w in got]}
+
+
+def read_your_writes(servers: list[Server], tokens: list[str], count: int) -> int:
+    client = Client(servers)
+    seen = 0
+    for n in range(count):
+        tenant = n % len(tokens)
+        writer, reader = n % 2, 1 - n % 2
+        marker = f"ryw{n}x{secrets.token_hex(3)}"
+        _, written = client.call(
+            "remember",
+            {"content": f"note {marker}"},
+            tokens[tenant],
+            f"t{tenant}",
+            writer,
+        )
+        _, recalled = client.call(
+            "recall", {"message": marker}, tokens[tenant], f"t{tenant}", reader
+        )
+        ids = {i for ids in recalled["pools"].values() for i in ids}
+        seen += written["id"] in ids
+    return seen
+
+
+def _recall_load(job: tuple[str, int, list[str], int, int]) -> None:
+    """One client process of the workers A/B: 4 threads of hot recalls (16
+    clients in one Python process would measure its own GIL)."""
+    host, port, tokens, first, per = job
+    address = types.SimpleNamespace(host=host, port=port)
+
+    def work(client: Client, number: int, i: int) -> None:
+        n = first + number
+        client.call(
+            "recall",
+            {"message": f"{WORDS[(n + i) % len(WORDS)]} deploy"},
+            tokens[n % 4],
+            f"t{n % 4}",
+        )
+
+    run_clients([address], 4, 4 * per, work)  # type: ignore[list-item]
+
+
+def workers_ab(
+    one: Server, two: Server, tokens: list[str], calls: int, rounds: int
+) -> tuple[list[float], list[float]]:
+    """Requests/s of 16 clients (4 processes of 4 threads) of hot-tenant
+    recalls, rounds alternating between the servers."""
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    per = max(1, calls // 16)
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        for r in range(rounds):
+            order = [(1, one), (2, two)] if r % 2 == 0 else [(2, two), (1, one)]
+            for workers, server in order:
+                jobs = [
+                    (server.host, server.port, tokens[:4], 4 * k, per) for k in range(4)
+                ]
+                started = time.perf_counter()
+                pool.map(_recall_load, jobs)
+                rates[workers].append(16 * per / (time.perf_counter() - started))
+    return rates[1], rates[2]
+
+
+# --- main -------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--pool-size", type=int, default=4)
+    parser.add_argument("--snapshot-budget", type=int, default=256, metavar="MB")
+    parser.add_argument("--calls", type=int, default=200, help="per latency row")
+    parser.add_argument("--ryw", type=int, default=1000)
+    parser.add_argument("--touch", type=int, default=1, help="rounds over every tenant")
+    parser.add_argument("--rounds", type=int, default=6, help="workers A/B rounds")
+    parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
+    parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.tenants, args.memories, args.calls, args.ryw, args.rounds = (
+            20,
+            50,
+            32,
+            50,
+            2,
+        )
+    if not args.pg_dsn:
+        raise SystemExit("team_scale: give --pg-dsn or set POOLSPLIT_PG_DSN")
+    rng = random.Random(args.seed)
+    name = f"team_scale_{secrets.token_hex(4)}"
+    with psycopg.connect(args.pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = with_database(args.pg_dsn, name)
+    print(
+        f"# team_scale: {args.tenants} tenants x {args.memories} memories, "
+        f"pool size {args.pool_size}, snapshot budget {args.snapshot_budget} MB, "
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    try:
+        seconds = fill(url, args.tenants, args.memories, args.seed)
+        print(f"fill: {args.tenants * args.memories} rows by COPY in {seconds:.0f} s")
+        with tempfile.TemporaryDirectory() as temp:
+            folder = Path(temp)
+            tokens_file = folder / "tokens.json"
+            tokens = write_tokens(tokens_file, args.tenants)
+            measure(folder, url, tokens_file, tokens, args, rng)
+    finally:
+        with psycopg.connect(args.pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def measure(
+    folder: Path,
+    url: str,
+    tokens_file: Path,
+    tokens: list[str],
+    args: argparse.Namespace,
+    rng: random.Random,
+) -> None:
+    with (
+        serve(folder, url, tokens_file, args, 2) as a,
+        serve(folder, url, tokens_file, args, 2) as b,
+    ):
+        servers = [a, b]
+        seconds = touch_all(servers, tokens, args.touch)
+        print(
+            f"touch: every tenant recalled {args.touch} x on each instance "
+            f"in {seconds:.0f} s"
+        )
+        print(
+            f"connections: {client_connections(url)} "
+            f"(at most pool size {args.pool_size} x 4 processes = "
+            f"{args.pool_size * 4})"
+        )
+        for label, server in (("A", a), ("B", b)):
+            pids = server.processes()
+            print(
+                f"memory {label}: "
+                + ", ".join(f"{role} {rss_mb(pid):.0f} MB" for role, pid in pids)
+            )
+        print(
+            "\n| tenant | clients | recall p50 ms | recall p99 ms | "
+            "remember p50 ms | remember p99 ms |"
+        )
+        print("|---|---:|---:|---:|---:|---:|")
+        for clients in (1, 4, 16):
+            for hot in (True, False):
+                got = latency(servers, tokens, clients, args.calls, hot, rng)
+                r, w = got["recall"], got["remember"]
+                print(
+                    f"| {'hot' if hot else 'cold'} | {clients} | "
+                    f"{1000 * statistics.median(r):.0f} | "
+                    f"{1000 * percentile(r, 99):.0f} | "
+                    f"{1000 * statistics.median(w):.0f} | "
+                    f"{1000 * percentile(w, 99):.0f} |"
+                )
+        started = time.perf_counter()
+        seen = read_your_writes(servers, tokens, args.ryw)
+        took = time.perf_counter() - started
+        print(
+            f"\nread-your-writes across instances: {seen} of {args.ryw} "
+            f"({1000 * took / args.ryw:.1f} ms per write + recall)"
+        )
+        print(f"connections after: {client_connections(url)}")
+        for label, server in (("A", a), ("B", b)):
+            started = server.log.read_text().count("Started server process")
+            print(
+                f"worker restarts {label}: {started - 2} (uvicorn replaces a worker "
+                "that misses its 5 s health check)"
+            )
+    with (
+        serve(folder, url, tokens_file, args, 1) as one,
+        serve(folder, url, tokens_file, args, 2) as two,
+    ):
+        ones, twos = workers_ab(one, two, tokens, args.calls * 2, args.rounds)
+        print(
+            f"16 clients, hot recalls: 1 worker {statistics.median(ones):.1f} req/s, "
+            f"2 workers {statistics.median(twos):.1f} req/s, ratio "
+            f"{statistics.median(twos) / statistics.median(ones):.2f} "
+            f"(medians of {args.rounds} interleaved rounds)"
+        )
+
+
+if __name__ == "__main__":
+    main()
