@@ -74,6 +74,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -146,7 +147,14 @@ DEFAULT_MAX_BODY: Final = 1024 * 1024
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 DEFAULT_MAX_CONNECTIONS: Final = 256
-ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"  # the workers' configuration
+# The file holding the workers' configuration (JSON, mode 0600): a file, not
+# the variable itself, because Linux caps one environment variable at 128 KiB
+# and a thousand token records pass that (the workers then never started).
+ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"
+# How long a worker may take to answer its supervisor's health check before it
+# is killed and replaced: uvicorn's 5 s killed workers busy loading cold
+# namespaces (benchmarks/team_scale.py at 1,000 tenants).
+WORKER_HEALTHCHECK_S: Final = 30
 ENV_SUPERVISOR: Final = "POOLSPLIT_MCP_HTTP_SUPERVISOR"  # its pid, for workers
 _PROG: Final = "poolsplit-mcp"
 _TENANT_KEY: Final = "poolsplit.tenant"
@@ -925,8 +933,9 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
 def worker_app(server: MCPServer[Any]) -> Starlette:
     """The app of one spawned worker (``--workers N``) serving ``server``
     (built over :func:`tenant_store`), from the parent's configuration in
-    ``$POOLSPLIT_MCP_HTTP_CONFIG``."""
-    config = HttpConfig.from_json(os.environ[ENV_CONFIG])
+    the file ``$POOLSPLIT_MCP_HTTP_CONFIG`` names."""
+    with open(os.environ[ENV_CONFIG], encoding="utf-8") as f:
+        config = HttpConfig.from_json(f.read())
     supervisor = os.environ.get(ENV_SUPERVISOR)
     if supervisor is not None and int(supervisor) != os.getpid():
         _exit_with_supervisor(int(supervisor))
@@ -1064,12 +1073,27 @@ def serve(config: HttpConfig, where: str, app: str) -> int:
 
     ``app`` is the ``module:function`` each worker calls for its ASGI app (the
     server module's, which builds its server and calls :func:`worker_app`):
-    named by the caller, so this module imports nothing above it."""
+    named by the caller, so this module imports nothing above it. The
+    workers' configuration goes in a file of the temporary folder, removed
+    when the server stops (left behind only by a SIGKILL: it holds token
+    digests, never tokens)."""
+    fd, path = tempfile.mkstemp(prefix="poolsplit-mcp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp's mode: 0600
+            f.write(config.to_json())
+        os.environ[ENV_CONFIG] = path
+        os.environ[ENV_SUPERVISOR] = str(os.getpid())
+        return _run(config, where, app)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _run(config: HttpConfig, where: str, app: str) -> int:
+    """:func:`serve`, its workers' configuration written."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    os.environ[ENV_CONFIG] = config.to_json()
-    os.environ[ENV_SUPERVISOR] = str(os.getpid())
     uv = uvicorn.Config(
         app,
         factory=True,
@@ -1086,6 +1110,7 @@ def serve(config: HttpConfig, where: str, app: str) -> int:
         server_header=False,
         lifespan="on",
         timeout_graceful_shutdown=None,  # in-flight writes always finish
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
     try:
         sock = uv.bind_socket()

@@ -946,6 +946,34 @@ def test_http_workers_exit_when_their_supervisor_is_sigkilled(tmp_path):
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_http_workers_start_with_two_thousand_token_records(tmp_path, monkeypatch):
+    """The workers' configuration is handed over in a file (0600, removed when
+    the server stops): in one environment variable, 2,000 token records
+    (about 300 KiB) passed Linux's 128 KiB cap and no worker ever started."""
+    token = add_token(tmp_path, "ada", "ada")
+    path = tmp_path / "tokens.json"
+    document = json.loads(path.read_text())
+    document["tokens"] += [
+        {
+            "name": f"tenant-{n}",
+            "sha256": f"{n:064x}",
+            "namespaces": [f"tenant-{n}", "team-with-a-longish-name"],
+            "read_only": False,
+        }
+        for n in range(2000)
+    ]
+    path.write_text(json.dumps(document))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", path, workers=2) as server:
+        assert ok(rpc(server.base, "remember", {"content": "many tenants"}, token))
+        (config,) = temp.glob("poolsplit-mcp-*.json")
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        assert len(json.loads(config.read_text())["tokens"]) == 2001
+    assert list(temp.glob("poolsplit-mcp-*.json")) == []
+
+
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
 def test_http_get_and_delete_on_mcp_are_405_not_a_stream(tmp_path, method):
     token = add_token(tmp_path, "ada", "ada")
