@@ -99,8 +99,30 @@ def system_of(messages):
     return systems[0]
 
 
+def matchable(pool, entries, message):
+    """Whether some contextual entry of ``pool`` has a relevance factor above
+    0 for ``message`` (memory/README.md's "Ranking", test_ranking's oracle):
+    when the message matches some entry, a pool none of whose entries comes
+    within the floor of the best match loads nothing."""
+    from test_ranking import oracle_factor, oracle_r
+
+    considered = [
+        e
+        for e in entries
+        if poolsplit.default_is_active(e)
+        and any(poolsplit.entry_type(e) in p.types for p in POOLS)
+    ]
+    best = max((oracle_r(considered, e, message) for e in considered), default=0.0)
+    return any(
+        oracle_factor(oracle_r(considered, e, message), best) > 0
+        for e in considered
+        if poolsplit.entry_type(e) in pool.types and e.get("scope") != "always"
+    )
+
+
 def check_turns(received, questions):
-    """Every call: one system message, every correction, every pool filled,
+    """Every call: one system message, every correction, every pool filled
+    that holds an entry the message does not rank out (the relevance floor),
     the question last and whole."""
     assert len(received) == len(questions)
     for turn, messages in enumerate(received):
@@ -110,8 +132,13 @@ def check_turns(received, questions):
         assert {e["id"] for e in ALWAYS} <= set(injected["core"])
         for entry in ALWAYS:
             assert entry["content"] in system.text
+        entries = demo_store() if turn < FLOOD_TURN else demo_store(flood=200)
         for pool in POOLS:
-            assert injected[pool.name], f"turn {turn}: pool {pool.name} is empty"
+            if not injected[pool.name]:
+                assert not matchable(pool, entries, questions[turn]), (
+                    f"turn {turn}: pool {pool.name} is empty"
+                )
+        assert any(injected[pool.name] for pool in POOLS)
         assert messages[-1].text == questions[turn]
 
 
@@ -191,12 +218,16 @@ RANKED = [
 
 def readme_lexical_scorer(entries, message):
     """memory/README.md's "Ranking" formula (test_ranking.py's oracle), with
-    the core's base at the call's ``now``."""
-    from test_ranking import oracle_score
+    the core's base at the call's ``now`` (no project named: none held
+    against an entry)."""
+    from test_ranking import oracle_factor, oracle_r
+
+    best = max((oracle_r(entries, e, message) for e in entries), default=0.0)
 
     def score(entry, _context, /, *, now):
-        _, r = oracle_score(entries, entry, {"message": message})
-        return poolsplit.default_scorer(entry, {}, now=now) * (1 + 9 * r)
+        based = {k: v for k, v in entry.items() if k != "project"}
+        factor = oracle_factor(oracle_r(entries, entry, message), best)
+        return poolsplit.default_scorer(based, {}, now=now) * factor
 
     return score
 
