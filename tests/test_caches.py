@@ -129,3 +129,18 @@ def check_calls(calls, limit):
         passed.append({e["content"] for e in store} | {message})
         recent = set().union(*passed[max(0, 8 * (number // 8 - 1) - 1) :])
         assert held_keys(poolsplit._content_words) <= recent
+
+
+def test_a_full_cache_drops_the_older_generation_and_keeps_the_newer():
+    """When an item would overflow, a new generation starts; the one that was
+    newer stays (as the older) when it and the item fit together."""
+    cache = poolsplit._Cache(lambda key: (key, 0), 1.0)
+    one = sys.getsizeof("a" * 10) + poolsplit._ITEM_BYTES  # each key's bytes
+    cache.limit = 2 * one + one // 2  # two items fit, three do not
+    cache.miss("a" * 10)
+    cache.age()  # as every 8th call does: "a..." is now the older generation
+    cache.miss("b" * 10)
+    assert (list(cache.old), list(cache.new)) == (["a" * 10], ["b" * 10])
+    cache.miss("c" * 10)  # three would not fit: "a..." goes, "b..." stays
+    assert (list(cache.old), list(cache.new)) == (["b" * 10], ["c" * 10])
+    assert (cache.held_old, cache.held) == (one, one)
