@@ -299,17 +299,10 @@ class Index:
         priority = entry.get("base_priority")
         if priority is None:
             priority = poolsplit.DEFAULT_PRIORITY
-        content = entry.get("content")
-        if content is None:
-            content = ""
         tags = entry.get("tags")
-        if not (
-            isinstance(kind, str)
-            and _is_number(priority)
-            and isinstance(content, str)
-            and _is_tag_list(tags)
-        ):
+        if not (isinstance(kind, str) and _is_number(priority) and _is_tag_list(tags)):
             raise _Unmodelled
+        content = _content(entry)
         group: GroupKey = (kind, priority, entry.get("project"))
         try:
             hash(group)
@@ -727,6 +720,21 @@ class _TooMany(Exception):
 
 class _Unmodelled(Exception):
     """An entry the index does not model; recall gives the core every entry."""
+
+
+def _content(entry: Entry) -> str:
+    """The text the scorer reads, by the core's rule: missing or None is "",
+    any other non-str its ``str()`` (an imported ``"content": 4711`` is
+    "4711"); a ``str()`` that fails is left to the core, which names it."""
+    content = entry.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    try:
+        return str(content)
+    except Exception:
+        raise _Unmodelled from None
 
 
 def _is_number(value: object) -> bool:

@@ -685,7 +685,9 @@ def _fast_scores(
         if project is not None and not no_project:
             score *= match if project == query_project else mismatch
         content = entry.get("content")
-        r = share.get(content) if isinstance(content, str) else None
+        if type(content) is not str:  # None is "", a number its str()
+            content = _content(entry)
+        r = share.get(content)
         factor = rule(r, best) if r is not None else unmatched
         if timed is not None:
             factor *= timed(seconds)

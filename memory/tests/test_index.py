@@ -11,6 +11,7 @@ entries), and the tests check that it did.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import io
 import json
 import math
@@ -548,11 +549,18 @@ def readme_terms(text: str) -> set[str]:
     return {_PORTER.stemWord(word) for word in words}
 
 
+def readme_text(entry: dict[str, Any]) -> str:
+    """The content the scorer reads (the core's README): missing or None is
+    "", any other non-str its str()."""
+    content = entry.get("content")
+    return "" if content is None else str(content)
+
+
 def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any:
     """score = base x g(r, best), r the BM25+ share (README), over ``entries``:
     g = 1 when best = 0, 0 when r < 0.2 x best, else exp(30 x r); the base
     leaves the entry's project out when the context names none."""
-    docs = [readme_terms(e.get("content") or "") for e in entries]
+    docs = [readme_terms(readme_text(e)) for e in entries]
     count = len(docs)
     average = sum(len(d) for d in docs) / count if count else 0.0
     held = collections.Counter(t for d in docs for t in d)
@@ -562,7 +570,7 @@ def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any
     base_context = {k: v for k, v in context.items() if k != "message"}
 
     def share(entry: dict[str, Any]) -> float:
-        own = readme_terms(entry.get("content") or "")
+        own = readme_terms(readme_text(entry))
         shared = sum(idf[t] for t in known if t in own)
         if not shared:
             return 0.0
@@ -787,3 +795,53 @@ def test_lexical_bounds_are_never_below_the_score(
             if name in call.word_factor
         ]
         assert streams and max(streams) >= expected
+
+
+def test_a_content_that_is_not_a_string_is_scored_as_text_on_the_index(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: an imported ``"content": 4711`` is the text "4711" (the
+    core's rule) for the relevance too, and keeps the namespace on the
+    index: it got the factor of an entry sharing nothing (0, not loaded),
+    and moved every recall of the namespace to the full scan. The store's
+    recall is the README's formula on every row."""
+    rows: list[dict[str, Any]] = [
+        {
+            "id": f"e{n}",
+            "type": "note",
+            "content": f"{WORDS[n % 7]} {WORDS[(n * 3) % 7]}",
+            "created": (NOW - timedelta(days=n)).isoformat(),
+        }
+        for n in range(30)
+    ]
+    rows += [
+        {"id": "number", "type": "note", "content": 4711, "created": "2026-01-01"},
+        {"id": "float", "type": "note", "content": 2.5, "tags": ["api"]},
+        {"id": "list", "type": "fact", "content": ["deploy", 4711]},
+        {"id": "none", "type": "note", "content": None},
+    ]
+    whole: list[int] = []
+    monkeypatch.setattr(_index.Index, "_whole", lambda *args: whole.append(1))
+    pools = [Pool("facts", 10**6, 3, ("fact",)), Pool("notes", 10**6, 4)]
+    with open_store(os.fspath(tmp_path / "m.db"), pools=pools) as store:
+        store.import_jsonl(io.StringIO("".join(json.dumps(r) + "\n" for r in rows)))
+        for message in ("4711", "deploy 4711", "billing", "2.5 cache", "zebra"):
+            context = {"message": message, "tags": ["api"], "project": None}
+            got = store.recall(message, tags=["api"], now=NOW).ids()
+            scorer = readme_scorer(rows, context)
+            matched = readme_terms(message) & {
+                t for r in rows for t in readme_terms(readme_text(r))
+            }
+            floor = math.ulp(0.0) if matched else None
+            expected = poolsplit.retrieve_pools(
+                rows,
+                [dataclasses.replace(p, min_score=floor) for p in pools],
+                context,
+                scorer=scorer,
+                now=NOW,
+            )
+            assert got == {
+                name: [e["id"] for e in chosen] for name, chosen in expected.items()
+            }
+        assert store.recall("4711", now=NOW).ids()["notes"] == ["number"]
+    assert not whole  # every recall walked the index

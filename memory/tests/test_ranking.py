@@ -41,8 +41,14 @@ def oracle_terms(text):
     return {_PORTER.stemWord(w) for w in words}
 
 
+def oracle_text(entry):
+    """The content the core reads: missing or None is "", else its str()."""
+    content = entry.get("content")
+    return "" if content is None else str(content)
+
+
 def oracle_r(entries, entry, message):
-    docs = [oracle_terms(e.get("content") or "") for e in entries]
+    docs = [oracle_terms(oracle_text(e)) for e in entries]
     n_docs = len(docs)
     average = sum(len(d) for d in docs) / n_docs if n_docs else 0.0
 
@@ -51,7 +57,7 @@ def oracle_r(entries, entry, message):
         return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
 
     known = [t for t in oracle_terms(message or "") if any(t in d for d in docs)]
-    own = oracle_terms(entry.get("content") or "")
+    own = oracle_terms(oracle_text(entry))
     shared = sum(idf(t) for t in known if t in own)
     if not shared:
         return 0.0
@@ -231,9 +237,17 @@ pool_lists = st.lists(
 )
 
 
+# A content that is not a str (an imported ``"content": 4711``) is its str().
+loose_entry = entry.flatmap(
+    lambda e: st.sampled_from([e["content"], 42, 4711, 2.5, None]).map(
+        lambda content: {**e, "content": content}
+    )
+)
+
+
 @settings(max_examples=300)
 @given(
-    entries=st.lists(entry, max_size=40),
+    entries=st.lists(loose_entry, max_size=40),
     pools=pool_lists,
     context=contexts,
     first=st.sampled_from([1, 4]),
@@ -280,6 +294,33 @@ def check_pools(stats, entries, pools, context):
     messages = [str(w.message) for w in warned]  # the same, by the same positions
     assert messages[: len(messages) // 2] == messages[len(messages) // 2 :]
     assert all(a is b for name in got for a, b in zip(got[name], expected[name]))
+
+
+def test_a_content_that_is_not_a_string_is_scored_as_its_text():
+    """Issue 35: the one-loop recall gave an entry whose content is 4711 the
+    factor of an entry sharing nothing (0 under the floor: not loaded); it
+    is the text "4711", as the scorer and the core read it."""
+    entries = [
+        {"id": "n", "content": 4711, "created": "2026-01-01"},
+        *({"id": str(i), "content": f"note {i}"} for i in range(12)),
+    ]
+    context = {"message": "ticket 4711", "tags": [], "project": None}
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    _, r, factor = oracle_score(entries, entries[0], context)
+    assert r > 0.0 and relevance.factor(entries[0]) == factor > 1.0
+    pools = floored([Pool("all", 10**6, 3)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["n"]
+    check_recall(entries, pools, context)
 
 
 def test_recall_on_many_entries_reads_a_subset_and_agrees(monkeypatch):
