@@ -302,6 +302,13 @@ def relevance_factor(share: float, best: float) -> float:
     return math.exp(RELEVANCE_RATE * share)
 
 
+def weighed(base: float, factor: float) -> float:
+    """``base x factor``, the score; 0 for a factor of 0 whatever the base:
+    such an entry is not loaded, even at a base that overflowed to
+    infinity (whose product would be NaN, which the core rejects)."""
+    return base * factor if factor else 0.0
+
+
 def floored(pools: Sequence[Pool], relevance: Relevance) -> list[Pool]:
     """``pools`` with a floor above 0 when the message matches some entry
     (a factor of 0 then means "not loaded"), else unchanged."""
@@ -468,7 +475,7 @@ class Statistics:
             based = entry
             if no_project and entry.get("project") is not None:
                 based = _without_project(entry)
-            return default_scorer(based, base_context, now=now) * factor(entry)
+            return weighed(default_scorer(based, base_context, now=now), factor(entry))
 
         return score
 
@@ -672,7 +679,7 @@ def _fast_scores(
             if no_project and entry.get("project") is not None:
                 based = _without_project(entry)
             score = poolsplit.default_scorer(based, base_context, now=now)
-            scores.append(score * relevance.factor(entry))
+            scores.append(weighed(score, relevance.factor(entry)))
             continue
         score, seconds, tags, project, _ = found
         if seconds is not None:
@@ -691,7 +698,7 @@ def _fast_scores(
         factor = rule(r, best) if r is not None else unmatched
         if timed is not None:
             factor *= timed(seconds)
-        scores.append(score * factor)
+        scores.append(score * factor if factor else 0.0)  # weighed(), inline
     return scores
 
 

@@ -57,6 +57,13 @@ entries_st = st.lists(
             "base_priority": st.one_of(
                 st.sampled_from([0, 1, 5, 9, -2, 2.5]),
                 st.floats(-10, 10, allow_nan=False),
+                # near the float limit a tag and a project overflow
+                st.sampled_from([1.7e308, -1.7e308, 1.2e308, 9e307, 4.5e307]),
+                st.builds(
+                    lambda x, sign: x * sign,
+                    st.floats(1e307, 1.7976931348623157e308),
+                    st.sampled_from([1.0, -1.0]),
+                ),
             ),
             "created": st.sampled_from(CREATED),
             "tags": st.lists(st.sampled_from(TAGS), max_size=3),
@@ -193,6 +200,22 @@ def check(
         "project": "shop",
     },
 )
+@example(  # near the float limit the scorer's order (x 1.5 tags, then
+    # x 0.5 project) overflows to inf where the index's (x 0.5, then x 1.5)
+    # gives 1.275e308: the bound must be infinite
+    [
+        {
+            "type": "task",
+            "content": "billing",
+            "base_priority": 1.7e308,
+            "tags": ["api"],
+            "project": "shop",
+        },
+        {"type": "task", "content": "deploy", "base_priority": 1.6e308},
+    ],
+    [(100, 1, ("task",), None)],
+    {"message": "", "tags": ["api"], "project": "blog"},
+)
 @example(  # a later pool whose subset candidates an earlier pool took
     [
         {"id": "A", "type": "task", "content": "a", "base_priority": 5},
@@ -207,6 +230,35 @@ def test_same_result_as_the_core(
     context: dict[str, Any],
 ) -> None:
     check(entries, named(pools), context)
+
+
+def test_a_bound_near_the_float_limit_is_not_below_an_overflowed_score() -> None:
+    """Issue 35: priority 1.7e308, a tag (x 1.5) and another project (x 0.5)
+    score inf (the scorer multiplies the tag first); the index's bound was
+    1.7e308 x 0.5 x 1.5, and the walk took the entry of 1.6e308 instead."""
+    entries = [
+        {
+            "id": "overflows",
+            "type": "task",
+            "content": "billing",
+            "base_priority": 1.7e308,
+            "tags": ["api"],
+            "project": "shop",
+        },
+        {"id": "finite", "type": "task", "content": "deploy", "base_priority": 1.6e308},
+    ]
+    context = {"message": "", "tags": ["api"], "project": "blog"}
+    assert poolsplit.default_scorer(entries[0], context, now=NOW) == math.inf
+    index = _index.Index(entries)
+    call = index._call(context, NOW)
+    assert call is not None
+    assert _index._widened(index._boosted_bound(0, call)) == math.inf
+    pools = [Pool("tasks", 100, 1, ("task",))]
+    got = index.recall(
+        pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert [e["id"] for e in got["tasks"]] == ["overflows"]
+    check(entries, pools, context)
 
 
 @settings(max_examples=200)
@@ -587,7 +639,9 @@ def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any
         based = entry
         if context.get("project") is None:
             based = {k: v for k, v in entry.items() if k != "project"}
-        return poolsplit.default_scorer(based, base_context, now=now) * factor
+        # g = 0: not loaded, a score of 0 even for a base that overflowed
+        base = poolsplit.default_scorer(based, base_context, now=now)
+        return base * factor if factor else 0.0
 
     return score
 
@@ -780,7 +834,7 @@ def test_lexical_bounds_are_never_below_the_score(
             if context["project"] is None:
                 based = {k: v for k, v in entry.items() if k != "project"}
             plain = poolsplit.default_scorer(based, base, now=now)
-            assert expected == plain * call.unmatched
+            assert expected == (plain if call.unmatched else 0.0)
             continue
         assert _index._widened(index._boosted_bound(key, call)) >= expected
         base = index._base(key, call) * (1 + poolsplit.TAG_BOOST)

@@ -85,7 +85,8 @@ def oracle_score(entries, entry, context):
         based = {k: v for k, v in entry.items() if k != "project"}
     base = poolsplit.default_scorer(based, base_context, now=NOW)
     factor = oracle_factor(r, best)
-    return base * factor, r, factor
+    # g = 0: not loaded, a score of 0 even for a base that overflowed
+    return (base * factor if factor else 0.0), r, factor
 
 
 # --- strategies ----------------------------------------------------------------
@@ -568,3 +569,33 @@ def test_a_message_naming_only_a_time_orders_by_it():
     assert relevance.best == 0.0  # no term left but the time's
     factors = [relevance.factor(e) for e in DIARY]
     assert factors == [1.0, math.exp(30 * 0.2), 1.0]
+
+
+def test_an_entry_not_loaded_scores_0_even_when_its_base_overflows():
+    """Issue 35: priority 1.7e308 with a tag (x 1.5) is a base of inf; sharing
+    no term of a message that matches another entry, its factor is 0 and
+    inf x 0 was NaN, which the core rejects (the recall raised). Not loaded
+    is a score of 0, whatever the base."""
+    entries = [
+        {"id": "huge", "content": "lunch", "base_priority": 1.7e308, "tags": ["a"]},
+        {"id": "match", "content": "billing report"},
+        *({"id": str(i), "content": f"note {i}"} for i in range(6)),
+    ]
+    context = {"message": "billing", "tags": ["a"], "project": "p"}
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    assert relevance.factor(entries[0]) == 0.0
+    assert stats.scorer(context)(entries[0], context, now=NOW) == 0.0
+    assert oracle_score(entries, entries[0], context)[0] == 0.0
+    pools = floored([Pool("all", 10**6, 3)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["match"]
+    check_recall(entries, pools, context)
