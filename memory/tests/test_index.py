@@ -320,6 +320,12 @@ def test_bounds_are_never_below_the_score(
     1,
     {"message": "", "tags": [], "project": None},
 )
+@example(  # an undated entry (no decay) is the last of its negative group:
+    # ranked first, its -5 hid the dated -5 (x 0.3 at the floor: -1.5)
+    [(None, -5), (None, -2), ("2026-03-01", -5)],
+    1,
+    {"message": "", "tags": [], "project": None},
+)
 @given(
     st.lists(
         st.tuples(st.sampled_from(CREATED), st.sampled_from([-5, -2, -1, 0, 0.0, 3])),
@@ -338,6 +344,31 @@ def test_negative_and_zero_priorities(
         for n, (c, p) in enumerate(rows)
     ]
     check(entries, [Pool("tasks", 1000, count, ("task",))], context)
+
+
+def test_an_undated_entry_comes_last_among_its_negative_priority() -> None:
+    """A negative priority ranks the oldest first and an undated entry (no
+    decay: the whole priority) last; a group walked undated first offered
+    -5 before its dated -1.5, and the walk stopped at the other group's -2
+    (the shrunk case of a mutant that ranked the undated first)."""
+    entries = [
+        {"id": "undated", "type": "task", "content": "a", "base_priority": -5},
+        {"id": "other", "type": "task", "content": "b", "base_priority": -2},
+        {
+            "id": "dated",
+            "type": "task",
+            "content": "c",
+            "base_priority": -5,
+            "created": "2026-03-01",
+        },
+    ]
+    context = {"message": "", "tags": [], "project": None}
+    pools = [Pool("tasks", 1000, 1, ("task",))]
+    got = _index.Index(entries).recall(
+        pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert [e["id"] for e in got["tasks"]] == ["dated"]  # -5 x 0.3
+    check(entries, pools, context)
 
 
 def core_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -711,6 +742,21 @@ def lexical_index(
             for word in ("search", "report", "fix", "notes", "alert")
         ),
         {"type": "task", "content": "billing invoice", "created": "2026-01-01"},
+    ],
+    [],
+    [(100, 1, ("task",), None)],
+    {"message": "billing deploy", "tags": [], "project": None},
+)
+@example(  # the stream (bill, 2) owns "billing invoice" (first in its
+    # postings) and "billing deploy" (a factor 100 times larger): bounded by
+    # the first, it fell below the high-priority "deploy report" and the
+    # walk stopped there; its bound is the largest factor it owns
+    [
+        {"type": "task", "content": "billing invoice"},
+        {"type": "task", "content": "deploy search"},
+        {"type": "task", "content": "deploy report", "base_priority": 660000},
+        {"type": "task", "content": "deploy rollback"},
+        {"type": "task", "content": "billing deploy"},
     ],
     [],
     [(100, 1, ("task",), None)],

@@ -187,6 +187,25 @@ def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream()
     assert one < both
 
 
+def test_a_streams_bound_is_the_largest_factor_of_the_contents_it_owns():
+    """Relevance.bounds: the stream (bill, 2) owns "billing invoice" (added
+    first: the head of its postings, sharing one term) and "billing deploy"
+    (sharing both, a larger factor); its bound is the larger, not the
+    first met, or the walk would take an entry bounded below its score."""
+    entries = [
+        {"content": "billing invoice"},
+        *({"content": f"deploy {word}"} for word in ("search", "report", "fix")),
+        {"content": "billing deploy"},
+    ]
+    stats = Statistics(entries)
+    relevance = stats.relevance("billing deploy")
+    assert list(stats._postings["bill"]) == ["billing invoice", "billing deploy"]
+    first, larger = relevance.factor(entries[0]), relevance.factor(entries[-1])
+    assert 0.0 < first < larger
+    assert relevance.bounds()[("bill", 2)] == larger
+    assert relevance.bounds()[("deploi", 2)] == relevance.factor(entries[1])
+
+
 # --- statistics kept by writes -------------------------------------------------
 
 
