@@ -60,6 +60,7 @@ import bisect
 import dataclasses
 import heapq
 import math
+import sys
 from collections import Counter
 from collections.abc import (
     Callable,
@@ -77,7 +78,7 @@ from typing import Any
 import poolsplit
 from poolsplit import Pool, Scorer, TokenCounter
 
-from ._ranking import Relevance, recall_by_scores
+from ._ranking import Relevance, recall_by_scores, weighed
 
 # A bound of a boosted stream is the base times the largest boost, times this
 # margin: the score multiplies its factors in another order, so it may round
@@ -91,6 +92,20 @@ _TINY = 2.0**-1000
 # split between the subset and the rest.
 _TIE_BAND = 2.0**-26
 _MAX_TAGS = 1.0 + poolsplit.TAG_BOOST
+# The scorer multiplies priority x recency x tags x project (x message), the
+# index's bounds priority x recency x project x tags: near the float limit
+# the scorer's product may overflow where the index's does not (1.7e308 x
+# 1.5 x 0.5 is inf, 1.7e308 x 0.5 x 1.5 is 1.275e308). A partial product
+# of the scorer's exceeds its score by at most the inverse of the one
+# factor below 1 that can follow a factor above 1 (the project's: recency
+# comes before tags, a message's factor is 1 or more), so a bound within
+# that (and a factor 2 of slack for rounding) of the largest float is
+# widened to infinity: it may bound an infinite score.
+_NEAR_LIMIT = (
+    sys.float_info.max
+    * min(poolsplit.PROJECT_MISMATCH, poolsplit.PROJECT_MATCH, 1.0)
+    / 2.0
+)
 # Candidates taken per pool in the first round, as a multiple of
 # max_entries, and how much a pool that fails the check grows by.
 _FIRST_ROUND = 1
@@ -299,17 +314,10 @@ class Index:
         priority = entry.get("base_priority")
         if priority is None:
             priority = poolsplit.DEFAULT_PRIORITY
-        content = entry.get("content")
-        if content is None:
-            content = ""
         tags = entry.get("tags")
-        if not (
-            isinstance(kind, str)
-            and _is_number(priority)
-            and isinstance(content, str)
-            and _is_tag_list(tags)
-        ):
+        if not (isinstance(kind, str) and _is_number(priority) and _is_tag_list(tags)):
             raise _Unmodelled
+        content = _content(entry)
         group: GroupKey = (kind, priority, entry.get("project"))
         try:
             hash(group)
@@ -628,7 +636,7 @@ class Index:
         # A base of 0 or less is bounded by the least factor: that of an
         # unboosted entry (1, or 0 under the lexical ranking's floor).
         boost = call.unmatched if stream.boost is None or base <= 0 else stream.boost
-        bound = base * boost
+        bound = weighed(base, boost)
         if not _under(bound, floor):
             heapq.heappush(heap, (-_widened(bound), 0, number))
 
@@ -638,12 +646,12 @@ class Index:
         base = self._base(key, call)
         factor = call.factor_of(key) if key in call.message_boosted else call.unmatched
         if base <= 0:
-            return base * factor  # tags multiply by 1 or more: lower still
+            return weighed(base, factor)  # tags multiply by 1 or more: lower still
         tags = self._tag_sets[key]
         if tags and call.tags:
             shared = len(call.tags.intersection(tags))
             factor *= 1.0 + poolsplit.TAG_BOOST * shared / len(tags)
-        return base * factor
+        return weighed(base, factor)
 
     def _base(self, key: int, call: _Call) -> float:
         """The score without the message and tags: priority x recency x
@@ -711,7 +719,11 @@ def _under(bound: float, floor: float | None) -> bool:
 
 def _widened(bound: float) -> float:
     """``bound`` raised by ``_MARGIN`` (relative) and ``_TINY`` (absolute, for
-    products that underflow): at least the score."""
+    products that underflow), and to infinity near the float limit (the
+    scorer's order of factors may overflow there: ``_NEAR_LIMIT``): at
+    least the score."""
+    if bound > _NEAR_LIMIT:
+        return math.inf
     return (bound * _MARGIN if bound > 0 else bound / _MARGIN) + _TINY
 
 
@@ -727,6 +739,21 @@ class _TooMany(Exception):
 
 class _Unmodelled(Exception):
     """An entry the index does not model; recall gives the core every entry."""
+
+
+def _content(entry: Entry) -> str:
+    """The text the scorer reads, by the core's rule: missing or None is "",
+    any other non-str its ``str()`` (an imported ``"content": 4711`` is
+    "4711"); a ``str()`` that fails is left to the core, which names it."""
+    content = entry.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    try:
+        return str(content)
+    except Exception:
+        raise _Unmodelled from None
 
 
 def _is_number(value: object) -> bool:

@@ -302,6 +302,13 @@ def relevance_factor(share: float, best: float) -> float:
     return math.exp(RELEVANCE_RATE * share)
 
 
+def weighed(base: float, factor: float) -> float:
+    """``base x factor``, the score; 0 for a factor of 0 whatever the base:
+    such an entry is not loaded, even at a base that overflowed to
+    infinity (whose product would be NaN, which the core rejects)."""
+    return base * factor if factor else 0.0
+
+
 def floored(pools: Sequence[Pool], relevance: Relevance) -> list[Pool]:
     """``pools`` with a floor above 0 when the message matches some entry
     (a factor of 0 then means "not loaded"), else unchanged."""
@@ -468,7 +475,7 @@ class Statistics:
             based = entry
             if no_project and entry.get("project") is not None:
                 based = _without_project(entry)
-            return default_scorer(based, base_context, now=now) * factor(entry)
+            return weighed(default_scorer(based, base_context, now=now), factor(entry))
 
         return score
 
@@ -504,14 +511,31 @@ class Relevance:
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
         self._average = stats.total_length / stats.count if stats.count else 0.0
+        # Each content's shared idf, summed in the terms' order; the first
+        # term's postings at C speed (0.0 + weight is weight).
         shared: dict[str, float] = {}
         for term, weight in self.weights.items():
-            for content in stats._postings[term]:
-                shared[content] = shared.get(content, 0.0) + weight
-        self._share = {
-            content: self._normalised(total, len(stats._contents[content][0]))
-            for content, total in shared.items()
-        }
+            held = stats._postings[term]
+            if not shared:
+                shared = dict.fromkeys(held, weight)
+                continue
+            get = shared.get
+            for content in held:
+                shared[content] = get(content, 0.0) + weight
+        # _normalised's arithmetic, its length part computed once per length
+        # (a few distinct lengths, thousands of contents): the same floats.
+        contents, ceiling = stats._contents, self._ceiling
+        parts: dict[int, float] = {}
+        lengths: dict[str, int] = {}
+        share: dict[str, float] = {}
+        for content, total in shared.items():
+            length = lengths[content] = len(contents[content][0])
+            part = parts.get(length)
+            if part is None:
+                part = parts[length] = self._part(length)
+            share[content] = total * part / ceiling
+        self._share = share
+        self._lengths = lengths  # each shared content's, for bounds()
         self._settle()
         self._bounds: dict[tuple[str, int], float] | None = None
 
@@ -539,18 +563,20 @@ class Relevance:
         relevance."""
         if self._bounds is None:
             best: dict[tuple[str, int], float] = {}
-            contents, share = self._stats._contents, self._share
+            lengths, share = self._lengths, self._share
             postings = self._stats._postings
             owned: set[str] = set()
             for term in sorted(self.weights, key=lambda t: (len(postings[t]), t)):
-                for content in postings[term]:
-                    if content in owned:
-                        continue
-                    owned.add(content)
-                    key = (term, len(contents[content][0]))
-                    found = share[content]
-                    if found > best.get(key, -1.0):
-                        best[key] = found
+                held = postings[term]
+                mine = held.keys() - owned if owned else held.keys()
+                owned.update(mine)
+                most: dict[int, float] = {}  # length -> the largest r owned
+                for content in mine:
+                    length, found = lengths[content], share[content]
+                    if found > most.get(length, -1.0):
+                        most[length] = found
+                for length, found in most.items():
+                    best[(term, length)] = found
             top = self.best
             self._bounds = {key: relevance_factor(r, top) for key, r in best.items()}
         return self._bounds
@@ -567,8 +593,12 @@ class Relevance:
 
     def _normalised(self, shared_idf: float, length: int) -> float:
         """``r``: the shared terms' idf times the length part, over the ceiling."""
+        return shared_idf * self._part(length) / self._ceiling
+
+    def _part(self, length: int) -> float:
+        """BM25+'s length-normalised part of a shared term, plus delta."""
         part = (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * length / self._average))
-        return shared_idf * (part + DELTA) / self._ceiling
+        return part + DELTA
 
     def share(self, entry: Entry) -> float:
         """``r`` in [0, 1) for ``entry``; 0 exactly when it shares no term."""
@@ -672,7 +702,7 @@ def _fast_scores(
             if no_project and entry.get("project") is not None:
                 based = _without_project(entry)
             score = poolsplit.default_scorer(based, base_context, now=now)
-            scores.append(score * relevance.factor(entry))
+            scores.append(weighed(score, relevance.factor(entry)))
             continue
         score, seconds, tags, project, _ = found
         if seconds is not None:
@@ -685,11 +715,13 @@ def _fast_scores(
         if project is not None and not no_project:
             score *= match if project == query_project else mismatch
         content = entry.get("content")
-        r = share.get(content) if isinstance(content, str) else None
+        if type(content) is not str:  # None is "", a number its str()
+            content = _content(entry)
+        r = share.get(content)
         factor = rule(r, best) if r is not None else unmatched
         if timed is not None:
             factor *= timed(seconds)
-        scores.append(score * factor)
+        scores.append(score * factor if factor else 0.0)  # weighed(), inline
     return scores
 
 

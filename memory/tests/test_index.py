@@ -11,6 +11,7 @@ entries), and the tests check that it did.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import io
 import json
 import math
@@ -56,6 +57,13 @@ entries_st = st.lists(
             "base_priority": st.one_of(
                 st.sampled_from([0, 1, 5, 9, -2, 2.5]),
                 st.floats(-10, 10, allow_nan=False),
+                # near the float limit a tag and a project overflow
+                st.sampled_from([1.7e308, -1.7e308, 1.2e308, 9e307, 4.5e307]),
+                st.builds(
+                    lambda x, sign: x * sign,
+                    st.floats(1e307, 1.7976931348623157e308),
+                    st.sampled_from([1.0, -1.0]),
+                ),
             ),
             "created": st.sampled_from(CREATED),
             "tags": st.lists(st.sampled_from(TAGS), max_size=3),
@@ -192,6 +200,22 @@ def check(
         "project": "shop",
     },
 )
+@example(  # near the float limit the scorer's order (x 1.5 tags, then
+    # x 0.5 project) overflows to inf where the index's (x 0.5, then x 1.5)
+    # gives 1.275e308: the bound must be infinite
+    [
+        {
+            "type": "task",
+            "content": "billing",
+            "base_priority": 1.7e308,
+            "tags": ["api"],
+            "project": "shop",
+        },
+        {"type": "task", "content": "deploy", "base_priority": 1.6e308},
+    ],
+    [(100, 1, ("task",), None)],
+    {"message": "", "tags": ["api"], "project": "blog"},
+)
 @example(  # a later pool whose subset candidates an earlier pool took
     [
         {"id": "A", "type": "task", "content": "a", "base_priority": 5},
@@ -206,6 +230,35 @@ def test_same_result_as_the_core(
     context: dict[str, Any],
 ) -> None:
     check(entries, named(pools), context)
+
+
+def test_a_bound_near_the_float_limit_is_not_below_an_overflowed_score() -> None:
+    """Issue 35: priority 1.7e308, a tag (x 1.5) and another project (x 0.5)
+    score inf (the scorer multiplies the tag first); the index's bound was
+    1.7e308 x 0.5 x 1.5, and the walk took the entry of 1.6e308 instead."""
+    entries = [
+        {
+            "id": "overflows",
+            "type": "task",
+            "content": "billing",
+            "base_priority": 1.7e308,
+            "tags": ["api"],
+            "project": "shop",
+        },
+        {"id": "finite", "type": "task", "content": "deploy", "base_priority": 1.6e308},
+    ]
+    context = {"message": "", "tags": ["api"], "project": "blog"}
+    assert poolsplit.default_scorer(entries[0], context, now=NOW) == math.inf
+    index = _index.Index(entries)
+    call = index._call(context, NOW)
+    assert call is not None
+    assert _index._widened(index._boosted_bound(0, call)) == math.inf
+    pools = [Pool("tasks", 100, 1, ("task",))]
+    got = index.recall(
+        pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert [e["id"] for e in got["tasks"]] == ["overflows"]
+    check(entries, pools, context)
 
 
 @settings(max_examples=200)
@@ -267,6 +320,12 @@ def test_bounds_are_never_below_the_score(
     1,
     {"message": "", "tags": [], "project": None},
 )
+@example(  # an undated entry (no decay) is the last of its negative group:
+    # ranked first, its -5 hid the dated -5 (x 0.3 at the floor: -1.5)
+    [(None, -5), (None, -2), ("2026-03-01", -5)],
+    1,
+    {"message": "", "tags": [], "project": None},
+)
 @given(
     st.lists(
         st.tuples(st.sampled_from(CREATED), st.sampled_from([-5, -2, -1, 0, 0.0, 3])),
@@ -285,6 +344,31 @@ def test_negative_and_zero_priorities(
         for n, (c, p) in enumerate(rows)
     ]
     check(entries, [Pool("tasks", 1000, count, ("task",))], context)
+
+
+def test_an_undated_entry_comes_last_among_its_negative_priority() -> None:
+    """A negative priority ranks the oldest first and an undated entry (no
+    decay: the whole priority) last; a group walked undated first offered
+    -5 before its dated -1.5, and the walk stopped at the other group's -2
+    (the shrunk case of a mutant that ranked the undated first)."""
+    entries = [
+        {"id": "undated", "type": "task", "content": "a", "base_priority": -5},
+        {"id": "other", "type": "task", "content": "b", "base_priority": -2},
+        {
+            "id": "dated",
+            "type": "task",
+            "content": "c",
+            "base_priority": -5,
+            "created": "2026-03-01",
+        },
+    ]
+    context = {"message": "", "tags": [], "project": None}
+    pools = [Pool("tasks", 1000, 1, ("task",))]
+    got = _index.Index(entries).recall(
+        pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert [e["id"] for e in got["tasks"]] == ["dated"]  # -5 x 0.3
+    check(entries, pools, context)
 
 
 def core_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -548,11 +632,18 @@ def readme_terms(text: str) -> set[str]:
     return {_PORTER.stemWord(word) for word in words}
 
 
+def readme_text(entry: dict[str, Any]) -> str:
+    """The content the scorer reads (the core's README): missing or None is
+    "", any other non-str its str()."""
+    content = entry.get("content")
+    return "" if content is None else str(content)
+
+
 def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any:
     """score = base x g(r, best), r the BM25+ share (README), over ``entries``:
     g = 1 when best = 0, 0 when r < 0.2 x best, else exp(30 x r); the base
     leaves the entry's project out when the context names none."""
-    docs = [readme_terms(e.get("content") or "") for e in entries]
+    docs = [readme_terms(readme_text(e)) for e in entries]
     count = len(docs)
     average = sum(len(d) for d in docs) / count if count else 0.0
     held = collections.Counter(t for d in docs for t in d)
@@ -562,7 +653,7 @@ def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any
     base_context = {k: v for k, v in context.items() if k != "message"}
 
     def share(entry: dict[str, Any]) -> float:
-        own = readme_terms(entry.get("content") or "")
+        own = readme_terms(readme_text(entry))
         shared = sum(idf[t] for t in known if t in own)
         if not shared:
             return 0.0
@@ -579,7 +670,9 @@ def readme_scorer(entries: list[dict[str, Any]], context: dict[str, Any]) -> Any
         based = entry
         if context.get("project") is None:
             based = {k: v for k, v in entry.items() if k != "project"}
-        return poolsplit.default_scorer(based, base_context, now=now) * factor
+        # g = 0: not loaded, a score of 0 even for a base that overflowed
+        base = poolsplit.default_scorer(based, base_context, now=now)
+        return base * factor if factor else 0.0
 
     return score
 
@@ -649,6 +742,21 @@ def lexical_index(
             for word in ("search", "report", "fix", "notes", "alert")
         ),
         {"type": "task", "content": "billing invoice", "created": "2026-01-01"},
+    ],
+    [],
+    [(100, 1, ("task",), None)],
+    {"message": "billing deploy", "tags": [], "project": None},
+)
+@example(  # the stream (bill, 2) owns "billing invoice" (first in its
+    # postings) and "billing deploy" (a factor 100 times larger): bounded by
+    # the first, it fell below the high-priority "deploy report" and the
+    # walk stopped there; its bound is the largest factor it owns
+    [
+        {"type": "task", "content": "billing invoice"},
+        {"type": "task", "content": "deploy search"},
+        {"type": "task", "content": "deploy report", "base_priority": 660000},
+        {"type": "task", "content": "deploy rollback"},
+        {"type": "task", "content": "billing deploy"},
     ],
     [],
     [(100, 1, ("task",), None)],
@@ -772,7 +880,7 @@ def test_lexical_bounds_are_never_below_the_score(
             if context["project"] is None:
                 based = {k: v for k, v in entry.items() if k != "project"}
             plain = poolsplit.default_scorer(based, base, now=now)
-            assert expected == plain * call.unmatched
+            assert expected == (plain if call.unmatched else 0.0)
             continue
         assert _index._widened(index._boosted_bound(key, call)) >= expected
         base = index._base(key, call) * (1 + poolsplit.TAG_BOOST)
@@ -787,3 +895,53 @@ def test_lexical_bounds_are_never_below_the_score(
             if name in call.word_factor
         ]
         assert streams and max(streams) >= expected
+
+
+def test_a_content_that_is_not_a_string_is_scored_as_text_on_the_index(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: an imported ``"content": 4711`` is the text "4711" (the
+    core's rule) for the relevance too, and keeps the namespace on the
+    index: it got the factor of an entry sharing nothing (0, not loaded),
+    and moved every recall of the namespace to the full scan. The store's
+    recall is the README's formula on every row."""
+    rows: list[dict[str, Any]] = [
+        {
+            "id": f"e{n}",
+            "type": "note",
+            "content": f"{WORDS[n % 7]} {WORDS[(n * 3) % 7]}",
+            "created": (NOW - timedelta(days=n)).isoformat(),
+        }
+        for n in range(30)
+    ]
+    rows += [
+        {"id": "number", "type": "note", "content": 4711, "created": "2026-01-01"},
+        {"id": "float", "type": "note", "content": 2.5, "tags": ["api"]},
+        {"id": "list", "type": "fact", "content": ["deploy", 4711]},
+        {"id": "none", "type": "note", "content": None},
+    ]
+    whole: list[int] = []
+    monkeypatch.setattr(_index.Index, "_whole", lambda *args: whole.append(1))
+    pools = [Pool("facts", 10**6, 3, ("fact",)), Pool("notes", 10**6, 4)]
+    with open_store(os.fspath(tmp_path / "m.db"), pools=pools) as store:
+        store.import_jsonl(io.StringIO("".join(json.dumps(r) + "\n" for r in rows)))
+        for message in ("4711", "deploy 4711", "billing", "2.5 cache", "zebra"):
+            context = {"message": message, "tags": ["api"], "project": None}
+            got = store.recall(message, tags=["api"], now=NOW).ids()
+            scorer = readme_scorer(rows, context)
+            matched = readme_terms(message) & {
+                t for r in rows for t in readme_terms(readme_text(r))
+            }
+            floor = math.ulp(0.0) if matched else None
+            expected = poolsplit.retrieve_pools(
+                rows,
+                [dataclasses.replace(p, min_score=floor) for p in pools],
+                context,
+                scorer=scorer,
+                now=NOW,
+            )
+            assert got == {
+                name: [e["id"] for e in chosen] for name, chosen in expected.items()
+            }
+        assert store.recall("4711", now=NOW).ids()["notes"] == ["number"]
+    assert not whole  # every recall walked the index

@@ -41,8 +41,14 @@ def oracle_terms(text):
     return {_PORTER.stemWord(w) for w in words}
 
 
+def oracle_text(entry):
+    """The content the core reads: missing or None is "", else its str()."""
+    content = entry.get("content")
+    return "" if content is None else str(content)
+
+
 def oracle_r(entries, entry, message):
-    docs = [oracle_terms(e.get("content") or "") for e in entries]
+    docs = [oracle_terms(oracle_text(e)) for e in entries]
     n_docs = len(docs)
     average = sum(len(d) for d in docs) / n_docs if n_docs else 0.0
 
@@ -51,7 +57,7 @@ def oracle_r(entries, entry, message):
         return math.log(1 + (n_docs - n + 0.5) / (n + 0.5))
 
     known = [t for t in oracle_terms(message or "") if any(t in d for d in docs)]
-    own = oracle_terms(entry.get("content") or "")
+    own = oracle_terms(oracle_text(entry))
     shared = sum(idf(t) for t in known if t in own)
     if not shared:
         return 0.0
@@ -79,7 +85,8 @@ def oracle_score(entries, entry, context):
         based = {k: v for k, v in entry.items() if k != "project"}
     base = poolsplit.default_scorer(based, base_context, now=NOW)
     factor = oracle_factor(r, best)
-    return base * factor, r, factor
+    # g = 0: not loaded, a score of 0 even for a base that overflowed
+    return (base * factor if factor else 0.0), r, factor
 
 
 # --- strategies ----------------------------------------------------------------
@@ -180,6 +187,25 @@ def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream()
     assert one < both
 
 
+def test_a_streams_bound_is_the_largest_factor_of_the_contents_it_owns():
+    """Relevance.bounds: the stream (bill, 2) owns "billing invoice" (added
+    first: the head of its postings, sharing one term) and "billing deploy"
+    (sharing both, a larger factor); its bound is the larger, not the
+    first met, or the walk would take an entry bounded below its score."""
+    entries = [
+        {"content": "billing invoice"},
+        *({"content": f"deploy {word}"} for word in ("search", "report", "fix")),
+        {"content": "billing deploy"},
+    ]
+    stats = Statistics(entries)
+    relevance = stats.relevance("billing deploy")
+    assert list(stats._postings["bill"]) == ["billing invoice", "billing deploy"]
+    first, larger = relevance.factor(entries[0]), relevance.factor(entries[-1])
+    assert 0.0 < first < larger
+    assert relevance.bounds()[("bill", 2)] == larger
+    assert relevance.bounds()[("deploi", 2)] == relevance.factor(entries[1])
+
+
 # --- statistics kept by writes -------------------------------------------------
 
 
@@ -231,9 +257,17 @@ pool_lists = st.lists(
 )
 
 
+# A content that is not a str (an imported ``"content": 4711``) is its str().
+loose_entry = entry.flatmap(
+    lambda e: st.sampled_from([e["content"], 42, 4711, 2.5, None]).map(
+        lambda content: {**e, "content": content}
+    )
+)
+
+
 @settings(max_examples=300)
 @given(
-    entries=st.lists(entry, max_size=40),
+    entries=st.lists(loose_entry, max_size=40),
     pools=pool_lists,
     context=contexts,
     first=st.sampled_from([1, 4]),
@@ -280,6 +314,33 @@ def check_pools(stats, entries, pools, context):
     messages = [str(w.message) for w in warned]  # the same, by the same positions
     assert messages[: len(messages) // 2] == messages[len(messages) // 2 :]
     assert all(a is b for name in got for a, b in zip(got[name], expected[name]))
+
+
+def test_a_content_that_is_not_a_string_is_scored_as_its_text():
+    """Issue 35: the one-loop recall gave an entry whose content is 4711 the
+    factor of an entry sharing nothing (0 under the floor: not loaded); it
+    is the text "4711", as the scorer and the core read it."""
+    entries = [
+        {"id": "n", "content": 4711, "created": "2026-01-01"},
+        *({"id": str(i), "content": f"note {i}"} for i in range(12)),
+    ]
+    context = {"message": "ticket 4711", "tags": [], "project": None}
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    _, r, factor = oracle_score(entries, entries[0], context)
+    assert r > 0.0 and relevance.factor(entries[0]) == factor > 1.0
+    pools = floored([Pool("all", 10**6, 3)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["n"]
+    check_recall(entries, pools, context)
 
 
 def test_recall_on_many_entries_reads_a_subset_and_agrees(monkeypatch):
@@ -527,3 +588,33 @@ def test_a_message_naming_only_a_time_orders_by_it():
     assert relevance.best == 0.0  # no term left but the time's
     factors = [relevance.factor(e) for e in DIARY]
     assert factors == [1.0, math.exp(30 * 0.2), 1.0]
+
+
+def test_an_entry_not_loaded_scores_0_even_when_its_base_overflows():
+    """Issue 35: priority 1.7e308 with a tag (x 1.5) is a base of inf; sharing
+    no term of a message that matches another entry, its factor is 0 and
+    inf x 0 was NaN, which the core rejects (the recall raised). Not loaded
+    is a score of 0, whatever the base."""
+    entries = [
+        {"id": "huge", "content": "lunch", "base_priority": 1.7e308, "tags": ["a"]},
+        {"id": "match", "content": "billing report"},
+        *({"id": str(i), "content": f"note {i}"} for i in range(6)),
+    ]
+    context = {"message": "billing", "tags": ["a"], "project": "p"}
+    stats = Statistics(entries)
+    relevance = stats.relevance(context["message"])
+    assert relevance.factor(entries[0]) == 0.0
+    assert stats.scorer(context)(entries[0], context, now=NOW) == 0.0
+    assert oracle_score(entries, entries[0], context)[0] == 0.0
+    pools = floored([Pool("all", 10**6, 3)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["match"]
+    check_recall(entries, pools, context)
