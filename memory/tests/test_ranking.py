@@ -316,6 +316,22 @@ def check_pools(stats, entries, pools, context):
     assert all(a is b for name in got for a, b in zip(got[name], expected[name]))
 
 
+def recall_floored(stats, entries, context, relevance, most, *, now=NOW):
+    """(pools, result): recall_by_scores into one pool of ``most`` entries,
+    with ``relevance`` and the floor the store gives the pool."""
+    pools = floored([Pool("all", 10**6, most)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=now,
+        relevance=relevance,
+    )
+    return pools, got
+
+
 def test_a_content_that_is_not_a_string_is_scored_as_its_text():
     """Issue 35: the one-loop recall gave an entry whose content is 4711 the
     factor of an entry sharing nothing (0 under the floor: not loaded); it
@@ -329,16 +345,7 @@ def test_a_content_that_is_not_a_string_is_scored_as_its_text():
     relevance = stats.relevance(context["message"])
     _, r, factor = oracle_score(entries, entries[0], context)
     assert r > 0.0 and relevance.factor(entries[0]) == factor > 1.0
-    pools = floored([Pool("all", 10**6, 3)], relevance)
-    got = recall_by_scores(
-        stats,
-        entries,
-        pools,
-        context,
-        token_counter=poolsplit.default_token_counter,
-        now=NOW,
-        relevance=relevance,
-    )
+    pools, got = recall_floored(stats, entries, context, relevance, 3)
     assert [e["id"] for e in got["all"]] == ["n"]
     check_recall(entries, pools, context)
 
@@ -423,15 +430,8 @@ def ranked(entries, message, *, project=None, now=NOW):
     taking them all (the store's floor applied)."""
     stats = Statistics(entries)
     context = {"message": message, "tags": [], "project": project}
-    pools = floored([Pool("all", 10**6, len(entries))], stats.relevance(message))
-    got = recall_by_scores(
-        stats,
-        entries,
-        pools,
-        context,
-        token_counter=poolsplit.default_token_counter,
-        now=now,
-    )
+    relevance = stats.relevance(message)
+    _, got = recall_floored(stats, entries, context, relevance, len(entries), now=now)
     return [e["id"] for e in got["all"]]
 
 
@@ -565,16 +565,7 @@ def test_a_time_in_the_message_steers_toward_entries_created_then():
         expected = untimed * (boost if e["id"] != "april" else 1.0)
         assert timed.factor(e) == expected
     context = {"message": "dinner with Ana last month", "tags": [], "project": None}
-    pools = floored([Pool("all", 10**6, 3)], timed)
-    got = recall_by_scores(
-        stats,
-        DIARY,
-        pools,
-        context,
-        token_counter=poolsplit.default_token_counter,
-        now=NOW,
-        relevance=timed,
-    )
+    pools, got = recall_floored(stats, DIARY, context, timed, 3)
     expected = poolsplit.retrieve_pools(
         DIARY, pools, context, scorer=timed.scorer(context), now=NOW
     )
@@ -606,15 +597,6 @@ def test_an_entry_not_loaded_scores_0_even_when_its_base_overflows():
     assert relevance.factor(entries[0]) == 0.0
     assert stats.scorer(context)(entries[0], context, now=NOW) == 0.0
     assert oracle_score(entries, entries[0], context)[0] == 0.0
-    pools = floored([Pool("all", 10**6, 3)], relevance)
-    got = recall_by_scores(
-        stats,
-        entries,
-        pools,
-        context,
-        token_counter=poolsplit.default_token_counter,
-        now=NOW,
-        relevance=relevance,
-    )
+    pools, got = recall_floored(stats, entries, context, relevance, 3)
     assert [e["id"] for e in got["all"]] == ["match"]
     check_recall(entries, pools, context)
