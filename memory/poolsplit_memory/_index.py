@@ -515,7 +515,11 @@ class Index:
         token_counter: TokenCounter,
         relevance: Relevance | None,
     ) -> dict[str, list[Entry]]:
-        """Every entry to the core (:func:`recall_whole`)."""
+        """Every entry to the core: by the default scorer (through
+        :meth:`_core`, which the tests count), or the lexical ranking's
+        one-loop scan (:func:`recall_whole`)."""
+        if relevance is None:
+            return self._core(self.entries, pools, context, now, token_counter)
         return recall_whole(
             self.entries,
             pools,
