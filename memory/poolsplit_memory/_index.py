@@ -515,17 +515,17 @@ class Index:
         token_counter: TokenCounter,
         relevance: Relevance | None,
     ) -> dict[str, list[Entry]]:
-        """Every entry to the core: by the default scorer, or the lexical
-        ranking's one-loop scan (``_ranking.recall_by_scores``, the same result)."""
+        """Every entry to the core: by the default scorer (through
+        :meth:`_core`, which the tests count), or the lexical ranking's
+        one-loop scan (:func:`recall_whole`)."""
         if relevance is None:
             return self._core(self.entries, pools, context, now, token_counter)
-        return recall_by_scores(
-            relevance.statistics,
+        return recall_whole(
             self.entries,
             pools,
             context,
-            token_counter=token_counter,
             now=now,
+            token_counter=token_counter,
             relevance=relevance,
         )
 
@@ -754,6 +754,40 @@ def _content(entry: Entry) -> str:
         return str(content)
     except Exception:
         raise _Unmodelled from None
+
+
+def recall_whole(
+    entries: Sequence[Entry],
+    pools: Sequence[Pool],
+    context: Mapping[str, Any],
+    *,
+    now: datetime,
+    token_counter: TokenCounter,
+    relevance: Relevance | None = None,
+) -> dict[str, list[Entry]]:
+    """What :meth:`Index.recall` returns for these entries (in key order),
+    without an index: every entry to the core, by the default scorer, or
+    the lexical ranking's one-loop scan (``_ranking.recall_by_scores``, the
+    same result). A snapshot's first recall is served here while its index
+    is not built yet."""
+    if relevance is None:
+        return poolsplit.retrieve_pools(
+            entries,
+            pools,
+            context,
+            scorer=poolsplit.default_scorer,
+            token_counter=token_counter,
+            now=now,
+        )
+    return recall_by_scores(
+        relevance.statistics,
+        entries,
+        pools,
+        context,
+        token_counter=token_counter,
+        now=now,
+        relevance=relevance,
+    )
 
 
 def _is_number(value: object) -> bool:

@@ -392,8 +392,13 @@ class Statistics:
         if record is None:
             found = terms(content)
             record = self._contents[content] = [found, 0]
-            for term in found:
-                self._postings.setdefault(term, {})[content] = None
+            postings = self._postings
+            for term in found:  # (get first: setdefault builds a dict a term)
+                holders = postings.get(term)
+                if holders is None:
+                    postings[term] = {content: None}
+                else:
+                    holders[content] = None
         record[1] += 1
         found = record[0]
         found_features = self._features[id(entry)] = _features(entry)

@@ -112,7 +112,7 @@ from poolsplit import (
     default_token_counter,
 )
 
-from ._index import Index
+from ._index import Index, recall_whole
 from ._postgres import PostgresBackend
 from ._ranking import (
     FLOOR,
@@ -730,7 +730,12 @@ class _Snapshot:
     without one was deleted or is no candidate any more), forgets what it
     knew of those seqs and loads the rows by ``loadable``. Entries enter and
     leave in one place each (:meth:`_enter`, :meth:`_leave`), which also
-    keeps the recall index and the ranking's statistics up to date. The
+    keeps the ranking's statistics and, once built, the recall index up to
+    date. The index is built when a recall asks for it the second time
+    (:meth:`recall_index`): a snapshot's first recall is served without it,
+    by the same rule on every entry (``_index.recall_whole``), as building
+    it costs ten of those recalls (about 200 ms at 10,000 entries) and
+    a process's first recall should not wait for it. The
     always-scope state (the budget warning,
     the always-scope rows not loaded) depends on all always-scope rows
     together, so it is recomputed from them, few by that rule's own cap,
@@ -743,11 +748,11 @@ class _Snapshot:
         self.signal: object = None  # the backend's version when last checked
         self.position = 0  # the change log's position applied
         self.stats = Statistics()  # the lexical ranking's, of the entries
-        # The index's word streams: the ranking's terms (its statistics hold
-        # each entry's, computed once as it enters), or the core's words.
-        self.index = (
-            Index() if ranking == "core" else Index(terms=self.stats.streams_of)
-        )
+        self._ranking = ranking
+        self._held: dict[int, dict[str, Any]] = {}  # seq -> entry
+        self._ordered: builtins.list[dict[str, Any]] | None = []  # by seq
+        self._index: Index | None = None  # built by recall_index
+        self._asked = False  # whether a recall asked for the index
         # The semantic ranking's: the entries' vectors (None once a change
         # is applied), and the stored vectors read so far, so that a change
         # reads and hashes only the changed entries'.
@@ -764,7 +769,32 @@ class _Snapshot:
     @property
     def entries(self) -> builtins.list[dict[str, Any]]:
         """The valid, active entries some pool admits, in seq order."""
-        return self.index.entries
+        ordered = self._ordered
+        if ordered is None:
+            held = self._held
+            ordered = self._ordered = [held[seq] for seq in sorted(held)]
+        return ordered
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def recall_index(self) -> Index | None:
+        """The recall index of the entries; None the first time a recall
+        asks (serve it by ``_index.recall_whole``), built the next time."""
+        if self._index is None:
+            if not self._asked:
+                self._asked = True
+                return None
+            # The index's word streams: the ranking's terms (its statistics
+            # hold each entry's, computed once as it entered), or the core's.
+            index = (
+                Index()
+                if self._ranking == "core"
+                else Index(terms=self.stats.streams_of)
+            )
+            index.add_many(builtins.list(self._held.items()))
+            self._index = index
+        return self._index
 
     @property
     def types(self) -> frozenset[str]:
@@ -784,7 +814,7 @@ class _Snapshot:
         self.vectors = None
         always_changed = not touched.isdisjoint(self._always)
         for seq in touched:
-            if self.index.has(seq):
+            if seq in self._held:
                 self._leave(seq)
             self._skipped.pop(seq, None)
             self._always.pop(seq, None)
@@ -797,8 +827,10 @@ class _Snapshot:
         )
         seqs = {row.id: row.seq for row in rows}
         self._enter([(seqs[entry["id"]], entry) for entry in found.entries])
-        unreadable = {
-            row.id for row, value in zip(rows, values) if _unreadable(value) is not None
+        unreadable = {  # (only a skipped row can be one: most loads have none)
+            row.id
+            for row, value in zip(rows, values if found.skipped else ())
+            if _unreadable(value) is not None
         }
         for item in found.skipped:
             late = 0 if item.id in unreadable else 1
@@ -826,20 +858,25 @@ class _Snapshot:
 
     def _enter(self, entries: Sequence[tuple[int, dict[str, Any]]]) -> None:
         """The one place entries enter the snapshot (seq, entry)."""
-        for _, entry in entries:
+        for seq, entry in entries:
+            self._held[seq] = entry
             self._types[entry.get("type", "note")] += 1
             self.stats.add(entry)
-        self.index.add_many(entries)
+        self._ordered = None
+        if self._index is not None:
+            self._index.add_many(entries)
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
-        entry = self.index.entry(seq)
+        entry = self._held.pop(seq)
+        self._ordered = None
         kind = entry.get("type", "note")
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
         self.stats.remove(entry)
-        self.index.remove(seq)
+        if self._index is not None:
+            self._index.remove(seq)
 
 
 def _copied(value: Any) -> Any:
@@ -928,7 +965,7 @@ class _Recalled(Recall):
             "always_skipped": list(snap.always_skipped),
             # len(snap.entries) would sort the keys again after every write
             # (0.8 ms at 10,000 entries, 13 ms at 100,000).
-            "loaded": len(snap.index),
+            "loaded": len(snap),
         }
         for name, value in fields.items():
             object.__setattr__(self, name, value)
@@ -1541,14 +1578,26 @@ class Store:
                 pools_now = floored(pools_now, relevance)
             if self.ranking != "semantic":
                 # The index's walk, bounded by the lexical relevance's
-                # factors (1 or 0 for an entry sharing no term).
-                got = snap.index.recall(
-                    pools_now,
-                    context,
-                    token_counter=self._token_counter,
-                    now=now,
-                    relevance=relevance,
-                )
+                # factors (1 or 0 for an entry sharing no term); the same
+                # result on every entry while the index is not built.
+                index = snap.recall_index()
+                if index is None:
+                    got = recall_whole(
+                        snap.entries,
+                        pools_now,
+                        context,
+                        token_counter=self._token_counter,
+                        now=now,
+                        relevance=relevance,
+                    )
+                else:
+                    got = index.recall(
+                        pools_now,
+                        context,
+                        token_counter=self._token_counter,
+                        now=now,
+                        relevance=relevance,
+                    )
             else:
                 # The hybrid factor is above 1 for nearly every entry: no
                 # index skips any, so one loop scores them all.
@@ -1725,7 +1774,7 @@ class Store:
             signal, position = tx.state()
             if cached is not None and position - cached.position <= KEEP_CHANGES:
                 changed, rows = tx.changes(cached.position, types)
-                if None not in changed and len(changed) <= len(cached.index) + 100:
+                if None not in changed and len(changed) <= len(cached) + 100:
                     seqs = [seq for seq in changed if seq is not None]
                     return signal, position, seqs, rows
             return signal, position, None, tx.candidates(types)
@@ -1760,7 +1809,7 @@ class Store:
             oldest = snapshots.oldest_of(self._owner)
             if oldest is not None:
                 snapshots.drop(oldest)
-        size = (len(snap.entries) + len(snap.skipped) + 1) * self._entry_bytes[pools]
+        size = (len(snap) + len(snap.skipped) + 1) * self._entry_bytes[pools]
         snapshots.put(key, snap, size)
 
     # --- import / export ---------------------------------------------------
@@ -2125,8 +2174,11 @@ def _active_objects(
         reason = _unreadable(value)
         if reason is not None:
             skips.skip(index, value if isinstance(value, Mapping) else None, reason)
+        elif isinstance(value, dict):  # a parsed row (no ABC check)
+            if default_is_active(value):
+                parsed.append((index, value))
         elif isinstance(value, Mapping) and default_is_active(value):
-            parsed.append((index, value if isinstance(value, dict) else dict(value)))
+            parsed.append((index, dict(value)))
     return parsed
 
 
@@ -2201,9 +2253,11 @@ def loadable(
 
 def _unreadable(value: object) -> str | None:
     """Why a stored value cannot be an entry at all, or None."""
-    if not isinstance(value, Mapping):
+    # (type() first: a parsed row is a dict, and the ABC check costs more)
+    if not (type(value) is dict or isinstance(value, Mapping)):
         return f"must be a JSON object, got {_kind_of(value)}"
-    if set(value) == {"id", "unreadable"}:  # the marker of get/list
+    # the marker of get/list, {"id", "unreadable"} (no set built per row)
+    if len(value) == 2 and "id" in value and "unreadable" in value:
         return str(value["unreadable"])
     if not isinstance(value.get("type", "note"), str):
         return f"type: must be a str, got {type(value['type']).__name__}"

@@ -220,8 +220,10 @@ def test_after_random_writes_recall_equals_a_fresh_load(
     store = open_store(store_url, namespace="ada")
     other = open_store(store_url, namespace="ada")
     try:
-        store.recall(message, now=NOW)
-        store.recall(message, now=NOW, pools=POOLS)
+        for _ in range(2):  # the second recall builds each snapshot's index,
+            # which the writes then bring forward entry by entry
+            store.recall(message, now=NOW)
+            store.recall(message, now=NOW, pools=POOLS)
         for n, step in enumerate(steps):
             apply(step, store, other, store_url, n)
             check_statistics(store)
@@ -271,6 +273,65 @@ def test_a_write_rereads_one_row_and_never_rebuilds_the_index(
             assert written.id in store.recall(f"turn{turn}", now=NOW).ids()["facts"]
         assert store._backend.rows_read == before + 5
         assert len(built) == 1
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+def test_the_first_recall_is_served_without_the_index_and_equals_it(
+    store_url: str, ranking: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot's first recall ranks every entry without building the
+    recall index (memory/README.md: the first recall after opening does not
+    wait for it); the next recall builds it, and both give what the core
+    gives on every entry, for every message."""
+    built: list[int] = []
+    init = _index.Index.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        built.append(1)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(_index.Index, "__init__", counting)
+    monkeypatch.setattr(_index, "_MAX_SHARE", 1)  # the index's path when built
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
+    with open_store(store_url, namespace="ada", ranking=ranking) as store:
+        lines = "".join(
+            json.dumps(
+                {
+                    "type": TYPES[n % 4],
+                    "content": f"{WORDS[n % 5]} {WORDS[n % 3]} note {n}",
+                    "base_priority": n % 7,
+                    "created": (NOW - timedelta(days=n % 40)).isoformat(),
+                }
+            )
+            + "\n"
+            for n in range(200)
+        )
+        store.import_jsonl(io.StringIO(lines))
+    for message in (*WORDS, "billing report", "nothing matches"):
+        with open_store(store_url, namespace="ada", ranking=ranking) as store:
+            built.clear()
+            first = store.recall(message, now=NOW)
+            assert built == []  # served without an index
+            second = store.recall(message, now=NOW)
+            assert built == [1]
+            assert first.to_dict() == second.to_dict()
+            assert first.text == second.text
+            with store._cache_lock:
+                snap = store._snapshot()
+                entries, pools = snap.entries, store._pools_for(snap)
+            context = {"message": message, "tags": [], "project": None}
+            scorer: Any = poolsplit.default_scorer
+            if ranking == "lexical":
+                stats = Statistics(entries)  # counted anew
+                relevance = stats.relevance(message, NOW)
+                pools = floored(pools, relevance)
+                scorer = stats.scorer(context, relevance=relevance)
+            core = poolsplit.retrieve_pools(
+                entries, pools, context, scorer=scorer, now=NOW
+            )
+            want = {k: [e["id"] for e in v] for k, v in core.items()}
+            assert first.ids() == want
 
 
 # --- the index's mutants, through the public API ------------------------------------
