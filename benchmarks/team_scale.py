@@ -44,6 +44,7 @@ of interleaved rounds where two things are compared.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import hashlib
 import http.client
@@ -166,8 +167,9 @@ def write_tokens(path: Path, tenants: int) -> list[str]:
 class Client:
     """One keep-alive HTTP connection per server, plain JSON-RPC."""
 
-    def __init__(self, servers: list[Server]) -> None:
+    def __init__(self, servers: list[Server], *, fresh: bool = False) -> None:
         self.servers = servers
+        self.fresh = fresh  # a new connection per request (``connection: close``)
         self.conns = [
             http.client.HTTPConnection(s.host, s.port, timeout=120) for s in servers
         ]
@@ -196,6 +198,8 @@ class Client:
             }
         )
         headers = {**HEADERS, "authorization": f"Bearer {token}"}
+        if self.fresh:
+            headers["connection"] = "close"  # http.client opens the next one
         for attempt in range(4):
             conn = self.conns[server]
             started = time.perf_counter()
@@ -248,16 +252,18 @@ def run_clients(
     clients: int,
     calls: int,
     work: Callable[[Client, int, int], Any],
+    fresh: bool = False,
 ) -> list[Any]:
     """``work(client, number, i)`` ``calls`` times in all, over ``clients``
-    threads; the list of what each call returned."""
+    threads (each its own keep-alive connections, or with ``fresh`` a new
+    connection per request); the list of what each call returned."""
     out: list[Any] = []
     lock = threading.Lock()
     errors: list[BaseException] = []
     per = max(1, calls // clients)
 
     def run(number: int) -> None:
-        client = Client(servers)
+        client = Client(servers, fresh=fresh)
         client.turn = number
         try:
             for i in range(per):
@@ -375,7 +381,12 @@ def _recall_load(job: tuple[str, int, list[str], int, int]) -> float:
             f"t{n % 4}",
         )
 
-    run_clients([address], 4, 4 * per, work)  # type: ignore[list-item]
+    # A new connection per request: uvicorn's workers accept from one shared
+    # socket, the first awake taking every connection pending, so 16
+    # keep-alive connections opened at once land unevenly (1,101 and 501
+    # requests on the two workers in one such round); a balancer's requests
+    # reach whichever worker accepts next.
+    run_clients([address], 4, 4 * per, work, fresh=True)  # type: ignore[list-item]
     return time.process_time() - cpu
 
 
@@ -552,6 +563,15 @@ def measure(
             f"{statistics.median(twos) / statistics.median(ones):.2f} "
             f"(medians of {args.rounds} interleaved rounds{pinned}; "
             f"load {os.getloadavg()[0]:.1f})"
+        )
+        served = collections.Counter(
+            json.loads(line)["pid"]
+            for line in two.log.read_text().splitlines()
+            if line.startswith("{") and '"/mcp/' in line
+        )
+        print(
+            "  requests served by each of the 2 workers: "
+            + ", ".join(str(n) for n in sorted(served.values(), reverse=True))
         )
         for n in (1, 2):
             print(
