@@ -146,9 +146,7 @@ def client_connections(url: str) -> int:
 
 def write_tokens(path: Path, tenants: int) -> list[str]:
     """One token per team of 10 tenants, in the tokens file's format
-    (version 1); the token of each tenant, by tenant. (One token per tenant
-    would be 1,000 records: ``--http`` hands its workers the configuration
-    in one environment variable, and Linux refuses one over 128 KiB.)"""
+    (version 1); the token of each tenant, by tenant."""
     teams = [f"psm_{secrets.token_urlsafe(24)}" for _ in range(0, tenants, 10)]
     records = [
         {

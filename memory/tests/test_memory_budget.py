@@ -4,8 +4,8 @@ memory/README.md ("Many tenants, several instances"): the snapshots of all
 of a process's stores together stay within the snapshot budget (estimated
 bytes), the least recently used leaving first, the one just read kept even
 when it alone is larger; and a process's resident memory (RSS) stays within
-its base (what it holds before its first recall) plus twice the budget
-(the allocator's fragmentation and the snapshots being read). The
+its base (what it holds before its first recall) plus 2.5 times the
+budget (the allocator's partly used pages, the snapshots being read). The
 process here is a fresh Python of its own, so that no other test's
 allocations move its RSS; it reports, the test asserts.
 """
@@ -78,10 +78,10 @@ def test_many_tenants_stay_within_the_snapshot_budget_and_rss_with_it(tmp_path):
     """50 tenants of 150 entries, each recalled 3 times in turn, with a 1 MiB
     budget: the estimate is over the budget only while the one snapshot just
     read is held alone; every tenant but the last left the cache each round;
-    RSS grows by less than twice the budget plus 10 MB (all 50 snapshots
-    held would take about 45 MB)."""
+    RSS grows by less than 2.5 times the budget plus 10 MB (all 50
+    snapshots held would take about 45 MB)."""
     got = probe(tmp_path, BUDGET)
     assert all(held == 1 for _, held in got["over"]), got["over"]
     assert got["evicted"] >= 3 * TENANTS - 1
     grown = got["after"] - got["base"]
-    assert grown <= 2 * BUDGET / 2**20 + SLACK_MB, got
+    assert grown <= 2.5 * BUDGET / 2**20 + SLACK_MB, got
