@@ -4,7 +4,7 @@
     eval "$(bash scripts/start-postgres.sh)"        # a server to create a database in
     python benchmarks/team_scale.py [--tenants 1000] [--memories 1000]
                                     [--pool-size 4] [--snapshot-budget 256]
-                                    [--calls 200] [--pg-dsn URL]
+                                    [--calls 200] [--ryw 1000] [--pg-dsn URL]
     python benchmarks/team_scale.py --quick        # CI: 20 tenants of 50
 
 What it does, in one run (nothing is asserted; pytest never collects this):
@@ -25,7 +25,8 @@ What it does, in one run (nothing is asserted; pytest never collects this):
    ``--touch`` rounds (1: about half the tenants reach each worker; 2:
    about 3 in 4): then the database's
    client connections (``pg_stat_activity``) against pool size x 4
-   processes, and each process's resident memory (VmRSS).
+   processes, and each process's resident memory (VmRSS); after step 5,
+   each worker's peak (VmHWM) against its resident memory at start.
 4. **Latency**: recall and remember p50/p99 (nearest rank) with 1, 4 and 16
    clients, for a hot tenant (every call the same one: its snapshot warm)
    and cold tenants (each call a tenant not served since the fill round:
@@ -33,9 +34,11 @@ What it does, in one run (nothing is asserted; pytest never collects this):
 5. **Read-your-writes across instances**: ``--ryw`` writes, each
    acknowledged by one instance and recalled at once on the other.
 6. **Workers**: one more instance with ``--workers 1`` beside one with
-   ``--workers 2``; 16 clients of hot-tenant recalls, rounds alternating
-   between them (interleaved A/B), the median requests/s of each and their
-   ratio.
+   ``--workers 2``; 16 clients of hot-tenant recalls (4 processes of 4
+   threads, a new connection per request, ``--client-cpus`` to pin them),
+   rounds alternating between them (interleaved A/B): the median
+   requests/s of each and their ratio, the cores the clients and each
+   server used, and the requests each of the two workers served.
 
 The machine may be shared: every figure is from one run, ratios of medians
 of interleaved rounds where two things are compared.
