@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import io
 import json
 import math
@@ -104,14 +105,42 @@ def p99(samples: list[float]) -> float:
 # --- the two transports ------------------------------------------------------
 
 
+class Server:
+    """A running ``poolsplit-mcp --http``: its process, base URL and log."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
+        self.proc, self.base, self.log = proc, base, log
+        host, port = base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+
+    def processes(self) -> list[tuple[str, int]]:
+        """(role, pid): the first process (the supervisor when --workers > 1)
+        and its children (the workers; multiprocessing's resource tracker
+        named as such)."""
+        found = [("supervisor", self.proc.pid)]
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        with contextlib.suppress(OSError):
+            for pid in (int(p) for p in children.read_text().split()):
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                role = "tracker" if b"resource_tracker" in cmdline else "worker"
+                found.append((role, pid))
+        return found
+
+
 @contextmanager
-def http_server(url: str, folder: str, workers: int) -> Iterator[str]:
-    """``poolsplit-mcp --http 127.0.0.1:0``; yields its /mcp URL."""
+def serve(
+    url: str, folder: str | Path, workers: int, extra: list[str] | None = None
+) -> Iterator[Server]:
+    """``poolsplit-mcp --http 127.0.0.1:0 --db URL --workers N`` plus
+    ``extra`` arguments, yielded once every worker answers ``/healthz`` (its
+    pid seen); stopped by SIGTERM on the way out (its log's tail printed if
+    the body raised)."""
     log = Path(folder) / f"http-{uuid.uuid4().hex[:6]}.err"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [server_command(), "--http", "127.0.0.1:0", "--db", url]
-            + ["--workers", str(workers)],
+            + ["--workers", str(workers)]
+            + (extra or []),
             cwd=folder,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -120,14 +149,27 @@ def http_server(url: str, folder: str, workers: int) -> Iterator[str]:
     try:
         deadline = time.monotonic() + START
         found = None
-        while found is None and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"the HTTP server exited:\n{log.read_text()}")
-            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", log.read_text())
+        while found is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the HTTP server did not start:\n{log.read_text()}")
+            found = re.search(r"http://127\.0\.0\.1:\d+", log.read_text())
             time.sleep(0.1)
-        if found is None:
-            raise SystemExit(f"the HTTP server did not start:\n{log.read_text()}")
-        yield found.group(0)
+        server = Server(proc, found.group(0), log)
+        seen: set[int] = set()
+        while len(seen) < workers:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text()[-3000:]
+                raise SystemExit(f"the HTTP workers did not start:\n{tail}")
+            with contextlib.suppress(OSError, ValueError):
+                conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+                conn.request("GET", "/healthz")
+                seen.add(json.loads(conn.getresponse().read())["pid"])
+                conn.close()
+        try:
+            yield server
+        except BaseException:
+            print(f"server log tail:\n{log.read_text()[-3000:]}", file=sys.stderr)
+            raise
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -200,8 +242,8 @@ def measure(
                                     one_turn, client, turn, number, measured[side]
                                 )
 
-    with http_server(url, folder, workers) as endpoint:
-        anyio.run(main, endpoint)
+    with serve(url, folder, workers) as server:
+        anyio.run(main, f"{server.base}/mcp")
     return measured
 
 

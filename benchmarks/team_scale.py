@@ -4,7 +4,7 @@
     eval "$(bash scripts/start-postgres.sh)"        # a server to create a database in
     python benchmarks/team_scale.py [--tenants 1000] [--memories 1000]
                                     [--pool-size 4] [--snapshot-budget 256]
-                                    [--calls 200] [--pg-dsn URL]
+                                    [--calls 200] [--ryw 1000] [--pg-dsn URL]
     python benchmarks/team_scale.py --quick        # CI: 20 tenants of 50
 
 What it does, in one run (nothing is asserted; pytest never collects this):
@@ -25,7 +25,8 @@ What it does, in one run (nothing is asserted; pytest never collects this):
    ``--touch`` rounds (1: about half the tenants reach each worker; 2:
    about 3 in 4): then the database's
    client connections (``pg_stat_activity``) against pool size x 4
-   processes, and each process's resident memory (VmRSS).
+   processes, and each process's resident memory (VmRSS); after step 5,
+   each worker's peak (VmHWM) against its resident memory at start.
 4. **Latency**: recall and remember p50/p99 (nearest rank) with 1, 4 and 16
    clients, for a hot tenant (every call the same one: its snapshot warm)
    and cold tenants (each call a tenant not served since the fill round:
@@ -33,9 +34,11 @@ What it does, in one run (nothing is asserted; pytest never collects this):
 5. **Read-your-writes across instances**: ``--ryw`` writes, each
    acknowledged by one instance and recalled at once on the other.
 6. **Workers**: one more instance with ``--workers 1`` beside one with
-   ``--workers 2``; 16 clients of hot-tenant recalls, rounds alternating
-   between them (interleaved A/B), the median requests/s of each and their
-   ratio.
+   ``--workers 2``; 16 clients of hot-tenant recalls (4 processes of 4
+   threads, a new connection per request, ``--client-cpus`` to pin them),
+   rounds alternating between them (interleaved A/B): the median
+   requests/s of each and their ratio, the cores the clients and each
+   server used, and the requests each of the two workers served.
 
 The machine may be shared: every figure is from one run, ratios of medians
 of interleaved rounds where two things are compared.
@@ -44,6 +47,7 @@ of interleaved rounds where two things are compared.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import hashlib
 import http.client
@@ -52,26 +56,22 @@ import math
 import multiprocessing
 import os
 import random
-import re
 import secrets
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from http_recall import Server, p99, postgres_database, serve  # beside this file
 from poolsplit_memory import open_store
 from poolsplit_memory import store as store_module
 
-SERVER = Path(sys.executable).with_name("poolsplit-mcp")
-START = 180  # seconds: a bound for a server to come up
 _VOCABULARY = (
     "billing deploy schema invoice retry cache token budget ranking review "
     "release migration backup index tenant snapshot latency worker replica "
@@ -88,11 +88,6 @@ HEADERS = {
 
 
 # --- the database -------------------------------------------------------------
-
-
-def with_database(dsn: str, name: str) -> str:
-    base = dsn.partition("?")[0]
-    return f"{base.rpartition('/')[0]}/{name}"
 
 
 def content(rng: random.Random, tenant: int, n: int) -> str:
@@ -154,9 +149,7 @@ def client_connections(url: str) -> int:
 
 def write_tokens(path: Path, tenants: int) -> list[str]:
     """One token per team of 10 tenants, in the tokens file's format
-    (version 1); the token of each tenant, by tenant. (One token per tenant
-    would be 1,000 records: ``--http`` hands its workers the configuration
-    in one environment variable, and Linux refuses one over 128 KiB.)"""
+    (version 1); the token of each tenant, by tenant."""
     teams = [f"psm_{secrets.token_urlsafe(24)}" for _ in range(0, tenants, 10)]
     records = [
         {
@@ -172,91 +165,12 @@ def write_tokens(path: Path, tenants: int) -> list[str]:
     return [teams[n // 10] for n in range(tenants)]
 
 
-class Server:
-    def __init__(self, proc: subprocess.Popen[bytes], base: str, log: Path) -> None:
-        self.proc, self.base, self.log = proc, base, log
-        host, port = base.removeprefix("http://").split(":")
-        self.host, self.port = host, int(port)
-
-    def processes(self) -> list[tuple[str, int]]:
-        """(role, pid): the first process (the supervisor when --workers > 1)
-        and its children (the workers; multiprocessing's resource tracker
-        named as such)."""
-        found = [("supervisor", self.proc.pid)]
-        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
-        with contextlib.suppress(OSError):
-            for pid in (int(p) for p in children.read_text().split()):
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                role = "tracker" if b"resource_tracker" in cmdline else "worker"
-                found.append((role, pid))
-        return found
-
-
-@contextlib.contextmanager
-def serve(
-    folder: Path, url: str, tokens: Path, args: argparse.Namespace, workers: int
-) -> Iterator[Server]:
-    log = folder / f"server-{secrets.token_hex(3)}.err"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            [
-                SERVER,
-                "--http",
-                "127.0.0.1:0",
-                "--db",
-                url,
-                "--tokens",
-                str(tokens),
-                "--workers",
-                str(workers),
-                "--pool-size",
-                str(args.pool_size),
-                "--snapshot-budget",
-                str(args.snapshot_budget),
-            ],
-            cwd=folder,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-    try:
-        deadline = time.monotonic() + START
-        base = None
-        while base is None:
-            found = re.search(r"http://127\.0\.0\.1:\d+", log.read_text())
-            base = found.group(0) if found else None
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"server did not start: {log.read_text()}")
-            time.sleep(0.1)
-        server = Server(proc, base, log)
-        seen: set[int] = set()
-        while len(seen) < workers:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"workers did not start: {log.read_text()[-3000:]}")
-            with contextlib.suppress(OSError, ValueError):
-                conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-                conn.request("GET", "/healthz")
-                seen.add(json.loads(conn.getresponse().read())["pid"])
-                conn.close()
-        try:
-            yield server
-        except BaseException:
-            print(f"server log tail:\n{log.read_text()[-3000:]}", file=sys.stderr)
-            raise
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-
-
 class Client:
     """One keep-alive HTTP connection per server, plain JSON-RPC."""
 
-    def __init__(self, servers: list[Server]) -> None:
+    def __init__(self, servers: list[Server], *, fresh: bool = False) -> None:
         self.servers = servers
+        self.fresh = fresh  # a new connection per request (``connection: close``)
         self.conns = [
             http.client.HTTPConnection(s.host, s.port, timeout=120) for s in servers
         ]
@@ -285,6 +199,8 @@ class Client:
             }
         )
         headers = {**HEADERS, "authorization": f"Bearer {token}"}
+        if self.fresh:
+            headers["connection"] = "close"  # http.client opens the next one
         for attempt in range(4):
             conn = self.conns[server]
             started = time.perf_counter()
@@ -312,17 +228,24 @@ class Client:
         raise AssertionError("unreachable")
 
 
-def rss_mb(pid: int) -> float:
+def memory_mb(pid: int, field: str = "VmRSS") -> float:
+    """A process's resident memory now (``VmRSS``) or at its peak so far
+    (``VmHWM``), in MiB."""
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds these processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def run_clients(
@@ -330,16 +253,18 @@ def run_clients(
     clients: int,
     calls: int,
     work: Callable[[Client, int, int], Any],
+    fresh: bool = False,
 ) -> list[Any]:
     """``work(client, number, i)`` ``calls`` times in all, over ``clients``
-    threads; the list of what each call returned."""
+    threads (each its own keep-alive connections, or with ``fresh`` a new
+    connection per request); the list of what each call returned."""
     out: list[Any] = []
     lock = threading.Lock()
     errors: list[BaseException] = []
     per = max(1, calls // clients)
 
     def run(number: int) -> None:
-        client = Client(servers)
+        client = Client(servers, fresh=fresh)
         client.turn = number
         try:
             for i in range(per):
@@ -440,10 +365,12 @@ def read_your_writes(servers: list[Server], tokens: list[str], count: int) -> in
     return seen
 
 
-def _recall_load(job: tuple[str, int, list[str], int, int]) -> None:
+def _recall_load(job: tuple[str, int, list[str], int, int]) -> float:
     """One client process of the workers A/B: 4 threads of hot recalls (16
-    clients in one Python process would measure its own GIL)."""
+    clients in one Python process would measure its own GIL); the CPU
+    seconds the process used for them."""
     host, port, tokens, first, per = job
+    cpu = time.process_time()
     address = types.SimpleNamespace(host=host, port=port)
 
     def work(client: Client, number: int, i: int) -> None:
@@ -455,27 +382,53 @@ def _recall_load(job: tuple[str, int, list[str], int, int]) -> None:
             f"t{n % 4}",
         )
 
-    run_clients([address], 4, 4 * per, work)  # type: ignore[list-item]
+    # A new connection per request: uvicorn's workers accept from one shared
+    # socket, the first awake taking every connection pending, so 16
+    # keep-alive connections opened at once land unevenly (1,101 and 501
+    # requests on the two workers in one such round); a balancer's requests
+    # reach whichever worker accepts next.
+    run_clients([address], 4, 4 * per, work, fresh=True)  # type: ignore[list-item]
+    return time.process_time() - cpu
+
+
+def _pin(cpus: set[int] | None) -> None:
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
 
 
 def workers_ab(
-    one: Server, two: Server, tokens: list[str], calls: int, rounds: int
-) -> tuple[list[float], list[float]]:
-    """Requests/s of 16 clients (4 processes of 4 threads) of hot-tenant
-    recalls, rounds alternating between the servers."""
-    rates: dict[int, list[float]] = {1: [], 2: []}
+    one: Server,
+    two: Server,
+    tokens: list[str],
+    calls: int,
+    rounds: int,
+    cpus: set[int] | None,
+) -> dict[int, dict[str, list[float]]]:
+    """Per worker count (1, 2), per round: the requests/s of 16 clients (4
+    processes of 4 threads, on ``cpus`` if given) of hot-tenant recalls, and
+    the cores the clients and the server's processes used (CPU seconds over
+    the round's seconds); rounds alternating between the servers."""
+    got: dict[int, dict[str, list[float]]] = {
+        n: {"rate": [], "clients": [], "server": []} for n in (1, 2)
+    }
     per = max(1, calls // 16)
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    context = multiprocessing.get_context("fork")
+    with context.Pool(4, initializer=_pin, initargs=(cpus,)) as pool:
         for r in range(rounds):
             order = [(1, one), (2, two)] if r % 2 == 0 else [(2, two), (1, one)]
             for workers, server in order:
                 jobs = [
                     (server.host, server.port, tokens[:4], 4 * k, per) for k in range(4)
                 ]
+                pids = [pid for _, pid in server.processes()]
+                server_cpu = cpu_seconds(pids)
                 started = time.perf_counter()
-                pool.map(_recall_load, jobs)
-                rates[workers].append(16 * per / (time.perf_counter() - started))
-    return rates[1], rates[2]
+                clients_cpu = sum(pool.map(_recall_load, jobs))
+                took = time.perf_counter() - started
+                got[workers]["rate"].append(16 * per / took)
+                got[workers]["clients"].append(clients_cpu / took)
+                got[workers]["server"].append((cpu_seconds(pids) - server_cpu) / took)
+    return got
 
 
 # --- main -------------------------------------------------------------------------
@@ -493,6 +446,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="workers A/B rounds")
     parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument(
+        "--client-cpus",
+        dest="cpus",
+        type=lambda text: {int(n) for n in text.split(",")},
+        help="pin the workers A/B's client processes to these CPUs (e.g. 0)",
+    )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -506,17 +465,13 @@ def main() -> None:
     if not args.pg_dsn:
         raise SystemExit("team_scale: give --pg-dsn or set POOLSPLIT_PG_DSN")
     rng = random.Random(args.seed)
-    name = f"team_scale_{secrets.token_hex(4)}"
-    with psycopg.connect(args.pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    url = with_database(args.pg_dsn, name)
     print(
         f"# team_scale: {args.tenants} tenants x {args.memories} memories, "
         f"pool size {args.pool_size}, snapshot budget {args.snapshot_budget} MB, "
         f"Python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
         f"load {os.getloadavg()[0]:.1f}"
     )
-    try:
+    with postgres_database(args.pg_dsn) as url:
         seconds = fill(url, args.tenants, args.memories, args.seed)
         print(f"fill: {args.tenants * args.memories} rows by COPY in {seconds:.0f} s")
         with tempfile.TemporaryDirectory() as temp:
@@ -524,9 +479,6 @@ def main() -> None:
             tokens_file = folder / "tokens.json"
             tokens = write_tokens(tokens_file, args.tenants)
             measure(folder, url, tokens_file, tokens, args, rng)
-    finally:
-        with psycopg.connect(args.pg_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def measure(
@@ -537,11 +489,14 @@ def measure(
     args: argparse.Namespace,
     rng: random.Random,
 ) -> None:
+    extra = ["--tokens", str(tokens_file), "--pool-size", str(args.pool_size)]
+    extra += ["--snapshot-budget", str(args.snapshot_budget)]
     with (
-        serve(folder, url, tokens_file, args, 2) as a,
-        serve(folder, url, tokens_file, args, 2) as b,
+        serve(url, folder, 2, extra) as a,
+        serve(url, folder, 2, extra) as b,
     ):
         servers = [a, b]
+        base = {pid: memory_mb(pid) for s in servers for _, pid in s.processes()}
         seconds = touch_all(servers, tokens, args.touch)
         print(
             f"touch: every tenant recalled {args.touch} x on each instance "
@@ -556,7 +511,7 @@ def measure(
             pids = server.processes()
             print(
                 f"memory {label}: "
-                + ", ".join(f"{role} {rss_mb(pid):.0f} MB" for role, pid in pids)
+                + ", ".join(f"{role} {memory_mb(pid):.0f} MB" for role, pid in pids)
             )
         print(
             "\n| tenant | clients | recall p50 ms | recall p99 ms | "
@@ -570,9 +525,9 @@ def measure(
                 print(
                     f"| {'hot' if hot else 'cold'} | {clients} | "
                     f"{1000 * statistics.median(r):.0f} | "
-                    f"{1000 * percentile(r, 99):.0f} | "
+                    f"{1000 * p99(r):.0f} | "
                     f"{1000 * statistics.median(w):.0f} | "
-                    f"{1000 * percentile(w, 99):.0f} |"
+                    f"{1000 * p99(w):.0f} |"
                 )
         started = time.perf_counter()
         seen = read_your_writes(servers, tokens, args.ryw)
@@ -583,22 +538,49 @@ def measure(
         )
         print(f"connections after: {client_connections(url)}")
         for label, server in (("A", a), ("B", b)):
+            peaks = [
+                f"{role} {memory_mb(pid, 'VmHWM'):.0f} MB (started at "
+                f"{base.get(pid, float('nan')):.0f})"
+                for role, pid in server.processes()
+                if role == "worker"
+            ]
+            print(f"peak memory {label}: " + ", ".join(peaks))
+        for label, server in (("A", a), ("B", b)):
             started = server.log.read_text().count("Started server process")
             print(
                 f"worker restarts {label}: {started - 2} (uvicorn replaces a worker "
-                "that misses its 5 s health check)"
+                "that misses its 30 s health check)"
             )
     with (
-        serve(folder, url, tokens_file, args, 1) as one,
-        serve(folder, url, tokens_file, args, 2) as two,
+        serve(url, folder, 1, extra) as one,
+        serve(url, folder, 2, extra) as two,
     ):
-        ones, twos = workers_ab(one, two, tokens, args.calls * 2, args.rounds)
+        ab = workers_ab(one, two, tokens, args.calls * 2, args.rounds, args.cpus)
+        ones, twos = ab[1]["rate"], ab[2]["rate"]
+        pinned = "" if args.cpus is None else f", clients on CPUs {sorted(args.cpus)}"
         print(
             f"16 clients, hot recalls: 1 worker {statistics.median(ones):.1f} req/s, "
             f"2 workers {statistics.median(twos):.1f} req/s, ratio "
             f"{statistics.median(twos) / statistics.median(ones):.2f} "
-            f"(medians of {args.rounds} interleaved rounds)"
+            f"(medians of {args.rounds} interleaved rounds{pinned}; "
+            f"load {os.getloadavg()[0]:.1f})"
         )
+        served = collections.Counter(
+            json.loads(line)["pid"]
+            for line in two.log.read_text().splitlines()
+            if line.startswith("{") and '"/mcp/' in line
+        )
+        print(
+            "  requests served by each of the 2 workers: "
+            + ", ".join(str(n) for n in sorted(served.values(), reverse=True))
+        )
+        for n in (1, 2):
+            print(
+                f"  {n} worker(s): cores used by the clients "
+                f"{statistics.median(ab[n]['clients']):.2f}, by the server "
+                f"{statistics.median(ab[n]['server']):.2f} (medians); rates "
+                + " ".join(f"{rate:.0f}" for rate in ab[n]["rate"])
+            )
 
 
 if __name__ == "__main__":
