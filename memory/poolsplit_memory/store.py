@@ -85,6 +85,7 @@ from __future__ import annotations
 import base64
 import builtins
 import collections
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -225,6 +226,8 @@ _MAX_CACHED: Final = 8
 # 5.4, 6.5 and 16.9): an estimate, not an account.
 _SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 13
 _SNAPSHOT_BYTES_PER_ENTRY: Final = 4_000
+# Held while a namespace is read whole into a new snapshot (Store._snapshot).
+_WHOLE_READS: Final = threading.Lock()
 
 
 # ===========================================================================
@@ -1779,15 +1782,20 @@ class Store:
                     return signal, position, seqs, rows
             return signal, position, None, tx.candidates(types)
 
-        signal, position, changed, rows = self._backend.read(self.namespace, work)
-        snap = cached
-        if changed is None or snap is None:
-            snap = _Snapshot(pools, ranking=self.ranking)
-            snap.apply([], rows)
-        elif changed or rows:  # else only other namespaces changed: no work
-            snap.apply(changed, rows)
-        snap.signal, snap.position = signal, position
-        self._keep(pools, snap, None if changed is not None else rows)
+        # A namespace not in the cache is read whole: one such read at a
+        # time per process, so that 16 cold tenants at once do not hold 16
+        # half-built snapshots beside the budget's (under the GIL they
+        # would not be built faster side by side).
+        with _WHOLE_READS if cached is None else contextlib.nullcontext():
+            signal, position, changed, rows = self._backend.read(self.namespace, work)
+            snap = cached
+            if changed is None or snap is None:
+                snap = _Snapshot(pools, ranking=self.ranking)
+                snap.apply([], rows)
+            elif changed or rows:  # else only other namespaces changed: no work
+                snap.apply(changed, rows)
+            snap.signal, snap.position = signal, position
+            self._keep(pools, snap, None if changed is not None else rows)
         return snap
 
     def _keep(

@@ -85,3 +85,60 @@ def test_many_tenants_stay_within_the_snapshot_budget_and_rss_with_it(tmp_path):
     assert got["evicted"] >= 3 * TENANTS - 1
     grown = got["after"] - got["base"]
     assert grown <= 2.5 * BUDGET / 2**20 + SLACK_MB, got
+
+
+def test_cold_namespaces_are_read_whole_one_at_a_time(tmp_path, monkeypatch):
+    """Eight threads each recall a namespace not yet in this process's
+    cache: the snapshots are built one after another (a process holds at
+    most one half-built snapshot beside its budget), and every recall
+    still answers from its own namespace."""
+    import threading
+    import time
+
+    from poolsplit_memory import open_store
+    from poolsplit_memory import store as store_module
+
+    path = str(tmp_path / "memory.db")
+    names = [f"cold{n}" for n in range(8)]
+    written = {}
+    for name in names:
+        with open_store(path, namespace=name) as store:
+            written[name] = store.remember(
+                f"{name} keeps the invoice schema", type="fact"
+            ).id
+    building = 0
+    most = 0
+    lock = threading.Lock()
+    apply = store_module._Snapshot.apply
+
+    def counted(self, changed, rows):
+        nonlocal building, most
+        with lock:
+            building += 1
+            most = max(most, building)
+        try:
+            time.sleep(0.05)  # long enough for the other threads to arrive
+            return apply(self, changed, rows)
+        finally:
+            with lock:
+                building -= 1
+
+    monkeypatch.setattr(store_module._Snapshot, "apply", counted)
+    stores = [open_store(path, namespace=name) for name in names]
+    found: dict[str, list[str]] = {}
+    start = threading.Barrier(len(stores))
+
+    def recall(store):
+        start.wait()
+        ids = store.recall("invoice schema").ids()
+        found[store.namespace] = [i for pool in ids.values() for i in pool]
+
+    threads = [threading.Thread(target=recall, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+    assert most == 1
+    assert found == {name: [written[name]] for name in names}
