@@ -245,14 +245,15 @@ def windowed(contents: Sequence[str], hybrid: Sequence[float]) -> dict[str, floa
     >>> windowed(["a", "b", "c"], [0.0, 1.0, 0.5])
     {'a': 0.5, 'b': 1.25, 'c': 1.0}
     """
-    shares: dict[str, float] = {}
-    last = len(hybrid) - 1
-    for i, (content, own) in enumerate(zip(contents, hybrid)):
-        before = hybrid[i - 1] if i > 0 else 0.0
-        after = hybrid[i + 1] if i < last else 0.0
-        value = own + WINDOW * max(before, after)
-        if value > shares.get(content, -1.0):
-            shares[content] = value
+    before = [0.0, *hybrid[:-1]]
+    after = [*hybrid[1:], 0.0]
+    values = [
+        own + WINDOW * (b if b > a else a) for own, b, a in zip(hybrid, before, after)
+    ]
+    shares = dict(zip(contents, values))
+    if len(shares) < len(values):  # equal contents: the largest w of them
+        for content, value in zip(contents, values):
+            shares[content] = max(shares[content], value)
     return shares
 
 
