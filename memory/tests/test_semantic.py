@@ -147,6 +147,20 @@ def test_the_turn_after_a_match_is_recalled_with_it(open_):
     assert got == ["t0", "t1"]
 
 
+def test_an_updated_entry_keeps_its_place_in_the_window(open_):
+    """Write order is the first write's: the turn updated to the answer is
+    still the neighbour of the turn the question matches."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, 2)])
+    turns = [TURNS[0], "Bob: wait until you see it", *TURNS[2:]]
+    lines = [
+        json.dumps({"id": f"t{n}", "content": text, "type": "note"})
+        for n, text in enumerate(turns)
+    ]
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.update("t1", content=TURNS[1])
+    assert store.recall(MESSAGES[0], now=NOW).ids()["all"] == ["t0", "t1"]
+
+
 def test_a_semantic_store_of_one_entry_recalls_it(open_):
     """One entry: every spread is 0 (no division by it)."""
     store = open_("ada", ranking="semantic")
