@@ -8,6 +8,7 @@ own vectors (numpy), the lexical share from the README's BM25+ formula
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import os
@@ -16,6 +17,8 @@ from datetime import datetime, timezone
 
 import poolsplit
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from poolsplit import Pool
 
 if os.environ.get("POOLSPLIT_REQUIRE_SEMANTIC") != "1":
@@ -50,11 +53,20 @@ def oracle(entries, message):
         + 0.7 * (cosine - low) / max(spread, 0.2) * ramp
         for cosine, share in zip(cosines.tolist(), shares)
     ]
-    best = max(hybrid)
+    # The window, in write order: h plus 0.5 x the better neighbour's h (a
+    # missing neighbour 0); entries of equal content take the largest.
+    windowed = {}
+    for i, (entry, h) in enumerate(zip(entries, hybrid)):
+        before = hybrid[i - 1] if i > 0 else 0.0
+        after = hybrid[i + 1] if i + 1 < len(hybrid) else 0.0
+        w = h + 0.5 * max(before, after)
+        windowed[entry["content"]] = max(w, windowed.get(entry["content"], w))
+    best = max(windowed.values())
     scores = {}
-    for entry, h in zip(entries, hybrid):
+    for entry in entries:
         base = poolsplit.default_scorer(entry, {}, now=NOW)
-        scores[entry["id"]] = base * oracle_factor(h, best)
+        factor = oracle_factor(windowed[entry["content"]], best)
+        scores[entry["id"]] = base * factor if factor else 0.0
     return scores
 
 
@@ -73,6 +85,80 @@ def test_semantic_recall_is_the_readme_formula(open_):
     explained = store.explain(message, now=NOW)
     top = expected[order[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
     assert f"- {order[0]}: x{top:.4g}" in explained
+
+
+# A conversation in write order: the answer to a question is often the turn
+# after the one that shares its words.
+TURNS = [
+    "Ada: guess what I brought home from the shelter yesterday",
+    "Bob: a rescue beagle, three years old",
+    "Ada: the deploy pipeline runs on Fridays now",
+    "Bob: I have started cello lessons on Tuesdays",
+    "Ada: my sister moved to Lisbon for a new job",
+    "Bob: nice, the weather there is lovely",
+]
+MESSAGES = ["what did Ada bring home from the shelter?", "who plays music?", "hi"]
+_namespaces = itertools.count()
+
+
+@settings(max_examples=12)
+@given(
+    picks=st.lists(
+        st.tuples(st.sampled_from(range(len(TURNS))), st.integers(0, 120)),
+        min_size=1,
+        max_size=7,
+    ),
+    message=st.sampled_from(MESSAGES),
+)
+def test_semantic_recall_is_the_readme_formula_on_any_store(open_, picks, message):
+    """Any turns (repeats included) in any write order and of any age: the
+    recall's whole ranking is the README's, window included."""
+    namespace = f"p{next(_namespaces)}"
+    pool = Pool("all", 10**6, len(picks))
+    store = open_(namespace, ranking="semantic", pools=[pool])
+    lines = [
+        json.dumps(
+            {
+                "id": f"t{n}",
+                "content": TURNS[turn],
+                "type": "note",
+                "created": f"2026-{1 + days // 30:02d}-{1 + days % 28:02d}",
+            }
+        )
+        for n, (turn, days) in enumerate(picks)
+    ]
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    stored = [store.get(f"t{n}") for n in range(len(picks))]
+    expected = oracle(stored, message)
+    got = [expected[e["id"]] for e in store.recall(message, now=NOW).pools["all"]]
+    assert got == sorted((s for s in expected.values() if s > 0), reverse=True)
+
+
+def test_the_turn_after_a_match_is_recalled_with_it(open_):
+    """The window: "a rescue beagle" shares no word with the question, but
+    follows the turn that does, and comes before the unrelated turns."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, 2)])
+    lines = [
+        json.dumps({"id": f"t{n}", "content": text, "type": "note"})
+        for n, text in enumerate(TURNS)
+    ]
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    got = store.recall(MESSAGES[0], now=NOW).ids()["all"]
+    assert got == ["t0", "t1"]
+
+
+def test_an_updated_entry_keeps_its_place_in_the_window(open_):
+    """Write order is the first write's: the turn updated to the answer is
+    still the neighbour of the turn the question matches."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, 2)])
+    turns = [TURNS[0], "Bob: wait until you see it", *TURNS[2:]]
+    lines = [
+        json.dumps({"id": f"t{n}", "content": text, "type": "note"})
+        for n, text in enumerate(turns)
+    ]
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.update("t1", content=TURNS[1])
+    assert store.recall(MESSAGES[0], now=NOW).ids()["all"] == ["t0", "t1"]
 
 
 def test_a_semantic_store_of_one_entry_recalls_it(open_):
