@@ -43,7 +43,7 @@ import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Final, Optional, TypeVar
+from typing import Any, ClassVar, Final, Optional, TypeVar
 
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
@@ -497,6 +497,8 @@ class Relevance:
     a memory of an event is written at or after it) gets its factor times
     :data:`TIME_FACTOR`. ``window`` is then ``(start, end)`` in seconds.
     """
+
+    symbol: ClassVar[str] = "r"  # what explain calls an entry's share
 
     def __init__(
         self, stats: Statistics, message: str, now: datetime | None = None

@@ -45,7 +45,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from poolsplit import Entry
 
@@ -204,6 +204,8 @@ class Hybrid(Relevance):
     ``share(entry)`` is ``w`` (module docstring); every entry of the snapshot
     has one, so the factor is 1 only for an entry at the bottom of both.
     """
+
+    symbol: ClassVar[str] = "w"
 
     def __init__(
         self,

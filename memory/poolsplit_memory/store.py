@@ -1015,8 +1015,8 @@ def _relevance_lines(
     relevance: Relevance, snap: _Snapshot, report: poolsplit.Explanation
 ) -> str:
     """The relevance factor of the entries explain reports that have an
-    ``r`` above 0 (every other entry's is the same, ``unmatched``), best
-    first, at most 20."""
+    ``r`` (semantic: ``w``) above 0 (every other entry's is the same,
+    ``unmatched``), best first, at most 20."""
     rows = []
     for decision in report.decisions:
         entry = snap.entries[decision.index]
@@ -1025,10 +1025,12 @@ def _relevance_lines(
             shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
+    s = relevance.symbol  # r, or the semantic ranking's w
     lines = [
-        f"\nrelevance, score = base x g(r): exp({RELEVANCE_RATE:g} x r), 0 below "
-        f"{FLOOR:g} x the best r ({relevance.best:.3f}); {len(rows)} entries with "
-        f"r > 0 (the others: x{relevance.unmatched:g}), with their shared terms"
+        f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "
+        f"below {FLOOR:g} x the best {s} ({relevance.best:.3f}); {len(rows)} "
+        f"entries with {s} > 0 (the others: x{relevance.unmatched:g}), with "
+        "their shared terms"
     ]
     lines += [
         f"- {ident}: x{-f:.4g} ({shared or 'no shared term'})"

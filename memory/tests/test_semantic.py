@@ -85,6 +85,7 @@ def test_semantic_recall_is_the_readme_formula(open_):
     explained = store.explain(message, now=NOW)
     top = expected[order[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
     assert f"- {order[0]}: x{top:.4g}" in explained
+    assert "score = base x g(w): exp(30 x w), 0 below 0.2 x the best w" in explained
 
 
 # A conversation in write order: the answer to a question is often the turn
