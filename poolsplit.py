@@ -826,14 +826,6 @@ def _query(context: Context | None, now: datetime) -> _Query:
     )
 
 
-def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
-    """The entry's ``tags`` as :func:`_tags` reads them; a bad value names it."""
-    try:
-        return _tags(entry.get("tags"), "tags")
-    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
-        raise _entry_error(exc, index, entry, "tags") from exc
-
-
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
@@ -844,7 +836,10 @@ def _base_score(
     a bad ``base_priority`` or ``tags``, or a ``created`` or ``project`` whose
     own offset or comparison fails."""
     score = _priority(entry, index)
-    tags = _entry_tags(entry, index)
+    try:
+        tags = _tags(entry.get("tags"), "tags")
+    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+        raise _entry_error(exc, index, entry, "tags") from exc
     project = entry.get("project")
     try:
         seconds = parse_created(entry.get("created"))
