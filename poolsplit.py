@@ -826,14 +826,6 @@ def _query(context: Context | None, now: datetime) -> _Query:
     )
 
 
-def _entry_tags(entry: Entry, index: int | None) -> Collection[str]:
-    """The entry's ``tags`` as :func:`_tags` reads them; a bad value names it."""
-    try:
-        return _tags(entry.get("tags"), "tags")
-    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
-        raise _entry_error(exc, index, entry, "tags") from exc
-
-
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
@@ -844,7 +836,10 @@ def _base_score(
     a bad ``base_priority`` or ``tags``, or a ``created`` or ``project`` whose
     own offset or comparison fails."""
     score = _priority(entry, index)
-    tags = _entry_tags(entry, index)
+    try:
+        tags = _tags(entry.get("tags"), "tags")
+    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+        raise _entry_error(exc, index, entry, "tags") from exc
     project = entry.get("project")
     try:
         seconds = parse_created(entry.get("created"))
@@ -1048,8 +1043,7 @@ def _type_key(kind: object) -> object:
 class _Scan:
     """One pass over the store: what each entry is, and who may be ranked."""
 
-    active: list[bool]  # False for inactive entries and repeated objects
-    keys: list[object]  # the type as a hashable set member, for active entries
+    keys: list[object]  # the type as a set member; None: inactive or repeated
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
     scores: list[float]  # each ranked entry's first score (see _scan)
@@ -1074,8 +1068,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     ``duplicates`` and left out: it is one entry.
     """
     count = len(store)
-    active = [False] * count
-    keys: list[object] = [None] * count
+    keys: list[object] = [None] * count  # entry_type is never None
     always: list[int] = []
     ranked: list[int] = []
     scores: list[float] = []
@@ -1102,7 +1095,6 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
         if first != index:
             duplicates[index] = first
             continue
-        active[index] = True
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
         admitted = accepted is None or key in accepted
         # Read once here: most entries have no scope, and then neither the
@@ -1123,15 +1115,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             score, instants[index] = _base_score(entry, query, index)
             scores.append(_score_from(score, entry, query, index) if finish else score)
     return _Scan(
-        active,
-        keys,
-        always,
-        ranked,
-        scores,
-        instants,
-        duplicates,
-        unadmitted,
-        near_always,
+        keys, always, ranked, scores, instants, duplicates, unadmitted, near_always
     )
 
 
@@ -1349,10 +1333,7 @@ class _Ranking:
         may take (or the end): those before it are passed over unscored."""
         order = self._order
         while position < len(order):
-            index = order[position]
-            if (wanted is None or keys[index] in wanted) and self._may_take(
-                index, keys, wanted, taken
-            ):
+            if self._may_take(order[position], keys, wanted, taken):
                 break
             position += 1
         return position
@@ -1649,12 +1630,15 @@ def retrieve_pools(
     ...                now=datetime(2026, 1, 1))["facts"][0]["id"]
     'a'
 
-    Within each pool, as in :func:`retrieve`: active entries of the pool's
-    types; always-scope ones first (input order, outside both caps), then the
-    rest by ``(-score, created, id, input index)``, taken greedily while the
-    count is below ``max_entries``, the tokens fit ``max_tokens`` (an entry
-    that does not fit is skipped, a later smaller one may still fit) and the
-    score is at least ``min_score``.
+    Within each pool: active entries of the pool's types (``type``, default
+    ``"note"``, in ``pool.types``; None: every type); always-scope ones first
+    (input order, outside both caps), then the rest scored once each
+    (``scorer(entry, context, now=now)``) and ordered by ``(-score, created,
+    id, input index)``, taken greedily while the count is below
+    ``max_entries``, the tokens fit ``max_tokens`` (an entry that does not fit
+    is skipped, a later smaller one may still fit) and the score is at least
+    ``min_score``. Cost is a positive int ``token_count``, else
+    ``token_counter(content)``, and at least 1.
 
     Facts about the result: its keys are the pool names in pool order; each
     input object appears at most once across all pools (identity, not
@@ -1710,17 +1694,9 @@ def retrieve(
     >>> [e["id"] for e in retrieve(store, Pool("p", 10, 1), now=datetime(2026, 1, 1))]
     ['a', 'b']
 
-    Rules, in order: keep entries with a true ``is_active(entry)`` whose
-    ``type`` (default ``"note"``) is in ``pool.types`` (None: every type);
-    return those with ``scope == "always"`` first, in input order, outside
-    both caps; score the others once (``scorer(entry, context, now=now)``),
-    order them by ``(-score, created, id, input index)`` and take each while
-    fewer than ``max_entries`` are taken, ``used + cost <= max_tokens`` and
-    the score is at least ``min_score`` (when set), skipping one that does
-    not fit. Cost is a positive int ``token_count``, else
-    ``token_counter(content)``, and at least 1. The result holds the input
-    objects; always-scope entries of other types do not warn. Cost: as
-    :func:`retrieve_pools` with one pool.
+    The rules, facts and cost of :func:`retrieve_pools` with this one pool
+    (the README numbers the rules); always-scope entries of other types do
+    not warn.
 
     Warns:
         PoolsplitWarning: a near-miss ``scope`` or an unread context key, as
@@ -2051,7 +2027,7 @@ def _decision(
     first = selection.scan.duplicates.get(index)
     if first is not None:
         return Decision(index, ident, kind, _DUPLICATE, reason=f"entries[{first}]")
-    if not selection.scan.active[index]:
+    if selection.scan.keys[index] is None:  # inactive
         reason = _inactive_reason(entry, call.is_active)
         return Decision(index, ident, kind, _INACTIVE, reason=reason)
     step = decisive.get(index)
@@ -2095,18 +2071,9 @@ def _summaries(store: list[Entry], call: _Call, steps: list[Step]) -> list[PoolS
         elif step.outcome == _BELOW_FLOOR:
             counts[5] += 1
     return [
-        PoolSummary(
-            pool.name,
-            tally[pool.name][0],
-            pool.max_tokens,
-            tally[pool.name][1],
-            pool.max_entries,
-            tally[pool.name][2],
-            tally[pool.name][3],
-            tally[pool.name][4],
-            tally[pool.name][5],
-        )
+        PoolSummary(pool.name, spent, pool.max_tokens, count, pool.max_entries, *rest)
         for pool in call.pools
+        for spent, count, *rest in [tally[pool.name]]
     ]
 
 
@@ -2627,22 +2594,13 @@ def validate(
     ['content is missing', 'duplicate id 1 (first at entries[0])']
 
     Each field is read by the same reader retrieval uses, so a value
-    retrieval accepts is never flagged as unusable. Errors: an entry that is
-    not a mapping, a non-numeric or NaN ``base_priority``, ``tags`` that are
-    not a list, an unhashable or duplicate id, a ``status``/``scope`` that is
-    ``"active"``/``"always"`` only after trimming and case-folding (inactive
-    forever; competes instead of loading), a ``superseded_by`` naming an id
-    not in the store (the entry never loads and nothing replaces it).
-    Warnings: missing content, unparseable ``created``, a ``token_count``
-    that is not a positive int, non-str tags, ``scope``/``status``/``type``
-    that are not str, a ``project`` that is not a str (never equal to a str
-    context project), an unknown key that looks like a schema key
-    (``"scop"``, ``"tpye"``) or is another system's name for one
-    (``"priority"``, ``"timestamp"``, ``"text"``), a ``type`` differing from
-    another type of the store only by case or spacing, a ``created`` more
-    than a day after ``now`` (default: the current time; a number that large
-    may be milliseconds), and always-scope entries passing 4,000 tokens
-    together. Other extra keys are the caller's own fields. Positions are
+    retrieval accepts is never flagged as unusable. Errors are what a call
+    rejects or silently loses (a NaN ``base_priority``, a duplicate id, a
+    ``status`` of ``"Active"``, a dangling ``superseded_by``); warnings are
+    what it reads otherwise than probably meant (a misspelled key, a
+    ``created`` in the future, always-scope entries past 4,000 tokens).
+    The README's "Debugging retrieval" lists every check; ``now`` (default:
+    the current time) is what ``created`` is checked against. Positions are
     0-based. Cost: O(n).
 
     Raises:
