@@ -81,11 +81,11 @@ CORE=(
     x__created_key x__id_key x_significant_words
     # the defaults
     x_default_is_active x_default_token_counter x_entry_cost x__resolve_now
-    x__check_context x__query x__entry_tags x__base_score x__score_from
+    x__check_context x__query x__base_score x__score_from
     x_default_scorer
     # the engine
     x__check_pools x__check_call x__as_list x__not_a_mapping x__check_score
-    x__exact_score x__type_key x__admitted_types x__scan "xǁ_Rankingǁ*"
+    x__type_key x__admitted_types x__scan "xǁ_Rankingǁ*"
     x__take_always x__take_ranked x__select
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x_render
