@@ -30,6 +30,9 @@ from poolsplit_memory import _postgres, open_store
 psycopg = pytest.importorskip("psycopg")
 
 GUARD = 120  # seconds: a bound for a server to start or catch up, never a measure
+# Writes through two --http instances with --read-db; issue 36's figure is
+# POOLSPLIT_STANDBY_WRITES=1000 (benchmarks/README.md, team_scale section).
+CROSS_WRITES = int(os.environ.get("POOLSPLIT_STANDBY_WRITES", "60"))
 
 
 def _bin() -> str | None:
@@ -317,8 +320,9 @@ def test_the_standby_killed_and_restarted_under_load_loses_nothing(
 
 def test_two_http_instances_with_read_db_read_each_others_writes(pair, urls, tmp_path):
     """``poolsplit-mcp --http --read-db STANDBY`` twice on one primary: each
-    write acknowledged by one instance is in the next recall on the other,
-    and the instances read from the standby (their connections are there)."""
+    write acknowledged by one instance (60, or POOLSPLIT_STANDBY_WRITES) is
+    in the next recall on the other, and the instances read from the
+    standby (their connections are there)."""
     from test_http import add_token, ok, rpc, serve
 
     primary, standby = urls
@@ -329,7 +333,7 @@ def test_two_http_instances_with_read_db_read_each_others_writes(pair, urls, tmp
         serve(tmp_path, primary, *flags, workers=1) as two,
     ):
         missed = []
-        for n in range(60):
+        for n in range(CROSS_WRITES):
             writer, reader = (one, two) if n % 2 else (two, one)
             tenant = "abc"[n % 3]
             written = ok(
