@@ -130,6 +130,14 @@ class _Stream:
     ranks: Sequence[tuple[Any, ...]]
     boost: float | None
     at: int = 0
+    # A word stream of a call that loads only word streams' entries
+    # (_Call.words_only): walked by factor rather than by base once its
+    # head is first popped (``ranks`` then sorted by factor, best first),
+    # each entry bounded by ``top`` (the largest base of its group) times
+    # its factor: on a store whose bases tie, the few best are found
+    # without walking every entry the stream's largest factor bounds.
+    top: float | None = None
+    by_factor: bool = False
 
 
 @dataclass
@@ -158,6 +166,11 @@ class _Call:
     # ranking's for this message) and, for the latter, its relevance.
     scorer: Scorer = poolsplit.default_scorer
     relevance: Relevance | None = None
+    # Only the word streams can hold an entry a pool loads: the lexical
+    # ranking's factor is 0 for every entry sharing no term (the message
+    # matches some entry) and every pool's floor is above 0. The groups'
+    # and tags' streams are then left out.
+    words_only: bool = False
 
 
 class Index:
@@ -376,7 +389,7 @@ class Index:
             and self._always_admitted(pools)
         ):
             return self._whole(pools, context, now, token_counter, relevance)
-        call = self._call(context, now, relevance)
+        call = self._call(context, now, relevance, pools)
         if call is None:
             return self._whole(pools, context, now, token_counter, relevance)
         # Each entry costs a token at least: a pool takes max_tokens at most.
@@ -426,6 +439,7 @@ class Index:
         context: Mapping[str, Any],
         now: datetime,
         relevance: Relevance | None = None,
+        pools: Sequence[Pool] = (),
     ) -> _Call | None:
         """The call's words, tags and boosted entries; None for a context the
         index does not model (the core then reads it, and says what is wrong)."""
@@ -451,9 +465,17 @@ class Index:
         if relevance is not None:
             call.relevance = relevance
             call.scorer = relevance.scorer(context)
+            call.words_only = (
+                bool(pools)
+                and relevance.unmatched == 0.0
+                and all(
+                    pool.min_score is not None and pool.min_score > 0.0
+                    for pool in pools
+                )
+            )
         self._message(call)
         call.boosted = call.message_boosted
-        if call.tags:
+        if call.tags and not call.words_only:
             tagged = set(call.message_boosted)
             for tag in call.tags:
                 tagged.update(self._tag_hits.get(tag, ()))
@@ -568,6 +590,10 @@ class Index:
             _, kind, number = heapq.heappop(heap)
             if kind == 0:
                 stream = streams[number]
+                if stream.top is not None and not stream.by_factor:
+                    self._by_factor(stream, call)
+                    self._push(heap, number, stream, call, floor)
+                    continue
                 key = stream.ranks[stream.at][-1]
                 stream.at += 1
                 self._push(heap, number, stream, call, floor)
@@ -597,6 +623,8 @@ class Index:
             if pool.types is None
             else [g for kind in pool.types for g in self._by_type.get(kind, ())]
         )
+        if call.words_only:
+            return self._word_streams(groups, call)
         streams = [_Stream(self._members[g], None) for g in groups]
         tag_factor = _MAX_TAGS if call.tags else 1.0
         word_factor = call.word_factor
@@ -614,6 +642,37 @@ class Index:
                 )
         return streams
 
+    def _word_streams(self, groups: Sequence[GroupKey], call: _Call) -> list[_Stream]:
+        """The word streams alone (``call.words_only``), each with the largest
+        base of its group (its first member's: the group's order is the
+        base's); a group whose bases are 0 or less loads nothing."""
+        tops = {g: self._base(self._members[g][0][-1], call) for g in groups}
+        tag_factor = _MAX_TAGS if call.tags else 1.0
+        word_factor = call.word_factor
+        streams: list[_Stream] = []
+        for name in call.words:
+            by_group = self._words.get(name, {})
+            boost = word_factor.get(name, call.message_factor) * tag_factor
+            streams.extend(
+                _Stream(by_group[g], boost, top=tops[g])
+                for g in groups
+                if g in by_group and tops[g] > 0.0
+            )
+        return streams
+
+    def _by_factor(self, stream: _Stream, call: _Call) -> None:
+        """Sort the stream's entries by their message factor, best first
+        (ties keep the base's order): by ``r``, which the factor never
+        falls with (relevance_factor)."""
+        relevance = call.relevance
+        assert relevance is not None  # a words_only call's
+        entries, share = self._entries, relevance.share
+        stream.ranks = sorted(
+            stream.ranks[stream.at :], key=lambda rank: -share(entries[rank[-1]])
+        )
+        stream.at = 0
+        stream.by_factor = True
+
     def _push(
         self,
         heap: list[tuple[float, int, int]],
@@ -627,6 +686,18 @@ class Index:
         the pool's ``floor`` is not pushed: no entry of the stream from
         there on reaches the floor (its bounds never rise), so none loads."""
         ranks = stream.ranks
+        if stream.top is not None:  # a word stream of a words_only call
+            if stream.at == len(ranks):
+                return
+            boost = stream.boost
+            if stream.by_factor:
+                tags = _MAX_TAGS if call.tags else 1.0
+                boost = call.factor_of(ranks[stream.at][-1]) * tags
+            assert boost is not None
+            bound = weighed(stream.top, boost)
+            if not _under(bound, floor):
+                heapq.heappush(heap, (-_widened(bound), 0, number))
+            return
         if stream.boost is None:
             while stream.at < len(ranks) and ranks[stream.at][-1] in call.boosted:
                 stream.at += 1

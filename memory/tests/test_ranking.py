@@ -183,8 +183,12 @@ def test_a_content_sharing_several_terms_is_bounded_by_its_rarest_terms_stream()
     relevance = Statistics(entries).relevance("billing deploy")
     both = relevance.factor(entries[0])
     one = max(relevance.factor(e) for e in entries[1:4])
-    assert relevance.bounds() == {("bill", 2): both, ("deploi", 2): one}  # stems
-    assert one < both
+    bounds = relevance.bounds()
+    assert bounds.keys() == {("bill", 2), ("deploi", 2)}  # stems
+    assert bounds[("bill", 2)] == both
+    # deploy, commoner, is not visited (no content holding only it can beat
+    # "billing deploy"): its stream is bounded by its idf, at least its factor
+    assert one <= bounds[("deploi", 2)] < both
 
 
 def test_a_streams_bound_is_the_largest_factor_of_the_contents_it_owns():
@@ -203,7 +207,7 @@ def test_a_streams_bound_is_the_largest_factor_of_the_contents_it_owns():
     first, larger = relevance.factor(entries[0]), relevance.factor(entries[-1])
     assert 0.0 < first < larger
     assert relevance.bounds()[("bill", 2)] == larger
-    assert relevance.bounds()[("deploi", 2)] == relevance.factor(entries[1])
+    assert relevance.bounds()[("deploi", 2)] >= relevance.factor(entries[1])
 
 
 # --- statistics kept by writes -------------------------------------------------
