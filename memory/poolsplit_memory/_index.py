@@ -44,7 +44,13 @@ With the lexical ranking (``recall(..., relevance=...)``) the message's
 factor is the relevance's: exactly 1 for an entry sharing no term, so the
 word streams are the only boosted ones; they are filed by (term, the
 entry's number of terms), and each is bounded by the largest factor of its
-entries (``Relevance.bounds``), exact for a message of one term.
+entries (``Relevance.bounds``), exact for a message of one term. When the
+message matches some entry and every pool's floor is above 0 (the store's
+recall), an entry sharing no term has a factor of 0 and cannot load: only
+the word streams are walked, and each, once first reached, by factor (its
+group's largest base times each entry's factor): on a store whose scores
+tie but for the message (default priority, one age) the walk then takes
+the few best of a stream instead of every entry its best bounds.
 
 The index leaves to the core (every entry) what it does not model: an
 entry whose scope is set but not ``"always"``, a priority that is not a
