@@ -1,10 +1,13 @@
 """Interleaved A/B/C of issue 35's warm lexical recall at 10,000 entries.
 
-    python benchmarks/relevance_ab.py [--entries 10000] [--turns 41] [--aged]
+    python benchmarks/relevance_ab.py [--entries 10000] [--turns 41]
+                                      [--aged | --spread]
 
 A namespace of ``conversation.memories`` (as ``benchmarks/store_scale.py``
 fills it: default priority, every entry the same ``created``; ``--aged``:
-each its own, minutes to hours apart, as ``langgraph_turn.py``) is counted
+each its own, minutes to hours apart, as ``langgraph_turn.py``; ``--spread``:
+``mcp_recall.py``'s spread store and its four messages, priorities 1-9 and
+dates over a year, where the bases do not tie) is counted
 by a ``Statistics`` and filed in a recall ``Index`` as the store does
 (``terms=stats.streams_of``, the default pools, floored). Each turn asks a
 new question of three variants, in rotating order:
@@ -38,6 +41,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from conversation import memories, questions
+from mcp_recall import MESSAGES
+from mcp_recall import entries as spread_entries
 from poolsplit_memory import default_pools
 from poolsplit_memory._index import Index
 from poolsplit_memory._ranking import Relevance, Statistics, floored
@@ -49,11 +54,12 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 VARIANTS = "ABC"
 
 
-def namespace(size: int, aged: bool) -> tuple[Statistics, Index, list[Any]]:
+def namespace(size: int, shape: str) -> tuple[Statistics, Index, list[Any]]:
     """The counted entries, their index and the default pools."""
     entries = []
-    for entry in memories(size):
-        if not aged:
+    made = spread_entries(size, "spread") if shape == "spread" else memories(size)
+    for entry in made:
+        if shape == "same age":
             entry["created"] = AGE.isoformat()
         entries.append(entry)
     stats = Statistics(entries)
@@ -124,10 +130,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=41)
-    parser.add_argument("--aged", action="store_true")
+    shapes = parser.add_mutually_exclusive_group()
+    shapes.add_argument("--aged", action="store_true")
+    shapes.add_argument("--spread", action="store_true")
     args = parser.parse_args()
-    stats, index, pools = namespace(args.entries, args.aged)
+    shape = "spread" if args.spread else "aged" if args.aged else "same age"
+    stats, index, pools = namespace(args.entries, shape)
     asked = questions(args.turns + 5, seed=3)
+    if args.spread:
+        asked = [MESSAGES[n % len(MESSAGES)] for n in range(args.turns + 5)]
     weighing: dict[str, list[float]] = {v: [] for v in VARIANTS}
     whole: dict[str, list[float]] = {v: [] for v in VARIANTS}
     for number, message in enumerate(asked):
@@ -148,7 +159,6 @@ def main() -> None:
         for variant in VARIANTS:
             weighing[variant].append(got[variant][0])
             whole[variant].append(got[variant][1])
-    shape = "aged" if args.aged else "same age"
     print(f"{args.entries} entries ({shape}), {len(whole['A'])} turns, CPU ms")
     for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
         cells = []

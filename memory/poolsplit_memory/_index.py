@@ -138,12 +138,21 @@ class _Stream:
     at: int = 0
     # A word stream of a call that loads only word streams' entries
     # (_Call.words_only): walked by factor rather than by base once its
-    # head is first popped (``ranks`` then sorted by factor, best first),
-    # each entry bounded by ``top`` (the largest base of its group) times
-    # its factor: on a store whose bases tie, the few best are found
-    # without walking every entry the stream's largest factor bounds.
+    # head is first popped (``ranks`` then sorted by ``r``, best first, an
+    # equal ``r`` by base), the entry at i bounded by the larger of its base
+    # times its factor and ``top`` (the largest base of its group) times
+    # ``after[i]`` (the factor of the first entry of a lower ``r``): on a
+    # store whose bases tie, the few best are found without walking every
+    # entry the stream's largest factor bounds; copies of one content
+    # still come best base first.
+    # Only a stream whose bases tie is walked so (its last entry's base is
+    # ``top``); another, by base (``by_base``): on mcp_recall's spread
+    # store, sorting its streams cost more than it saved (1.07x the walk by
+    # base, benchmarks/relevance_ab.py --spread).
     top: float | None = None
     by_factor: bool = False
+    by_base: bool = False
+    after: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -596,7 +605,7 @@ class Index:
             _, kind, number = heapq.heappop(heap)
             if kind == 0:
                 stream = streams[number]
-                if stream.top is not None and not stream.by_factor:
+                if stream.top is not None and not (stream.by_factor or stream.by_base):
                     self._by_factor(stream, call)
                     self._push(heap, number, stream, call, floor)
                     continue
@@ -668,15 +677,26 @@ class Index:
 
     def _by_factor(self, stream: _Stream, call: _Call) -> None:
         """Sort the stream's entries by their message factor, best first
-        (ties keep the base's order): by ``r``, which the factor never
-        falls with (relevance_factor)."""
+        (an equal ``r`` keeps the base's order), by ``r``, which the factor
+        never falls with (relevance_factor); or, when its bases do not tie,
+        keep it by base (``by_base``)."""
         relevance = call.relevance
         assert relevance is not None  # a words_only call's
+        if self._base(stream.ranks[-1][-1], call) != stream.top:
+            stream.by_base = True  # its bases do not tie
+            return
         entries, share = self._entries, relevance.share
-        stream.ranks = sorted(
+        ranks = sorted(
             stream.ranks[stream.at :], key=lambda rank: -share(entries[rank[-1]])
         )
-        stream.at = 0
+        shares = [share(entries[rank[-1]]) for rank in ranks]
+        after = [0.0] * len(ranks)
+        lower = 0.0  # the factor of the first entry of a lower r than ranks[i]
+        for i in range(len(ranks) - 1, -1, -1):
+            after[i] = lower
+            if i and shares[i - 1] != shares[i]:
+                lower = call.factor_of(ranks[i][-1])
+        stream.ranks, stream.after, stream.at = ranks, after, 0
         stream.by_factor = True
 
     def _push(
@@ -695,12 +715,17 @@ class Index:
         if stream.top is not None:  # a word stream of a words_only call
             if stream.at == len(ranks):
                 return
-            boost = stream.boost
-            if stream.by_factor:
+            assert stream.boost is not None
+            bound = weighed(stream.top, stream.boost)
+            if stream.by_base:
+                bound = weighed(self._base(ranks[stream.at][-1], call), stream.boost)
+            elif stream.by_factor:
                 tags = _MAX_TAGS if call.tags else 1.0
-                boost = call.factor_of(ranks[stream.at][-1]) * tags
-            assert boost is not None
-            bound = weighed(stream.top, boost)
+                key = ranks[stream.at][-1]
+                bound = max(
+                    weighed(self._base(key, call), call.factor_of(key) * tags),
+                    weighed(stream.top, stream.after[stream.at] * tags),
+                )
             if not _under(bound, floor):
                 heapq.heappush(heap, (-_widened(bound), 0, number))
             return
