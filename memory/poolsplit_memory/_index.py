@@ -137,22 +137,19 @@ class _Stream:
     boost: float | None
     at: int = 0
     # A word stream of a call that loads only word streams' entries
-    # (_Call.words_only): walked by factor rather than by base once its
-    # head is first popped (``ranks`` then sorted by ``r``, best first, an
-    # equal ``r`` by base), the entry at i bounded by the larger of its base
-    # times its factor and ``top`` (the largest base of its group) times
-    # ``after[i]`` (the factor of the first entry of a lower ``r``): on a
-    # store whose bases tie, the few best are found without walking every
-    # entry the stream's largest factor bounds; copies of one content
-    # still come best base first.
-    # Only a stream whose bases tie is walked so (its last entry's base is
-    # ``top``); another, by base (``by_base``): on mcp_recall's spread
-    # store, sorting its streams cost more than it saved (1.07x the walk by
-    # base, benchmarks/relevance_ab.py --spread).
+    # (_Call.words_only), ``top`` the largest base of its group: bounded by
+    # ``top`` x its boost until its head is first popped; then, if its
+    # bases tie (its last entry's base is ``top``), walked by factor
+    # (``ranks`` sorted by ``r``, best first, each entry bounded by ``top``
+    # x its own factor): on a store whose scores tie but for the message
+    # the few best are found without walking every entry the stream's
+    # largest factor bounds. A stream whose bases differ is walked by base
+    # (``by_base``): on mcp_recall's spread store sorting every stream
+    # reached cost 1.66x the walk by base (benchmarks/relevance_ab.py
+    # --spread).
     top: float | None = None
     by_factor: bool = False
     by_base: bool = False
-    after: list[float] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -676,27 +673,19 @@ class Index:
         return streams
 
     def _by_factor(self, stream: _Stream, call: _Call) -> None:
-        """Sort the stream's entries by their message factor, best first
-        (an equal ``r`` keeps the base's order), by ``r``, which the factor
-        never falls with (relevance_factor); or, when its bases do not tie,
-        keep it by base (``by_base``)."""
+        """Sort the stream's entries by their message factor, best first, by
+        ``r``, which the factor never falls with (relevance_factor); or,
+        when its bases do not tie, keep it by base (``by_base``)."""
         relevance = call.relevance
         assert relevance is not None  # a words_only call's
         if self._base(stream.ranks[-1][-1], call) != stream.top:
             stream.by_base = True  # its bases do not tie
             return
         entries, share = self._entries, relevance.share
-        ranks = sorted(
+        stream.ranks = sorted(
             stream.ranks[stream.at :], key=lambda rank: -share(entries[rank[-1]])
         )
-        shares = [share(entries[rank[-1]]) for rank in ranks]
-        after = [0.0] * len(ranks)
-        lower = 0.0  # the factor of the first entry of a lower r than ranks[i]
-        for i in range(len(ranks) - 1, -1, -1):
-            after[i] = lower
-            if i and shares[i - 1] != shares[i]:
-                lower = call.factor_of(ranks[i][-1])
-        stream.ranks, stream.after, stream.at = ranks, after, 0
+        stream.at = 0
         stream.by_factor = True
 
     def _push(
@@ -719,13 +708,10 @@ class Index:
             bound = weighed(stream.top, stream.boost)
             if stream.by_base:
                 bound = weighed(self._base(ranks[stream.at][-1], call), stream.boost)
-            elif stream.by_factor:
+            elif stream.by_factor:  # every base is top
                 tags = _MAX_TAGS if call.tags else 1.0
-                key = ranks[stream.at][-1]
-                bound = max(
-                    weighed(self._base(key, call), call.factor_of(key) * tags),
-                    weighed(stream.top, stream.after[stream.at] * tags),
-                )
+                factor = call.factor_of(ranks[stream.at][-1])
+                bound = weighed(stream.top, factor * tags)
             if not _under(bound, floor):
                 heapq.heappush(heap, (-_widened(bound), 0, number))
             return
