@@ -14,13 +14,15 @@ priority, written minutes to hours apart, so scores tie), builds
 with a fake chat model that answers at once, and times each turn: the
 agent's ``invoke`` (``turn``) and, inside it, the prompt callable alone
 (``memory``: the read of the namespace and the pools, what this package
-adds). Each turn asks a new question. Two kinds of turn alternate:
-``warm`` (nothing written since the last turn) and ``after write`` (one
-memory put into the namespace just before, untimed, as ``remember_tool``
-does). Five untimed turns warm up. Printed per row: the median of each
-and, per store, the 10,000/100 ratio of the medians (the issue's target:
-at most 3 for a turn with memory). Nothing is asserted; pytest never
-collects this.
+adds), each in wall time and in CPU time (the process's for a turn, the
+prompt thread's for memory: on a shared machine the wall clock counts the
+time other processes held the cores). Each turn asks a new question. Two
+kinds of turn alternate: ``warm`` (nothing written since the last turn)
+and ``after write`` (one memory put into the namespace just before,
+untimed, as ``remember_tool`` does). Five untimed turns warm up. Printed
+per row: the median of each and, per store, the 10,000/100 ratio of the
+medians (the issue's target: at most 3 for a turn with memory). Nothing
+is asserted; pytest never collects this.
 
 PostgreSQL rows live in a schema of their own (``poolsplit_bench_PID``,
 dropped at the end) of the database the DSN names. The fill is one batch;
@@ -48,8 +50,9 @@ WARM_UP = 5
 KINDS = ("warm", "after write")
 
 
-def _agent(store: Any, timings: list[float]) -> Any:
-    """The prebuilt agent, its prompt callable timed into ``timings``."""
+def _agent(store: Any, timings: list[float], cpu: list[float]) -> Any:
+    """The prebuilt agent, its prompt callable timed into ``timings`` (and
+    its thread's CPU time into ``cpu``)."""
     from langchain_core.language_models.fake_chat_models import (
         FakeMessagesListChatModel,
     )
@@ -64,11 +67,12 @@ def _agent(store: Any, timings: list[float]) -> Any:
     prompt = memory_prompt()
 
     def timed(state: Any) -> Any:
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.thread_time()
         try:
             return prompt(state)
         finally:
             timings.append(time.perf_counter() - started)
+            cpu.append(time.thread_time() - used)
 
     model = Model(responses=[AIMessage("Noted.")])  # answered again each turn
     import warnings
@@ -121,19 +125,22 @@ def row(kind: str, size: int, turns: int, dsn: str | None) -> dict[str, Any]:
         if kind != "InMemoryStore":
             time.sleep((CLOCK_SKEW + RECENT_WINDOW).total_seconds() + 1)
         memory: list[float] = []
-        agent = _agent(store, memory)
+        memory_cpu: list[float] = []
+        agent = _agent(store, memory, memory_cpu)
         samples: dict[str, dict[str, list[float]]] = {
-            k: {"turn": [], "memory": []} for k in KINDS
+            k: {"turn": [], "memory": [], "turn cpu": [], "memory cpu": []}
+            for k in KINDS
         }
         written = 0
 
-        def turn() -> tuple[float, float]:
+        def turn() -> tuple[float, float, float, float]:
             before = len(memory)
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             agent.invoke({"messages": [("user", next(asked))]}, config)
             elapsed = time.perf_counter() - started
+            spent = time.process_time() - used
             assert len(memory) == before + 1
-            return elapsed, memory[-1]
+            return elapsed, memory[-1], spent, memory_cpu[-1]
 
         for _ in range(WARM_UP):
             turn()
@@ -148,9 +155,9 @@ def row(kind: str, size: int, turns: int, dsn: str | None) -> dict[str, Any]:
                     {"id": key, "type": "fact", "content": sentence(rng),
                      "created": "2026-12-01T10:00:00+00:00"},
                 )  # fmt: skip
-            elapsed, inside = turn()
-            samples[kind_of_turn]["turn"].append(elapsed)
-            samples[kind_of_turn]["memory"].append(inside)
+            timed = dict(zip(("turn", "memory", "turn cpu", "memory cpu"), turn()))
+            for part, seconds in timed.items():
+                samples[kind_of_turn][part].append(seconds)
     return {
         k: {part: statistics.median(v) for part, v in parts.items()}
         for k, parts in samples.items()
@@ -177,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print("PostgresStore: skipped (no --pg-dsn, no POOLSPLIT_PG_DSN)")
     print(f"Python {sys.version.split()[0]}, {turns} turns of each kind per row")
-    print(f"{'store':<14} {'size':>6}  {'kind':<12} {'turn ms':>9} {'memory ms':>10}")
+    print(
+        f"{'store':<14} {'size':>6}  {'kind':<12} {'turn ms':>9} {'memory ms':>10}"
+        "  (CPU: turn  memory)"
+    )
     for kind in stores:
         medians = {}
         for size in sizes:
@@ -192,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                 got = medians[size][k]
                 print(
                     f"{kind:<14} {size:>6}  {k:<12} {got['turn'] * 1e3:9.2f} "
-                    f"{got['memory'] * 1e3:10.2f}"
+                    f"{got['memory'] * 1e3:10.2f}  {got['turn cpu'] * 1e3:10.2f} "
+                    f"{got['memory cpu'] * 1e3:7.2f}"
                 )
         small, large = min(sizes), max(sizes)
         for k in KINDS:
@@ -200,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{kind:<14} {large}/{small} {k:<12} turn {b['turn'] / a['turn']:.2f}x"
                 f"  memory {b['memory'] / a['memory']:.2f}x"
+                f"  (CPU: turn {b['turn cpu'] / a['turn cpu']:.2f}x"
+                f"  memory {b['memory cpu'] / a['memory cpu']:.2f}x)"
             )
     return 0
 

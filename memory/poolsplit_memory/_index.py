@@ -44,7 +44,13 @@ With the lexical ranking (``recall(..., relevance=...)``) the message's
 factor is the relevance's: exactly 1 for an entry sharing no term, so the
 word streams are the only boosted ones; they are filed by (term, the
 entry's number of terms), and each is bounded by the largest factor of its
-entries (``Relevance.bounds``), exact for a message of one term.
+entries (``Relevance.bounds``), exact for a message of one term. When the
+message matches some entry and every pool's floor is above 0 (the store's
+recall), an entry sharing no term has a factor of 0 and cannot load: only
+the word streams are walked, and each, once first reached, by factor (its
+group's largest base times each entry's factor): on a store whose scores
+tie but for the message (default priority, one age) the walk then takes
+the few best of a stream instead of every entry its best bounds.
 
 The index leaves to the core (every entry) what it does not model: an
 entry whose scope is set but not ``"always"``, a priority that is not a
@@ -130,6 +136,20 @@ class _Stream:
     ranks: Sequence[tuple[Any, ...]]
     boost: float | None
     at: int = 0
+    # A word stream of a call that loads only word streams' entries
+    # (_Call.words_only), ``top`` the largest base of its group: bounded by
+    # ``top`` x its boost until its head is first popped; then, if its
+    # bases tie (its last entry's base is ``top``), walked by factor
+    # (``ranks`` sorted by ``r``, best first, each entry bounded by ``top``
+    # x its own factor): on a store whose scores tie but for the message
+    # the few best are found without walking every entry the stream's
+    # largest factor bounds. A stream whose bases differ is walked by base
+    # (``by_base``): on mcp_recall's spread store sorting every stream
+    # reached cost 1.66x the walk by base (benchmarks/relevance_ab.py
+    # --spread).
+    top: float | None = None
+    by_factor: bool = False
+    by_base: bool = False
 
 
 @dataclass
@@ -158,6 +178,11 @@ class _Call:
     # ranking's for this message) and, for the latter, its relevance.
     scorer: Scorer = poolsplit.default_scorer
     relevance: Relevance | None = None
+    # Only the word streams can hold an entry a pool loads: the lexical
+    # ranking's factor is 0 for every entry sharing no term (the message
+    # matches some entry) and every pool's floor is above 0. The groups'
+    # and tags' streams are then left out.
+    words_only: bool = False
 
 
 class Index:
@@ -376,7 +401,7 @@ class Index:
             and self._always_admitted(pools)
         ):
             return self._whole(pools, context, now, token_counter, relevance)
-        call = self._call(context, now, relevance)
+        call = self._call(context, now, relevance, pools)
         if call is None:
             return self._whole(pools, context, now, token_counter, relevance)
         # Each entry costs a token at least: a pool takes max_tokens at most.
@@ -426,6 +451,7 @@ class Index:
         context: Mapping[str, Any],
         now: datetime,
         relevance: Relevance | None = None,
+        pools: Sequence[Pool] = (),
     ) -> _Call | None:
         """The call's words, tags and boosted entries; None for a context the
         index does not model (the core then reads it, and says what is wrong)."""
@@ -451,9 +477,17 @@ class Index:
         if relevance is not None:
             call.relevance = relevance
             call.scorer = relevance.scorer(context)
+            call.words_only = (
+                bool(pools)
+                and relevance.unmatched == 0.0
+                and all(
+                    pool.min_score is not None and pool.min_score > 0.0
+                    for pool in pools
+                )
+            )
         self._message(call)
         call.boosted = call.message_boosted
-        if call.tags:
+        if call.tags and not call.words_only:
             tagged = set(call.message_boosted)
             for tag in call.tags:
                 tagged.update(self._tag_hits.get(tag, ()))
@@ -568,6 +602,10 @@ class Index:
             _, kind, number = heapq.heappop(heap)
             if kind == 0:
                 stream = streams[number]
+                if stream.top is not None and not (stream.by_factor or stream.by_base):
+                    self._by_factor(stream, call)
+                    self._push(heap, number, stream, call, floor)
+                    continue
                 key = stream.ranks[stream.at][-1]
                 stream.at += 1
                 self._push(heap, number, stream, call, floor)
@@ -597,6 +635,8 @@ class Index:
             if pool.types is None
             else [g for kind in pool.types for g in self._by_type.get(kind, ())]
         )
+        if call.words_only:
+            return self._word_streams(groups, call)
         streams = [_Stream(self._members[g], None) for g in groups]
         tag_factor = _MAX_TAGS if call.tags else 1.0
         word_factor = call.word_factor
@@ -614,6 +654,40 @@ class Index:
                 )
         return streams
 
+    def _word_streams(self, groups: Sequence[GroupKey], call: _Call) -> list[_Stream]:
+        """The word streams alone (``call.words_only``), each with the largest
+        base of its group (its first member's: the group's order is the
+        base's); a group whose bases are 0 or less loads nothing."""
+        tops = {g: self._base(self._members[g][0][-1], call) for g in groups}
+        tag_factor = _MAX_TAGS if call.tags else 1.0
+        word_factor = call.word_factor
+        streams: list[_Stream] = []
+        for name in call.words:
+            by_group = self._words.get(name, {})
+            boost = word_factor.get(name, call.message_factor) * tag_factor
+            streams.extend(
+                _Stream(by_group[g], boost, top=tops[g])
+                for g in groups
+                if g in by_group and tops[g] > 0.0
+            )
+        return streams
+
+    def _by_factor(self, stream: _Stream, call: _Call) -> None:
+        """Sort the stream's entries by their message factor, best first, by
+        ``r``, which the factor never falls with (relevance_factor); or,
+        when its bases do not tie, keep it by base (``by_base``)."""
+        relevance = call.relevance
+        assert relevance is not None  # a words_only call's
+        if self._base(stream.ranks[-1][-1], call) != stream.top:
+            stream.by_base = True  # its bases do not tie
+            return
+        entries, share = self._entries, relevance.share
+        stream.ranks = sorted(
+            stream.ranks[stream.at :], key=lambda rank: -share(entries[rank[-1]])
+        )
+        stream.at = 0
+        stream.by_factor = True
+
     def _push(
         self,
         heap: list[tuple[float, int, int]],
@@ -627,6 +701,20 @@ class Index:
         the pool's ``floor`` is not pushed: no entry of the stream from
         there on reaches the floor (its bounds never rise), so none loads."""
         ranks = stream.ranks
+        if stream.top is not None:  # a word stream of a words_only call
+            if stream.at == len(ranks):
+                return
+            assert stream.boost is not None
+            bound = weighed(stream.top, stream.boost)
+            if stream.by_base:
+                bound = weighed(self._base(ranks[stream.at][-1], call), stream.boost)
+            elif stream.by_factor:  # every base is top
+                tags = _MAX_TAGS if call.tags else 1.0
+                factor = call.factor_of(ranks[stream.at][-1])
+                bound = weighed(stream.top, factor * tags)
+            if not _under(bound, floor):
+                heapq.heappush(heap, (-_widened(bound), 0, number))
+            return
         if stream.boost is None:
             while stream.at < len(ranks) and ranks[stream.at][-1] in call.boosted:
                 stream.at += 1

@@ -102,6 +102,9 @@ TIME_SLACK: Final = timedelta(days=7)
 # The best an entry can do per shared term: its length-normalised part at
 # its largest (a length of 0) plus delta is below this (b < 1).
 _TERM_CEILING: Final = K1 + 1.0 + DELTA
+# Relevance's bound of what unvisited terms add is widened by this: sums of
+# a few idf in another order differ by some ulps (2**-30 is 10**6 of them).
+_ROUNDING: Final = 1.0 + 2.0**-30
 
 
 # ===========================================================================
@@ -365,6 +368,9 @@ class Statistics:
         # leaves one out makes the core warn by position: it reads them all)
         self._always_types: dict[object, int] = {}
         self._types: dict[object, int] = {}  # every counted entry's type
+        # length -> how many distinct contents of that many terms (a few
+        # keys): the shortest bounds a relevance's pruning (Relevance)
+        self._length_counts: dict[int, int] = {}
         for entry in entries:
             self.add(entry)
 
@@ -399,6 +405,8 @@ class Statistics:
                     postings[term] = {content: None}
                 else:
                     holders[content] = None
+            lengths = self._length_counts
+            lengths[len(found)] = lengths.get(len(found), 0) + 1
         record[1] += 1
         found = record[0]
         found_features = self._features[id(entry)] = _features(entry)
@@ -433,6 +441,7 @@ class Statistics:
         record[1] -= 1
         if record[1] == 0:
             del self._contents[content]
+            _decrement(self._length_counts, len(found))
             for term in found:
                 holders = self._postings[term]
                 del holders[content]
@@ -488,8 +497,17 @@ class Statistics:
 class Relevance:
     """One message's relevance factors: ``relevance_factor(r, best)``.
 
-    Built in O(postings of the message's terms): every counted content that
-    shares a term gets its ``r`` here, so scoring an entry is one lookup.
+    Built in O(postings of the message's rarest terms): the terms are
+    weighed rarest first, and each content holding one gets its exact ``r``
+    (its shared idf summed in the terms' sorted order), until no content
+    left can beat ``best``: one holding only the terms left has an ``r`` of
+    at most their idf times the length part of the shortest content, over
+    the ceiling. ``best`` is then exact, and a chat's common words ("work",
+    held by half the store) are not visited: :meth:`bounds` bounds their
+    contents by those terms' idf, and :meth:`share` weighs such a content
+    when asked, the same way (so scoring it costs a few lookups once).
+    :meth:`complete` visits the rest (a loop reading every entry's ``r``);
+    ``complete=True`` does so at once (:class:`_semantic.Hybrid`).
 
     With ``now``, a time the message names ("last week", "in May 2023",
     resolved against ``now`` by ``_when.window``) steers: an entry created
@@ -501,7 +519,12 @@ class Relevance:
     symbol: ClassVar[str] = "r"  # what explain calls an entry's share
 
     def __init__(
-        self, stats: Statistics, message: str, now: datetime | None = None
+        self,
+        stats: Statistics,
+        message: str,
+        now: datetime | None = None,
+        *,
+        complete: bool = False,
     ) -> None:
         self._stats = stats
         self.message = message
@@ -518,33 +541,77 @@ class Relevance:
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
         self._average = stats.total_length / stats.count if stats.count else 0.0
-        # Each content's shared idf, summed in the terms' order; the first
-        # term's postings at C speed (0.0 + weight is weight).
-        shared: dict[str, float] = {}
-        for term, weight in self.weights.items():
-            held = stats._postings[term]
-            if not shared:
-                shared = dict.fromkeys(held, weight)
-                continue
-            get = shared.get
-            for content in held:
-                shared[content] = get(content, 0.0) + weight
-        # _normalised's arithmetic, its length part computed once per length
-        # (a few distinct lengths, thousands of contents): the same floats.
-        contents, ceiling = stats._contents, self._ceiling
-        parts: dict[int, float] = {}
-        lengths: dict[str, int] = {}
-        share: dict[str, float] = {}
-        for content, total in shared.items():
-            length = lengths[content] = len(contents[content][0])
-            part = parts.get(length)
-            if part is None:
-                part = parts[length] = self._part(length)
-            share[content] = total * part / ceiling
-        self._share = share
-        self._lengths = lengths  # each shared content's, for bounds()
+        postings = stats._postings
+        # The terms rarest first: the order that gives each content its own
+        # stream (see bounds()); _left[i]: the idf of order[i:], summed.
+        self._order = sorted(self.weights, key=lambda t: (len(postings[t]), t))
+        self._left = [0.0] * (len(self._order) + 1)
+        for at in range(len(self._order) - 1, -1, -1):
+            self._left[at] = self._left[at + 1] + self.weights[self._order[at]]
+        self._visited = 0  # the terms of order[:_visited] are visited
+        self._parts: dict[int, float] = {}  # length -> _part(length)
+        self._share: dict[str, float] = {}  # every visited content's r
+        self._later: dict[str, float] = {}  # r weighed when asked (share())
+        # (term, length) -> the largest r of the visited contents whose
+        # rarest shared term is ``term`` (bounds() makes them factors)
+        self._owned: dict[tuple[str, int], float] = {}
+        self._visit(complete)
         self._settle()
         self._bounds: dict[tuple[str, int], float] | None = None
+
+    def _visit(self, every: bool) -> None:
+        """Visit the contents of the terms not yet visited, rarest first,
+        until (unless ``every``) no content left can beat the best."""
+        stats, order, left = self._stats, self._order, self._left
+        postings, contents = stats._postings, stats._contents
+        share, owned, parts = self._share, self._owned, self._parts
+        ceiling = self._ceiling
+        most_part = self._most_part()
+        best = max(owned.values(), default=0.0)
+        while self._visited < len(order):
+            at = self._visited
+            if not every and left[at] * most_part <= best:
+                return  # no content not visited can beat the best
+            term = order[at]
+            held = postings[term]
+            for content in held.keys() - share.keys() if share else held:
+                own = contents[content][0]
+                length = len(own)
+                part = parts.get(length)
+                if part is None:
+                    part = parts[length] = self._part(length)
+                r = share[content] = self._shared_idf(own) * part / ceiling
+                stream = (term, length)
+                if r > owned.get(stream, -1.0):
+                    owned[stream] = r
+            best = max(owned.values(), default=0.0)
+            self._visited = at + 1
+
+    def _most_part(self) -> float:
+        """A bound of ``part(length) / ceiling`` for every counted content:
+        the shortest content's part (it falls with the length), widened by
+        _ROUNDING for sums of idf taken in another order."""
+        if not self._order:
+            return 0.0
+        lengths = self._stats._length_counts
+        shortest = min((n for n in lengths if n), default=1)
+        return self._part(shortest) * _ROUNDING / self._ceiling
+
+    def complete(self) -> None:
+        """Visit every content sharing a term: for a loop that reads every
+        entry's ``r`` from the shares (``_fast_scores``)."""
+        if self._visited < len(self._order):
+            self._visit(True)
+            self._bounds = None
+
+    def _shared_idf(self, own: frozenset[str]) -> float:
+        """The idf of the message's terms in ``own``, summed in the terms'
+        sorted order (one order, so one float for one content)."""
+        total = 0.0
+        for term, weight in self.weights.items():
+            if term in own:
+                total += weight
+        return total
 
     def _settle(self) -> None:
         """``best``, ``most`` (no counted entry's factor is above it: a recall
@@ -561,31 +628,26 @@ class Relevance:
         A content sharing several of the message's terms sits in several
         streams; it is bounded by one of them, its own: the stream of the
         shared term held by the fewest contents (then the first by name).
-        A stream's bound is the largest factor of the contents it owns, so
-        the few contents sharing every term no longer set the bound of the
-        many sharing one (an entry of one length sharing one term gets one
-        factor: a stream owning only such entries has an exact bound). A
-        stream owning no content is left out: its entries are bounded by
-        their own streams. O(postings of the message's terms), once per
-        relevance."""
+        A visited term's stream is bounded by the largest factor of the
+        contents it owns, so the few contents sharing every term do not
+        set the bound of the many sharing one; a stream owning no content
+        is left out (its entries are bounded by their own streams). A term
+        not visited: each length's stream is bounded by the factor of an
+        ``r`` of that term's and every commoner term's idf at that length,
+        and left out when that is 0 (below the floor: its contents are not
+        loaded). O(streams), once per relevance."""
         if self._bounds is None:
-            best: dict[tuple[str, int], float] = {}
-            lengths, share = self._lengths, self._share
-            postings = self._stats._postings
-            owned: set[str] = set()
-            for term in sorted(self.weights, key=lambda t: (len(postings[t]), t)):
-                held = postings[term]
-                mine = held.keys() - owned if owned else held.keys()
-                owned.update(mine)
-                most: dict[int, float] = {}  # length -> the largest r owned
-                for content in mine:
-                    length, found = lengths[content], share[content]
-                    if found > most.get(length, -1.0):
-                        most[length] = found
-                for length, found in most.items():
-                    best[(term, length)] = found
             top = self.best
-            self._bounds = {key: relevance_factor(r, top) for key, r in best.items()}
+            found = {key: relevance_factor(r, top) for key, r in self._owned.items()}
+            order, left = self._order, self._left
+            lengths = [n for n in self._stats._length_counts if n]
+            for at in range(self._visited, len(order)):
+                for length in lengths:
+                    most = left[at] * self._part(length) * _ROUNDING / self._ceiling
+                    factor = relevance_factor(most, top)
+                    if factor:
+                        found[(order[at], length)] = factor
+            self._bounds = found
         return self._bounds
 
     @property
@@ -598,10 +660,6 @@ class Relevance:
         message is the one it was built for)."""
         return self._stats.scorer(context, relevance=self)
 
-    def _normalised(self, shared_idf: float, length: int) -> float:
-        """``r``: the shared terms' idf times the length part, over the ceiling."""
-        return shared_idf * self._part(length) / self._ceiling
-
     def _part(self, length: int) -> float:
         """BM25+'s length-normalised part of a shared term, plus delta."""
         part = (K1 + 1.0) / (1.0 + K1 * (1.0 - B + B * length / self._average))
@@ -613,11 +671,19 @@ class Relevance:
         found = self._share.get(content)
         if found is not None:
             return found
-        if not self.weights or content in self._stats._contents:
+        counted = content in self._stats._contents
+        if not self.weights or (counted and self._visited == len(self._order)):
             return 0.0  # counted, and sharing nothing
-        own = terms(content)  # an entry the statistics do not count
-        shared_idf = sum(w for t, w in self.weights.items() if t in own)
-        return self._normalised(shared_idf, len(own)) if shared_idf else 0.0
+        found = self._later.get(content)
+        if found is not None:
+            return found
+        # Not visited, or not counted: weighed as _visit weighs.
+        own = self._stats.terms_of(content)
+        shared_idf = self._shared_idf(own)
+        r = shared_idf * self._part(len(own)) / self._ceiling if shared_idf else 0.0
+        if counted:
+            self._later[content] = r
+        return r
 
     def factor(self, entry: Entry) -> float:
         """``relevance_factor(r, best)``: ``unmatched`` when no term is shared;
@@ -697,6 +763,7 @@ def _fast_scores(
     match, mismatch = poolsplit.PROJECT_MATCH, poolsplit.PROJECT_MISMATCH
     no_project = query_project is None
     features = stats._features
+    relevance.complete()  # every content sharing a term in the shares
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
     rule = relevance_factor

@@ -214,7 +214,7 @@ class Hybrid(Relevance):
         vectors: Vectors,
         now: datetime | None = None,
     ) -> None:
-        super().__init__(stats, message, now)
+        super().__init__(stats, message, now, complete=True)  # every lexical r
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         cosines = vectors.matrix @ vectors.embedder.query(message)

@@ -1,0 +1,175 @@
+"""Interleaved A/B/C of issue 35's warm lexical recall at 10,000 entries.
+
+    python benchmarks/relevance_ab.py [--entries 10000] [--turns 41]
+                                      [--aged | --spread]
+
+A namespace of ``conversation.memories`` (as ``benchmarks/store_scale.py``
+fills it: default priority, every entry the same ``created``; ``--aged``:
+each its own, minutes to hours apart, as ``langgraph_turn.py``; ``--spread``:
+``mcp_recall.py``'s spread store and its four messages, priorities 1-9 and
+dates over a year, where the bases do not tie) is counted
+by a ``Statistics`` and filed in a recall ``Index`` as the store does
+(``terms=stats.streams_of``, the default pools, floored). Each turn asks a
+new question of three variants, in rotating order:
+
+- A, before: the relevance weighs every content sharing a term
+  (``Relevance(..., complete=True)``, kept for the hybrid ranking) and the
+  index walks every stream by base (``_Call.words_only`` forced off: the
+  groups' streams too, each word stream best base first);
+- B: the relevance as shipped (rarest terms first, until ``best`` is
+  exact; the rest bounded by their idf), the walk of A;
+- C, as shipped: B's relevance, and the walk of the word streams alone,
+  each by factor once first reached.
+
+Every turn the three recalls are checked equal; in the five untimed turns
+the relevances' ``best``, and every counted content's ``share`` and
+``factor``, are checked equal and each content's own stream bound at
+least its factor. Printed: the medians of the relevance alone and of
+relevance + recall, in CPU time of this process (``time.process_time``:
+the machine is shared, and a preempted wall clock is not this code's
+time), and each variant's paired ratio to A (the median of turn-by-turn
+ratios). Nothing is asserted about time; pytest never collects this.
+Needs poolsplit-memory installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from conversation import memories, questions
+from mcp_recall import MESSAGES
+from mcp_recall import entries as spread_entries
+from poolsplit_memory import default_pools
+from poolsplit_memory._index import Index
+from poolsplit_memory._ranking import Relevance, Statistics, floored
+
+import poolsplit
+
+AGE = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+VARIANTS = "ABC"
+
+
+def namespace(size: int, shape: str) -> tuple[Statistics, Index, list[Any]]:
+    """The counted entries, their index and the default pools."""
+    entries = []
+    made = spread_entries(size, "spread") if shape == "spread" else memories(size)
+    for entry in made:
+        if shape == "same age":
+            entry["created"] = AGE.isoformat()
+        entries.append(entry)
+    stats = Statistics(entries)
+    index = Index(terms=stats.streams_of)
+    index.add_many(list(enumerate(entries)))
+    types = {str(entry["type"]) for entry in entries}
+    return stats, index, default_pools(types)
+
+
+def by_base(index: Index) -> Any:
+    """``index._call`` with ``words_only`` off: every stream, by base."""
+    call = index._call
+
+    def plain(*args: Any) -> Any:
+        got = call(*args)
+        if got is not None:
+            got.words_only = False
+        return got
+
+    return plain
+
+
+def turn(
+    stats: Statistics, index: Index, pools: Any, message: str, variant: str
+) -> tuple[float, float, Relevance, dict[str, list[Any]]]:
+    """(relevance s, relevance + recall s, the relevance, the recall)."""
+    shipped = index._call
+    if variant != "C":
+        index._call = by_base(index)
+    try:
+        started = time.process_time()
+        relevance = Relevance(stats, message, NOW, complete=variant == "A")
+        weighed = time.process_time()
+        got = index.recall(
+            floored(pools, relevance),
+            {"message": message},
+            now=NOW,
+            token_counter=poolsplit.default_token_counter,
+            relevance=relevance,
+        )
+        done = time.process_time()
+    finally:
+        index._call = shipped
+    return weighed - started, done - started, relevance, got
+
+
+def same(stats: Statistics, a: Relevance, b: Relevance) -> bool:
+    """Equal best, and for every counted content equal share and factor, and
+    B's bound of its own stream (its rarest shared term's) at least its
+    factor (or the factor 0: not loaded)."""
+    if a.best != b.best:
+        return False
+    postings, bounds = stats._postings, b.bounds()
+    for content, (own, _) in stats._contents.items():
+        entry = {"content": content}
+        factor = b.factor(entry)
+        if a.share(entry) != b.share(entry) or a.factor(entry) != factor:
+            return False
+        shared = [t for t in b.weights if t in own]
+        if factor and shared:
+            rarest = min(shared, key=lambda t: (len(postings[t]), t))
+            if bounds.get((rarest, len(own)), -1.0) < factor:
+                return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--turns", type=int, default=41)
+    shapes = parser.add_mutually_exclusive_group()
+    shapes.add_argument("--aged", action="store_true")
+    shapes.add_argument("--spread", action="store_true")
+    args = parser.parse_args()
+    shape = "spread" if args.spread else "aged" if args.aged else "same age"
+    stats, index, pools = namespace(args.entries, shape)
+    asked = questions(args.turns + 5, seed=3)
+    if args.spread:
+        asked = [MESSAGES[n % len(MESSAGES)] for n in range(args.turns + 5)]
+    weighing: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    whole: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    for number, message in enumerate(asked):
+        got: dict[str, Any] = {}
+        order = VARIANTS[number % 3 :] + VARIANTS[: number % 3]
+        for variant in order:
+            got[variant] = turn(stats, index, pools, message, variant)
+        ids = {
+            variant: [[e["id"] for e in found[3][p.name]] for p in pools]
+            for variant, found in got.items()
+        }
+        if ids["A"] != ids["B"] or ids["A"] != ids["C"]:
+            raise SystemExit(f"turn {number}: the recalls differ for {message!r}")
+        if number < 5:  # untimed; the relevances checked equal entry by entry
+            if not same(stats, got["A"][2], got["B"][2]):
+                raise SystemExit(f"turn {number}: the relevances differ")
+            continue
+        for variant in VARIANTS:
+            weighing[variant].append(got[variant][0])
+            whole[variant].append(got[variant][1])
+    print(f"{args.entries} entries ({shape}), {len(whole['A'])} turns, CPU ms")
+    for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
+        cells = []
+        for variant in VARIANTS:
+            ms = statistics.median(samples[variant]) * 1e3
+            paired = statistics.median(
+                b / a if a else 1.0 for a, b in zip(samples["A"], samples[variant])
+            )
+            cells.append(f"{variant} {ms:7.2f} ({paired:.2f}x A)")
+        print(f"{title:19} " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
