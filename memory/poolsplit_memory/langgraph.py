@@ -616,12 +616,7 @@ class _Loaded:
             self.newest = None
         self.complete = self.complete or whole
         self.generation += 1
-        always_changed = False
-        for key in [*gone, *(item.key for item in changed)]:
-            always_changed |= self._leave(key)
-        always_changed |= self._enter(changed)
-        if always_changed:
-            self._load_always()
+        self._replace(gone, changed)
 
     def sync_in_place(self, current: dict[str, Item]) -> None:
         """Apply a copy of an ``InMemoryStore``'s items of the namespace: its
@@ -635,10 +630,22 @@ class _Loaded:
         self._in_place = current
         self.complete = True
         self.generation += 1
+        self._replace(gone, changed)
+
+    def _replace(self, gone: Sequence[str], changed: Sequence[Item]) -> None:
+        """Drop the ``gone`` keys, and put each ``changed`` item in its key's
+        place: a rewritten item keeps the place its key had, as a fresh read
+        of a store that updates in place (``InMemoryStore``: a dict) gives
+        it, so that ties (broken last by position) order as such a read."""
+        places = {
+            item.key: self._values[item.key][0]
+            for item in changed
+            if item.key in self._values
+        }
         always_changed = False
         for key in [*gone, *(item.key for item in changed)]:
             always_changed |= self._leave(key)
-        always_changed |= self._enter(changed)
+        always_changed |= self._enter(changed, places)
         if always_changed:
             self._load_always()
 
@@ -659,8 +666,9 @@ class _Loaded:
         self._skipped.pop(seq, None)
         return self._always.pop(seq, None) is not None
 
-    def _enter(self, items: Sequence[Item]) -> bool:
-        """The one place items enter; whether one is always-scope."""
+    def _enter(self, items: Sequence[Item], places: Mapping[str, int]) -> bool:
+        """The one place items enter (a key in ``places`` at that seq, a new
+        one after every other); whether one is always-scope."""
         # A copy of each value: the store's own dict may change in place.
         values = [
             dict(item.value) if isinstance(item.value, Mapping) else item.value
@@ -668,9 +676,12 @@ class _Loaded:
         ]
         seqs = []
         for item, value in zip(items, values):
-            self._seq += 1
-            seqs.append(self._seq)
-            self._values[item.key] = (self._seq, value)
+            seq = places.get(item.key)
+            if seq is None:
+                self._seq += 1
+                seq = self._seq
+            seqs.append(seq)
+            self._values[item.key] = (seq, value)
         keys = [item.key for item in items]
         found = loadable(values, pools=self.pools, ids=keys)
         by_object = {id(value): seq for value, seq in zip(values, seqs)}

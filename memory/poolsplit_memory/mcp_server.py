@@ -72,6 +72,7 @@ import functools
 import inspect
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -1418,12 +1419,37 @@ def _run_stdio(store: Store) -> int:
     """Serve ``store`` over stdio until the client closes it (0) or Ctrl-C
     (130, one line on stderr, no traceback: the first page says Ctrl-C
     stops it)."""
+    interrupted: list[bool] = []
     try:
-        anyio.run(_serve_stdio, build_server(store))
+        anyio.run(_serve_until_interrupted, build_server(store), interrupted)
     except KeyboardInterrupt:
+        interrupted.append(True)
+    if interrupted:
         print(f"{_PROG}: stopped", file=sys.stderr)
         return 130
     return 0
+
+
+async def _serve_until_interrupted(
+    server: MCPServer[Any], interrupted: list[bool]
+) -> None:
+    """:func:`_serve_stdio`, stopped by SIGINT, which is noted in
+    ``interrupted``: asyncio's own SIGINT handler cancels the serving task,
+    and a cancellation that lands as stdin ends (the client closed it) was
+    taken for a clean end (exit 0 after Ctrl-C, seen under load)."""
+    async with anyio.create_task_group() as group:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    interrupted.append(True)
+                    group.cancel_scope.cancel()
+                    return
+
+        if sys.platform != "win32":  # (no signal receiver there: asyncio's)
+            group.start_soon(watch)
+        await _serve_stdio(server)
+        group.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

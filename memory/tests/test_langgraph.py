@@ -1029,7 +1029,7 @@ def test_default_pools_are_the_stores_with_a_spill_over_for_other_types():
 
 # --- properties ---------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
+from hypothesis import example, given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 
@@ -1211,6 +1211,19 @@ def write(store, space, step):
     st.sampled_from([None, POOLS]),
     st.sampled_from(["lexical", "core"]),
     st.sampled_from(QUESTIONS),
+)
+@example(  # two always-scope items of one content, the first rewritten: its
+    # place is kept (InMemoryStore updates its dict in place), so the tie
+    # between them (broken last by position) orders as a fresh read
+    [
+        ("put", 0, "fact", "billing export", False),
+        ("put", 1, "fact", "billing export", True),
+        ("put", 0, "fact", "billing export", True),
+    ],
+    "in-memory",
+    None,
+    "lexical",
+    "How do I debug the billing work?",
 )
 def test_a_namespace_kept_loaded_gives_what_a_fresh_load_gives(
     steps, kind, pools, ranking, message
