@@ -166,3 +166,23 @@ def test_the_time_window_is_half_open_with_its_slack():
         base,
         base,
     ]
+
+
+def test_a_tag_boost_is_shared_tags_over_the_entrys_own_tags():
+    """The core's tag factor is 1 + 0.5 x shared / the entry's tag count:
+    tagged a, b, c against a context tagged a, priority 5 scores
+    5 x (1 + 0.5 / 3) = 5.83, below an untagged 6 (over the context's one
+    tag it would be 7.5, above)."""
+    entries = [
+        {"id": "tagged", "content": "note", "tags": ["a", "b", "c"]},
+        {"id": "six", "content": "note", "base_priority": 6.0},
+        *({"id": str(i), "content": "note", "base_priority": 1.0} for i in range(20)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "", "tags": ["a"]}
+    scorer = stats.scorer(context)
+    assert math.isclose(scorer(entries[0], context, now=NOW), 5.0 * (1 + 0.5 / 3))
+    pools = [Pool("all", 10**6, 1)]
+    got = _recall(stats, entries, pools, context)
+    assert [e["id"] for e in got["all"]] == ["six"]
+    assert got == _core(stats, entries, pools, context)
