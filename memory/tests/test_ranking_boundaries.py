@@ -186,3 +186,32 @@ def test_a_tag_boost_is_shared_tags_over_the_entrys_own_tags():
     got = _recall(stats, entries, pools, context)
     assert [e["id"] for e in got["all"]] == ["six"]
     assert got == _core(stats, entries, pools, context)
+
+
+def test_always_scope_entries_do_not_fill_a_pools_count():
+    """A pool's max_entries counts ranked entries only (always-scope ones
+    load besides): with two always-scope notes and one high note among the
+    best scores, the notes pool is not full, and takes two more notes
+    from far down the ranking."""
+    entries = [
+        *(
+            {"id": f"always{i}", "content": "rule", "type": "note", "scope": "always"}
+            for i in range(2)
+        ),
+        {"id": "top", "content": "note", "type": "note", "base_priority": 10.0},
+        *(
+            {"id": f"fact{i}", "content": "fact", "type": "fact", "base_priority": 9.0}
+            for i in range(60)
+        ),
+        *(
+            {"id": f"low{i}", "content": "note", "type": "note", "base_priority": 1.0}
+            for i in range(5)
+        ),
+    ]
+    stats = Statistics(entries)
+    context = {"message": ""}
+    pools = [Pool("notes", 10**6, 3, types=["note"])]
+    got = _recall(stats, entries, pools, context)
+    ids = [e["id"] for e in got["notes"]]
+    assert sorted(ids) == ["always0", "always1", "low0", "low1", "top"]
+    assert got == _core(stats, entries, pools, context)
