@@ -26,8 +26,9 @@
 #                  built and installed into it first) and tested by its
 #                  pytest -k selection of memory/tests, run from the wheels
 #                  like scripts/test-memory.sh; the module is restored after
-#                  each. mutmut cannot reach these: the tests drive the
-#                  installed console script in subprocesses. Survivors not
+#                  each. mutmut cannot reach these: the tests import the
+#                  installed wheels (and drive the installed console script
+#                  in subprocesses). Survivors not
 #                  listed under "## Memory: equivalent mutants" in
 #                  scripts/mutation-equivalents.md are reported (exit 1).
 #                  Starts a throwaway PostgreSQL unless POOLSPLIT_PG_DSN is set.
