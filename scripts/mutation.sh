@@ -16,16 +16,19 @@
 #   --report       only print the summary of the last run
 #   MUTANT_NAME    rerun only these mutants (as the summary names them, e.g.
 #                  poolsplit.x__read_iso__mutmut_4), to check a new test
-#   --memory       poolsplit-memory's HTTP server instead (issue 36): the
-#                  hand-written mutants of scripts/memory-mutants.txt (of
-#                  _http.py, _tokens.py, _jsonrpc.py and mcp_server.py), each
+#   --memory       poolsplit-memory instead: the hand-written mutants of
+#                  scripts/memory-mutants.txt, of its HTTP server (issue 36:
+#                  _http.py, _tokens.py, _jsonrpc.py and mcp_server.py) and
+#                  of its lexical ranking and recall index (issue 35:
+#                  _ranking.py and _index.py), each
 #                  applied to the module installed in MEMORY_VENV (a venv
 #                  scripts/test-memory.sh made; the wheels of this tree are
 #                  built and installed into it first) and tested by its
 #                  pytest -k selection of memory/tests, run from the wheels
 #                  like scripts/test-memory.sh; the module is restored after
-#                  each. mutmut cannot reach these: the tests drive the
-#                  installed console script in subprocesses. Survivors not
+#                  each. mutmut cannot reach these: the tests import the
+#                  installed wheels (and drive the installed console script
+#                  in subprocesses). Survivors not
 #                  listed under "## Memory: equivalent mutants" in
 #                  scripts/mutation-equivalents.md are reported (exit 1).
 #                  Starts a throwaway PostgreSQL unless POOLSPLIT_PG_DSN is set.

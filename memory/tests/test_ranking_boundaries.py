@@ -1,0 +1,217 @@
+"""The lexical ranking at its boundaries (issue 35's mutation run).
+
+Each test pins a rule of memory/README.md's "Ranking" where a plausible
+bug (a ``<=`` for a ``<``, a type check too loose, a duplicate dropped)
+changes a result the property tests seldom reach. Expected values are the
+README's numbers (g = exp(30 x r) at or above 0.2 x best, 0 below; the
+time factor exp(30 x 0.2) over the half-open window and its 7 days of
+slack), never the library's constants.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from datetime import datetime, timedelta, timezone
+
+import poolsplit
+import pytest
+from poolsplit import Pool
+
+from poolsplit_memory._ranking import (
+    Statistics,
+    floored,
+    recall_by_scores,
+    relevance_factor,
+)
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _recall(stats, entries, pools, context, relevance=None):
+    return recall_by_scores(
+        stats,
+        entries,
+        pools,
+        context,
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+
+
+def _core(stats, entries, pools, context):
+    return poolsplit.retrieve_pools(
+        entries, pools, context, scorer=stats.scorer(context), now=NOW
+    )
+
+
+def test_an_entry_exactly_at_the_floor_is_loaded():
+    """g is 0 only for r *below* 0.2 x best: r = 0.1 with best 0.5 (0.2 x 0.5
+    is 0.1 exactly in binary) gets exp(30 x 0.1); a hair below gets 0."""
+    assert 0.2 * 0.5 == 0.1
+    assert relevance_factor(0.1, 0.5) == math.exp(30 * 0.1)
+    assert relevance_factor(math.nextafter(0.1, 0.0), 0.5) == 0.0
+    assert relevance_factor(0.5, 0.5) == math.exp(30 * 0.5)
+
+
+def test_a_pool_with_a_floor_of_zero_gets_the_floor_above_zero():
+    """README: every pool gets a floor just above 0 "unless it has a higher
+    one"; a min_score of 0 is not higher, so an entry sharing no term of a
+    message that matches another is not loaded from such a pool."""
+    entries = [
+        {"id": "match", "content": "billing report"},
+        *({"id": str(i), "content": f"lunch {i}"} for i in range(5)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "billing"}
+    relevance = stats.relevance("billing")
+    pools = floored([Pool("all", 10**6, 4, min_score=0.0)], relevance)
+    assert 0.0 < pools[0].min_score <= 5e-324
+    got = _recall(stats, entries, pools, context, relevance)
+    assert [e["id"] for e in got["all"]] == ["match"]
+    # a higher floor stays as it is; a vague message floors nothing
+    assert floored([Pool("all", 10, 4, min_score=0.5)], relevance)[0].min_score == 0.5
+    vague = stats.relevance("zebra")
+    assert floored([Pool("all", 10, 4)], vague)[0].min_score is None
+
+
+def test_removing_one_of_two_duplicates_keeps_the_other_counted():
+    """Entries with equal content share one record: removing one of them
+    leaves the other's terms, postings and score as a fresh count has them;
+    removing both forgets the content."""
+    first = {"id": "a", "content": "billing report"}
+    second = {"id": "b", "content": "billing report"}
+    other = {"id": "c", "content": "lunch menu"}
+    stats = Statistics([first, second, other])
+    stats.remove(first)
+    fresh = Statistics([second, other])
+    context = {"message": "billing"}
+    assert (stats.count, stats.total_length) == (2, 4)
+    assert stats.frequency("bill") == 1 and stats.terms_of("billing report") == {
+        "bill",
+        "report",
+    }
+    mine, theirs = stats.relevance("billing"), fresh.relevance("billing")
+    assert mine.best == theirs.best > 0.0
+    assert mine.factor(second) == theirs.factor(second) > 1.0
+    scorer, expected = stats.scorer(context), fresh.scorer(context)
+    assert scorer(second, context, now=NOW) == expected(second, context, now=NOW)
+    stats.remove(second)
+    gone = stats.relevance("billing")
+    assert gone.best == 0.0 and stats.frequency("bill") == 0
+    assert gone.factor(second) == 1.0  # a vague message now: the base alone
+    with pytest.raises(ValueError, match="entry 'b': its content is not counted"):
+        stats.remove(second)
+
+
+def test_a_boolean_priority_is_the_cores_error():
+    """base_priority True is not a number to the core (EntryTypeError); the
+    one-loop recall must not read it as 1.0."""
+    entries = [
+        {"id": "bool", "content": "billing", "base_priority": True},
+        *({"id": str(i), "content": f"note {i}"} for i in range(20)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "billing"}
+    pools = [Pool("all", 10**6, 1)]
+    with pytest.raises(poolsplit.EntryTypeError) as core:
+        _core(stats, entries, pools, context)
+    with pytest.raises(poolsplit.EntryTypeError) as fast:
+        _recall(stats, entries, pools, context)
+    assert str(fast.value) == str(core.value)
+
+
+def test_a_bare_string_tag_is_one_tag():
+    """The core reads ``"tags": "ab"`` as the one tag "ab": a context tagged
+    "a" does not boost it (x 1.5 would put it first here)."""
+    entries = [
+        {"id": "plain", "content": "note", "base_priority": 5.0},
+        {"id": "str", "content": "note", "base_priority": 4.5, "tags": "ab"},
+        *({"id": str(i), "content": "note", "base_priority": 1.0} for i in range(20)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "", "tags": ["a"]}
+    pools = [Pool("all", 10**6, 1)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = _core(stats, entries, pools, context)
+        got = _recall(stats, entries, pools, context)
+    assert [e["id"] for e in expected["all"]] == ["plain"]
+    assert got == expected
+
+
+def test_the_time_window_is_half_open_with_its_slack():
+    """ "last month" on 1 June is [1 May, 1 June) and 7 days of slack: an
+    entry created at 1 May or a second before 8 June is boosted by
+    exp(30 x 0.2); one created at 8 June itself, or before 1 May, is not."""
+    may = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    end = datetime(2026, 6, 8, tzinfo=timezone.utc)
+    created = {
+        "first": may,
+        "last": end - timedelta(seconds=1),
+        "end": end,
+        "before": may - timedelta(seconds=1),
+    }
+    entries = [
+        {"id": name, "content": "dinner with Ana", "created": when.isoformat()}
+        for name, when in created.items()
+    ]
+    relevance = Statistics(entries).relevance("dinner with Ana last month", NOW)
+    base = relevance_factor(relevance.share(entries[0]), relevance.best)
+    boost = math.exp(30 * 0.2)
+    assert [relevance.factor(e) for e in entries] == [
+        base * boost,
+        base * boost,
+        base,
+        base,
+    ]
+
+
+def test_a_tag_boost_is_shared_tags_over_the_entrys_own_tags():
+    """The core's tag factor is 1 + 0.5 x shared / the entry's tag count:
+    tagged a, b, c against a context tagged a, priority 5 scores
+    5 x (1 + 0.5 / 3) = 5.83, below an untagged 6 (over the context's one
+    tag it would be 7.5, above)."""
+    entries = [
+        {"id": "tagged", "content": "note", "tags": ["a", "b", "c"]},
+        {"id": "six", "content": "note", "base_priority": 6.0},
+        *({"id": str(i), "content": "note", "base_priority": 1.0} for i in range(20)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "", "tags": ["a"]}
+    scorer = stats.scorer(context)
+    assert math.isclose(scorer(entries[0], context, now=NOW), 5.0 * (1 + 0.5 / 3))
+    pools = [Pool("all", 10**6, 1)]
+    got = _recall(stats, entries, pools, context)
+    assert [e["id"] for e in got["all"]] == ["six"]
+    assert got == _core(stats, entries, pools, context)
+
+
+def test_always_scope_entries_do_not_fill_a_pools_count():
+    """A pool's max_entries counts ranked entries only (always-scope ones
+    load besides): with two always-scope notes and one high note among the
+    best scores, the notes pool is not full, and takes two more notes
+    from far down the ranking."""
+    entries = [
+        *(
+            {"id": f"always{i}", "content": "rule", "type": "note", "scope": "always"}
+            for i in range(2)
+        ),
+        {"id": "top", "content": "note", "type": "note", "base_priority": 10.0},
+        *(
+            {"id": f"fact{i}", "content": "fact", "type": "fact", "base_priority": 9.0}
+            for i in range(60)
+        ),
+        *(
+            {"id": f"low{i}", "content": "note", "type": "note", "base_priority": 1.0}
+            for i in range(5)
+        ),
+    ]
+    stats = Statistics(entries)
+    context = {"message": ""}
+    pools = [Pool("notes", 10**6, 3, types=["note"])]
+    got = _recall(stats, entries, pools, context)
+    ids = [e["id"] for e in got["notes"]]
+    assert sorted(ids) == ["always0", "always1", "low0", "low1", "top"]
+    assert got == _core(stats, entries, pools, context)
