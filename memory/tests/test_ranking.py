@@ -8,6 +8,7 @@ counted from scratch.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -31,6 +32,9 @@ from poolsplit_memory._ranking import (
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 _PORTER = snowballstemmer.stemmer("porter")
+# Each word stemmed once per run: the oracles recompute every entry's terms
+# per call (four minutes of Snowball in test_langgraph's turn checks).
+_stem = functools.lru_cache(maxsize=None)(_PORTER.stemWord)
 
 
 # --- the oracle, from the README ---------------------------------------------
@@ -38,7 +42,7 @@ _PORTER = snowballstemmer.stemmer("porter")
 
 def oracle_terms(text):
     words = set(re.findall(r"[a-z0-9]{3,}", text.lower())) - poolsplit.STOPWORDS
-    return {_PORTER.stemWord(w) for w in words}
+    return {_stem(w) for w in words}
 
 
 def oracle_text(entry):
