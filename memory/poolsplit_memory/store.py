@@ -1586,23 +1586,18 @@ class Store:
                 # factors (1 or 0 for an entry sharing no term); the same
                 # result on every entry while the index is not built.
                 index = snap.recall_index()
-                if index is None:
-                    got = recall_whole(
-                        snap.entries,
-                        pools_now,
-                        context,
-                        token_counter=self._token_counter,
-                        now=now,
-                        relevance=relevance,
-                    )
-                else:
-                    got = index.recall(
-                        pools_now,
-                        context,
-                        token_counter=self._token_counter,
-                        now=now,
-                        relevance=relevance,
-                    )
+                walk = (
+                    functools.partial(recall_whole, snap.entries)
+                    if index is None
+                    else index.recall
+                )
+                got = walk(
+                    pools_now,
+                    context,
+                    token_counter=self._token_counter,
+                    now=now,
+                    relevance=relevance,
+                )
             else:
                 # The hybrid factor is above 1 for nearly every entry: no
                 # index skips any, so one loop scores them all.
