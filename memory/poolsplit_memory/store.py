@@ -226,7 +226,7 @@ _MAX_CACHED: Final = 8
 # 5.4, 6.5 and 16.9): an estimate, not an account.
 _SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 13
 _SNAPSHOT_BYTES_PER_ENTRY: Final = 4_000
-# Held while a namespace is read whole into a new snapshot (Store._snapshot).
+# Held while a snapshot is built from a whole read (Store._snapshot).
 _WHOLE_READS: Final = threading.Lock()
 
 
@@ -1779,12 +1779,14 @@ class Store:
                     return signal, position, seqs, rows
             return signal, position, None, tx.candidates(types)
 
-        # A namespace not in the cache is read whole: one such read at a
-        # time per process, so that 16 cold tenants at once do not hold 16
-        # half-built snapshots beside the budget's (under the GIL they
-        # would not be built faster side by side).
-        with _WHOLE_READS if cached is None else contextlib.nullcontext():
-            signal, position, changed, rows = self._backend.read(self.namespace, work)
+        signal, position, changed, rows = self._backend.read(self.namespace, work)
+        whole = changed is None or cached is None
+        # A snapshot built from a whole read: one at a time per process, so
+        # that 16 cold tenants at once do not hold 16 half-built snapshots
+        # beside the budget's (under the GIL they would not be built faster
+        # side by side). The read itself is outside: a slow database (a
+        # pool's wait, a standby catching up) never holds up another's.
+        with _WHOLE_READS if whole else contextlib.nullcontext():
             snap = cached
             if changed is None or snap is None:
                 snap = _Snapshot(pools, ranking=self.ranking)

@@ -142,3 +142,40 @@ def test_cold_namespaces_are_read_whole_one_at_a_time(tmp_path, monkeypatch):
         store.close()
     assert most == 1
     assert found == {name: [written[name]] for name in names}
+
+
+def test_a_slow_read_of_one_namespace_holds_up_no_other(tmp_path):
+    """Only building a snapshot is one at a time, not the read before it:
+    while store A's whole read waits (a busy pool, a standby catching up),
+    store B, on another database, is read and recalled cold."""
+    import threading
+
+    from poolsplit_memory import open_store
+
+    a = open_store(str(tmp_path / "a.db"), namespace="a")
+    b = open_store(str(tmp_path / "b.db"), namespace="b")
+    a.remember("billing invoice paid", type="fact")
+    b_id = b.remember("deploy the search service", type="fact").id
+    a_reading, b_done = threading.Event(), threading.Event()
+    a_waited: list[bool] = []
+    real = a._backend.read
+
+    def held_read(namespace, work):
+        a_reading.set()
+        a_waited.append(b_done.wait(30))  # a guard against a hang, not a measure
+        return real(namespace, work)
+
+    a._backend.read = held_read
+    reader = threading.Thread(target=lambda: a.recall("billing"))
+    reader.start()
+    try:
+        assert a_reading.wait(30)
+        got = b.recall("deploy").ids()
+        b_done.set()
+    finally:
+        b_done.set()
+        reader.join(60)
+        a.close()
+        b.close()
+    assert [i for ids in got.values() for i in ids] == [b_id]
+    assert a_waited == [True]  # B was answered while A's read was held
