@@ -616,7 +616,7 @@ class _Loaded:
             self.newest = None
         self.complete = self.complete or whole
         self.generation += 1
-        self._replace(gone, changed)
+        self._replace(gone, changed, [item.key for item in exact] if whole else None)
 
     def sync_in_place(self, current: dict[str, Item]) -> None:
         """Apply a copy of an ``InMemoryStore``'s items of the namespace: its
@@ -630,18 +630,36 @@ class _Loaded:
         self._in_place = current
         self.complete = True
         self.generation += 1
-        self._replace(gone, changed)
+        self._replace(gone, changed, current.keys())
 
-    def _replace(self, gone: Sequence[str], changed: Sequence[Item]) -> None:
+    def _replace(
+        self,
+        gone: Sequence[str],
+        changed: Sequence[Item],
+        order: Iterable[str] | None,
+    ) -> None:
         """Drop the ``gone`` keys, and put each ``changed`` item in its key's
         place: a rewritten item keeps the place its key had, as a fresh read
         of a store that updates in place (``InMemoryStore``: a dict) gives
-        it, so that ties (broken last by position) order as such a read."""
+        it, so that ties (broken last by position) order as such a read.
+        ``order`` (the keys as the store read them, when it read them all)
+        tells a key that moved (deleted and put again: a dict's new last)
+        from one rewritten in place: one that comes after a key it used to
+        precede goes last, as a new key does."""
+        values = self._values
         places = {
-            item.key: self._values[item.key][0]
-            for item in changed
-            if item.key in self._values
+            item.key: values[item.key][0] for item in changed if item.key in values
         }
+        if order is not None and places:
+            last = 0
+            for key in order:
+                seq = values[key][0] if key in values else None
+                if seq is None:
+                    continue
+                if seq > last:
+                    last = seq
+                else:  # behind a key it preceded: put again, not in place
+                    places.pop(key, None)
         always_changed = False
         for key in [*gone, *(item.key for item in changed)]:
             always_changed |= self._leave(key)

@@ -1206,6 +1206,43 @@ def write(store, space, step):
 
 
 @given(
+    st.lists(st.lists(write_step, min_size=1, max_size=4), max_size=8),
+    st.sampled_from(sorted(LOADED_STORES)),
+    st.sampled_from([None, POOLS]),
+    st.sampled_from(["lexical", "core"]),
+    st.sampled_from(QUESTIONS),
+)
+@example(  # deleted and put again between two turns: a dict's new last, so
+    # it is no longer in its old place (it was kept there once)
+    [
+        [
+            ("put", 0, "fact", "billing export", True),
+            ("put", 1, "fact", "billing export", True),
+        ],
+        [("delete", 0), ("put", 0, "fact", "billing export", True)],
+    ],
+    "in-memory",
+    None,
+    "lexical",
+    "How do I debug the billing work?",
+)
+def test_a_namespace_kept_loaded_between_turns_gives_what_a_fresh_load_gives(
+    batches, kind, pools, ranking, message
+):
+    """Several writes between two turns (a key deleted and put again, two
+    rewrites, ...): each turn equals one that loads the namespace afresh."""
+    store = LOADED_STORES[kind]()
+    space = ("memories", "ada")
+    kept(store, space, pools, message, ranking)  # loaded before the writes
+    for batch in batches:
+        for step in batch:
+            write(store, space, step)
+        assert kept(store, space, pools, message, ranking) == fresh(
+            store, space, pools, message, ranking
+        )
+
+
+@given(
     st.lists(write_step, max_size=25),
     st.sampled_from(sorted(LOADED_STORES)),
     st.sampled_from([None, POOLS]),
