@@ -74,12 +74,13 @@ import json
 import os
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Final, Optional, Union
 from urllib.parse import quote, unquote
 
 import poolsplit
@@ -1422,12 +1423,19 @@ def _run_stdio(store: Store) -> int:
     interrupted: list[bool] = []
     try:
         anyio.run(_serve_until_interrupted, build_server(store), interrupted)
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not _only_interrupts(exc):
+            raise _single(exc) from None
         interrupted.append(True)
     if interrupted:
-        print(f"{_PROG}: stopped", file=sys.stderr)
+        _say_stopped()
         return 130
     return 0
+
+
+# After Ctrl-C, how long the server may take to stop by itself (an answer
+# being written, stdin closing) before the process exits without it.
+_STOP_GRACE_S: Final = 2.0
 
 
 async def _serve_until_interrupted(
@@ -1436,13 +1444,20 @@ async def _serve_until_interrupted(
     """:func:`_serve_stdio`, stopped by SIGINT, which is noted in
     ``interrupted``: asyncio's own SIGINT handler cancels the serving task,
     and a cancellation that lands as stdin ends (the client closed it) was
-    taken for a clean end (exit 0 after Ctrl-C, seen under load)."""
+    taken for a clean end (exit 0 after Ctrl-C, seen under load). The
+    serving task cannot stop while a thread waits on stdin (a client that
+    keeps it open, a terminal): after :data:`_STOP_GRACE_S` the process
+    exits 130 without it (every acknowledged write has committed; one in
+    flight was not acknowledged and rolls back)."""
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async for _ in signals:
                     interrupted.append(True)
+                    timer = threading.Timer(_STOP_GRACE_S, _exit_stopped)
+                    timer.daemon = True
+                    timer.start()
                     group.cancel_scope.cancel()
                     return
 
@@ -1450,6 +1465,46 @@ async def _serve_until_interrupted(
             group.start_soon(watch)
         await _serve_stdio(server)
         group.cancel_scope.cancel()
+
+
+def _exit_stopped() -> None:
+    """End the process at once, as Ctrl-C's one line and status 130 (also
+    when the interpreter's exit waits on the thread reading stdin)."""
+    _say_stopped()
+    os._exit(130)
+
+
+_stopped_said = threading.Lock()
+
+
+def _say_stopped() -> None:
+    """Ctrl-C's one line on stderr, once whoever says it."""
+    if _stopped_said.acquire(blocking=False):
+        sys.stderr.write(f"{_PROG}: stopped\n")
+        sys.stderr.flush()
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    """Whether ``exc`` is KeyboardInterrupt, or an exception group (the
+    task group's) holding only such."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner = getattr(exc, "exceptions", None)
+    return (
+        isinstance(inner, tuple)
+        and bool(inner)
+        and all(_only_interrupts(e) for e in inner)
+    )
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one exception an exception group of one holds (the task group
+    wraps the server's own error), else ``exc``."""
+    inner = getattr(exc, "exceptions", None)
+    while isinstance(inner, tuple) and len(inner) == 1:
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
+    return exc
 
 
 if __name__ == "__main__":

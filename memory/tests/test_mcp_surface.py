@@ -306,6 +306,44 @@ def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
     assert "Traceback" not in err.decode() and err.decode().endswith("stopped\n")
 
 
+def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(tmp_path):
+    """A client (or a terminal) that keeps stdin open: the thread reading it
+    cannot be cancelled, so after a grace of 2 s the process exits 130 with
+    one line and no traceback (before, it ran on until stdin closed)."""
+    proc = subprocess.Popen(
+        [str(SERVER), "--db", str(tmp_path / "m.db")],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "1"},
+            },
+        }
+        proc.stdin.write((json.dumps(hello) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"id":1' in proc.stdout.readline()  # serving: the watch is on
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=HANG)  # stdin still open
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=HANG)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.count("stopped") == 1, err
+
+
 # --- over HTTP: a tenant reads only its own namespace -----------------------
 
 
