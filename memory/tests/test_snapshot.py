@@ -248,10 +248,8 @@ def store_url(tmp_path: Any, request: Any) -> Any:  # one database per test
     drop_pg_database(url, admin)
 
 
-@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
-def test_a_write_rereads_one_row_and_never_rebuilds_the_index(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def index_builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets a 1 each time a recall index is built."""
     built: list[int] = []
     init = _index.Index.__init__
 
@@ -260,6 +258,14 @@ def test_a_write_rereads_one_row_and_never_rebuilds_the_index(
         init(self, *args, **kwargs)
 
     monkeypatch.setattr(_index.Index, "__init__", counting)
+    return built
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_a_write_rereads_one_row_and_never_rebuilds_the_index(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built = index_builds(monkeypatch)
     with open_store(store_url, namespace="ada") as store:
         lines = "".join(
             json.dumps({"type": "fact", "content": f"{WORDS[n % 5]} {n}"}) + "\n"
@@ -284,14 +290,7 @@ def test_the_first_recall_is_served_without_the_index_and_equals_it(
     recall index (memory/README.md: the first recall after opening does not
     wait for it); the next recall builds it, and both give what the core
     gives on every entry, for every message."""
-    built: list[int] = []
-    init = _index.Index.__init__
-
-    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
-        built.append(1)
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(_index.Index, "__init__", counting)
+    built = index_builds(monkeypatch)
     monkeypatch.setattr(_index, "_MAX_SHARE", 1)  # the index's path when built
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
     with open_store(store_url, namespace="ada", ranking=ranking) as store:
