@@ -9,6 +9,7 @@ reaches another tenant's entry.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -281,8 +282,10 @@ def test_the_recall_prompt_is_the_pooled_recall_as_a_user_message(tmp_path):
     run(body)
 
 
-def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
-    """The first page says Ctrl-C stops it: SIGINT ends it with status 130."""
+@contextlib.contextmanager
+def stdio_server(tmp_path):
+    """``poolsplit-mcp --db m.db`` with its three pipes; killed if it is
+    still running at the end, its pipes closed."""
     proc = subprocess.Popen(
         [str(SERVER), "--db", str(tmp_path / "m.db")],
         cwd=tmp_path,
@@ -291,6 +294,18 @@ def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
         stderr=subprocess.PIPE,
     )
     try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=HANG)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+
+
+def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
+    """The first page says Ctrl-C stops it: SIGINT ends it with status 130."""
+    with stdio_server(tmp_path) as proc:
         for _ in range(600):  # bounded: until it says where the memory is
             if (tmp_path / "m.db").exists():
                 break
@@ -298,10 +313,6 @@ def test_ctrl_c_stops_the_server_with_one_line_and_no_traceback(tmp_path):
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=HANG)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=HANG)
     assert proc.returncode == 130, err
     assert "Traceback" not in err.decode() and err.decode().endswith("stopped\n")
 
@@ -310,36 +321,23 @@ def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(tmp_path):
     """A client (or a terminal) that keeps stdin open: the thread reading it
     cannot be cancelled, so after a grace of 2 s the process exits 130 with
     one line and no traceback (before, it ran on until stdin closed)."""
-    proc = subprocess.Popen(
-        [str(SERVER), "--db", str(tmp_path / "m.db")],
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        }
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"},
+        },
+    }
+    with stdio_server(tmp_path) as proc:
         proc.stdin.write((json.dumps(hello) + "\n").encode())
         proc.stdin.flush()
         assert b'"id":1' in proc.stdout.readline()  # serving: the watch is on
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=HANG)  # stdin still open
         err = proc.stderr.read().decode()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=HANG)
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            pipe.close()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and err.count("stopped") == 1, err
 
