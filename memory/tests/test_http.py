@@ -10,6 +10,7 @@ assertion is about time.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -596,36 +597,44 @@ class Verifier:  # an authorization server's tokens, introspected
 """
 
 
-def test_http_a_real_authorization_servers_token_verifier_plugs_in(tmp_path):
-    (tmp_path / "carol_auth.py").write_text(VERIFIER)
-    os.environ["PYTHONPATH"] = str(tmp_path)  # for the server process only
+@contextlib.contextmanager
+def serve_verified(tmp_path, monkeypatch, module, source):
+    """``--http`` with ``--token-verifier MODULE:Verifier`` (``source``
+    written as MODULE.py beside the database, importable by the server
+    process only, through its PYTHONPATH) and an issuer and resource URL."""
+    (tmp_path / f"{module}.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with serve(
+        tmp_path, tmp_path / "m.db", "--token-verifier", f"{module}:Verifier",
+        "--issuer-url", "https://auth.example",
+        "--resource-url", "http://127.0.0.1/mcp",
+    ) as server:  # fmt: skip
+        yield server
+
+
+def test_http_a_real_authorization_servers_token_verifier_plugs_in(
+    tmp_path, monkeypatch
+):
     db = tmp_path / "m.db"
-    try:
-        with serve(
-            tmp_path, db, "--token-verifier", "carol_auth:Verifier",
-            "--issuer-url", "https://auth.example",
-            "--resource-url", "http://127.0.0.1/mcp",
-        ) as server:  # fmt: skip
-            status, headers, _ = request(server.base, "POST", "/mcp", b"{}", HEADERS)
-            assert status == 401
-            assert headers["www-authenticate"].endswith(
-                'resource_metadata="http://127.0.0.1/.well-known/'
-                'oauth-protected-resource/mcp"'
-            )
-            status, _, data = request(
-                server.base, "GET", "/.well-known/oauth-protected-resource/mcp"
-            )
-            assert status == 200
-            metadata = json.loads(data)
-            assert metadata["authorization_servers"] == ["https://auth.example"]
-            assert metadata["resource"] == "http://127.0.0.1/mcp"
-            for token in ("other-audience", "nobody"):
-                assert rpc(server.base, "list", {}, token)[0] == 401
-            ident = ok(rpc(server.base, "remember", {"content": "c"}, "carol-token"))
-            status, _ = rpc(server.base, "list", {}, "carol-token", namespace="x")
-            assert status == 403
-    finally:
-        del os.environ["PYTHONPATH"]
+    with serve_verified(tmp_path, monkeypatch, "carol_auth", VERIFIER) as server:
+        status, headers, _ = request(server.base, "POST", "/mcp", b"{}", HEADERS)
+        assert status == 401
+        assert headers["www-authenticate"].endswith(
+            'resource_metadata="http://127.0.0.1/.well-known/'
+            'oauth-protected-resource/mcp"'
+        )
+        status, _, data = request(
+            server.base, "GET", "/.well-known/oauth-protected-resource/mcp"
+        )
+        assert status == 200
+        metadata = json.loads(data)
+        assert metadata["authorization_servers"] == ["https://auth.example"]
+        assert metadata["resource"] == "http://127.0.0.1/mcp"
+        for token in ("other-audience", "nobody"):
+            assert rpc(server.base, "list", {}, token)[0] == 401
+        ident = ok(rpc(server.base, "remember", {"content": "c"}, "carol-token"))
+        status, _ = rpc(server.base, "list", {}, "carol-token", namespace="x")
+        assert status == 403
     assert list(exported(str(db), "carol", tmp_path)) == [ident["id"]]
 
 
@@ -1379,48 +1388,37 @@ class Verifier:
 """
 
 
-def test_http_a_read_scope_beside_a_write_scope_cannot_write(tmp_path):
+def test_http_a_read_scope_beside_a_write_scope_cannot_write(tmp_path, monkeypatch):
     """``poolsplit-write:carol`` and ``poolsplit-read:team``: carol is
     writable, team is not (whatever the scopes' order); a write and a read
     scope for one namespace make it writable in either order."""
-    (tmp_path / "mixed_auth.py").write_text(MIXED_VERIFIER)
-    os.environ["PYTHONPATH"] = str(tmp_path)  # for the server process only
     db = tmp_path / "m.db"
-    try:
-        with serve(
-            tmp_path, db, "--token-verifier", "mixed_auth:Verifier",
-            "--issuer-url", "https://auth.example",
-            "--resource-url", "http://127.0.0.1/mcp",
-        ) as s:  # fmt: skip
-            for token in ("mixed", "mixed-reversed"):
-                assert (
-                    tool_error(
-                        rpc(
-                            s.base,
-                            "remember",
-                            {"content": "x"},
-                            token,
-                            namespace="team",
-                        )
-                    )
-                    == "namespace: 'team' is read-only for this token"
-                )
-                assert ok(
+    with serve_verified(tmp_path, monkeypatch, "mixed_auth", MIXED_VERIFIER) as s:
+        for token in ("mixed", "mixed-reversed"):
+            assert (
+                tool_error(
                     rpc(
-                        s.base, "remember", {"content": token}, token, namespace="carol"
+                        s.base,
+                        "remember",
+                        {"content": "x"},
+                        token,
+                        namespace="team",
                     )
-                )["id"]
-            assert ok(
-                rpc(
-                    s.base,
-                    "remember",
-                    {"content": "t"},
-                    "both-orders",
-                    namespace="team",
                 )
+                == "namespace: 'team' is read-only for this token"
+            )
+            assert ok(
+                rpc(s.base, "remember", {"content": token}, token, namespace="carol")
             )["id"]
-    finally:
-        del os.environ["PYTHONPATH"]
+        assert ok(
+            rpc(
+                s.base,
+                "remember",
+                {"content": "t"},
+                "both-orders",
+                namespace="team",
+            )
+        )["id"]
     assert [e["content"] for e in exported(str(db), "team", tmp_path).values()] == ["t"]
 
 
