@@ -82,9 +82,9 @@ def entries(total: int) -> Iterator[dict[str, Any]]:
         yield entry
 
 
-def fill(url: str, total: int) -> None:
+def fill(url: str, total: int, namespace: str = "default") -> None:
     lines = "".join(json.dumps(entry) + "\n" for entry in entries(total))
-    with open_store(url) as store:
+    with open_store(url, namespace=namespace) as store:
         store.import_jsonl(io.StringIO(lines))
 
 

@@ -67,8 +67,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import http_recall  # beside this file
 import psycopg
-from http_recall import Server, p99, postgres_database, serve  # beside this file
+from http_recall import Server, p99, postgres_database, serve
 from poolsplit_memory import open_store
 from poolsplit_memory import store as store_module
 
@@ -248,6 +249,27 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def database_pids(url: str) -> list[int]:
+    """The PostgreSQL backends serving ``url``'s database now (not this
+    query's own), so that their CPU time can be read; none for SQLite."""
+    if not url.startswith(("postgresql:", "postgres:")):
+        return []
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has spent not idle so far (every
+    process, other users' too: /proc/stat's first line)."""
+    fields = [int(n) for n in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def run_clients(
     servers: list[Server],
     clients: int,
@@ -365,22 +387,27 @@ def read_your_writes(servers: list[Server], tokens: list[str], count: int) -> in
     return seen
 
 
-def _recall_load(job: tuple[str, int, list[str], int, int]) -> float:
-    """One client process of the workers A/B: 4 threads of hot recalls (16
-    clients in one Python process would measure its own GIL); the CPU
-    seconds the process used for them."""
-    host, port, tokens, first, per = job
+def _client_load(job: tuple[str, int, list[str], int, int, bool]) -> float:
+    """One client process of the workers A/B: 4 threads of hot-tenant calls
+    (16 clients in one Python process would measure its own GIL), each call
+    a recall, or with ``write`` a recall then a remember (the agent's loop,
+    the issue's "recall and remember"); the CPU seconds the process used."""
+    host, port, tokens, first, per, write = job
     cpu = time.process_time()
     address = types.SimpleNamespace(host=host, port=port)
 
     def work(client: Client, number: int, i: int) -> None:
         n = first + number
-        client.call(
-            "recall",
-            {"message": f"{WORDS[(n + i) % len(WORDS)]} deploy"},
-            tokens[n % 4],
-            f"t{n % 4}",
-        )
+        tenant = n % len(tokens)
+        message = f"{WORDS[(n + i) % len(WORDS)]} deploy"
+        client.call("recall", {"message": message}, tokens[tenant], f"t{tenant}")
+        if write:
+            client.call(
+                "remember",
+                {"content": f"c{n} call {i} {message}", "type": "note"},
+                tokens[tenant],
+                f"t{tenant}",
+            )
 
     # A new connection per request: uvicorn's workers accept from one shared
     # socket, the first awake taking every connection pending, so 16
@@ -403,13 +430,18 @@ def workers_ab(
     calls: int,
     rounds: int,
     cpus: set[int] | None,
+    write: bool = False,
+    url: str = "",
 ) -> dict[int, dict[str, list[float]]]:
     """Per worker count (1, 2), per round: the requests/s of 16 clients (4
-    processes of 4 threads, on ``cpus`` if given) of hot-tenant recalls, and
-    the cores the clients and the server's processes used (CPU seconds over
-    the round's seconds); rounds alternating between the servers."""
+    processes of 4 threads, on ``cpus`` if given) of hot-tenant calls (each
+    a recall, with ``write`` a recall then a remember: two requests), and
+    the cores the clients, the server's processes, PostgreSQL's backends of
+    ``url``'s database and the whole machine used (CPU seconds over the
+    round's seconds); rounds alternating between the servers."""
     got: dict[int, dict[str, list[float]]] = {
-        n: {"rate": [], "clients": [], "server": []} for n in (1, 2)
+        n: {"rate": [], "clients": [], "server": [], "database": [], "machine": []}
+        for n in (1, 2)
     }
     per = max(1, calls // 16)
     context = multiprocessing.get_context("fork")
@@ -418,16 +450,25 @@ def workers_ab(
             order = [(1, one), (2, two)] if r % 2 == 0 else [(2, two), (1, one)]
             for workers, server in order:
                 jobs = [
-                    (server.host, server.port, tokens[:4], 4 * k, per) for k in range(4)
+                    (server.host, server.port, tokens[:4], 4 * k, per, write)
+                    for k in range(4)
                 ]
                 pids = [pid for _, pid in server.processes()]
-                server_cpu = cpu_seconds(pids)
+                backends = database_pids(url)
+                server_cpu, database_cpu = cpu_seconds(pids), cpu_seconds(backends)
+                machine = busy_seconds()
                 started = time.perf_counter()
-                clients_cpu = sum(pool.map(_recall_load, jobs))
+                clients_cpu = sum(pool.map(_client_load, jobs))
                 took = time.perf_counter() - started
-                got[workers]["rate"].append(16 * per / took)
-                got[workers]["clients"].append(clients_cpu / took)
-                got[workers]["server"].append((cpu_seconds(pids) - server_cpu) / took)
+                cores = {
+                    "clients": clients_cpu,
+                    "server": cpu_seconds(pids) - server_cpu,
+                    "database": cpu_seconds(backends) - database_cpu,
+                    "machine": busy_seconds() - machine,
+                }
+                got[workers]["rate"].append(16 * per * (1 + write) / took)
+                for key, seconds in cores.items():
+                    got[workers][key].append(seconds / took)
     return got
 
 
@@ -452,6 +493,22 @@ def main() -> None:
         type=lambda text: {int(n) for n in text.split(",")},
         help="pin the workers A/B's client processes to these CPUs (e.g. 0)",
     )
+    parser.add_argument(
+        "--ab-only",
+        action="store_true",
+        help="only step 6 (the workers A/B), over --tenants of --memories",
+    )
+    parser.add_argument(
+        "--sqlite",
+        action="store_true",
+        help="the workers A/B alone on one SQLite file: one tenant of --memories "
+        "entries (http_recall's demo store cycled), no PostgreSQL",
+    )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="the workers A/B's clients recall then remember (else recall only)",
+    )
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.quick:
@@ -462,35 +519,49 @@ def main() -> None:
             50,
             2,
         )
-    if not args.pg_dsn:
+    if args.sqlite:
+        args.tenants = 1
+    elif not args.pg_dsn:
         raise SystemExit("team_scale: give --pg-dsn or set POOLSPLIT_PG_DSN")
     rng = random.Random(args.seed)
     print(
-        f"# team_scale: {args.tenants} tenants x {args.memories} memories, "
+        f"# team_scale: {'sqlite, ' if args.sqlite else ''}"
+        f"{args.tenants} tenants x {args.memories} memories, "
         f"pool size {args.pool_size}, snapshot budget {args.snapshot_budget} MB, "
         f"Python {sys.version.split()[0]}, {os.cpu_count()} cpus, "
         f"load {os.getloadavg()[0]:.1f}"
     )
-    with postgres_database(args.pg_dsn) as url:
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        tokens_file = folder / "tokens.json"
+        tokens = write_tokens(tokens_file, args.tenants)
+        extra = ["--tokens", str(tokens_file), "--pool-size", str(args.pool_size)]
+        extra += ["--snapshot-budget", str(args.snapshot_budget)]
+        if args.sqlite:
+            url = str(folder / "memory.db")
+            started = time.perf_counter()
+            http_recall.fill(url, args.memories, namespace="t0")
+            seconds = time.perf_counter() - started
+            print(f"fill: {args.memories} entries by import_jsonl in {seconds:.0f} s")
+            report_ab(url, folder, extra, tokens, args)
+            return
+        url = stack.enter_context(postgres_database(args.pg_dsn))
         seconds = fill(url, args.tenants, args.memories, args.seed)
         print(f"fill: {args.tenants * args.memories} rows by COPY in {seconds:.0f} s")
-        with tempfile.TemporaryDirectory() as temp:
-            folder = Path(temp)
-            tokens_file = folder / "tokens.json"
-            tokens = write_tokens(tokens_file, args.tenants)
-            measure(folder, url, tokens_file, tokens, args, rng)
+        if args.ab_only:
+            report_ab(url, folder, extra, tokens, args)
+        else:
+            measure(folder, url, extra, tokens, args, rng)
 
 
 def measure(
     folder: Path,
     url: str,
-    tokens_file: Path,
+    extra: list[str],
     tokens: list[str],
     args: argparse.Namespace,
     rng: random.Random,
 ) -> None:
-    extra = ["--tokens", str(tokens_file), "--pool-size", str(args.pool_size)]
-    extra += ["--snapshot-budget", str(args.snapshot_budget)]
     with (
         serve(url, folder, 2, extra) as a,
         serve(url, folder, 2, extra) as b,
@@ -551,15 +622,30 @@ def measure(
                 f"worker restarts {label}: {started - 2} (uvicorn replaces a worker "
                 "that misses its 30 s health check)"
             )
+    report_ab(url, folder, extra, tokens, args)
+
+
+def report_ab(
+    url: str,
+    folder: Path,
+    extra: list[str],
+    tokens: list[str],
+    args: argparse.Namespace,
+) -> None:
+    """Step 6: the workers A/B, one ``--workers 1`` and one ``--workers 2``
+    instance over ``url``, and its lines."""
+    what = "recall + remember" if args.write else "hot recalls"
     with (
         serve(url, folder, 1, extra) as one,
         serve(url, folder, 2, extra) as two,
     ):
-        ab = workers_ab(one, two, tokens, args.calls * 2, args.rounds, args.cpus)
+        ab = workers_ab(
+            one, two, tokens, args.calls * 2, args.rounds, args.cpus, args.write, url
+        )
         ones, twos = ab[1]["rate"], ab[2]["rate"]
         pinned = "" if args.cpus is None else f", clients on CPUs {sorted(args.cpus)}"
         print(
-            f"16 clients, hot recalls: 1 worker {statistics.median(ones):.1f} req/s, "
+            f"16 clients, {what}: 1 worker {statistics.median(ones):.1f} req/s, "
             f"2 workers {statistics.median(twos):.1f} req/s, ratio "
             f"{statistics.median(twos) / statistics.median(ones):.2f} "
             f"(medians of {args.rounds} interleaved rounds{pinned}; "
@@ -575,10 +661,18 @@ def measure(
             + ", ".join(str(n) for n in sorted(served.values(), reverse=True))
         )
         for n in (1, 2):
+            cores = {key: statistics.median(ab[n][key]) for key in ab[n]}
+            ms = {  # CPU milliseconds per request, the median of the rounds'
+                key: 1000
+                * statistics.median(c / r for c, r in zip(ab[n][key], ab[n]["rate"]))
+                for key in ("server", "database")
+            }
             print(
-                f"  {n} worker(s): cores used by the clients "
-                f"{statistics.median(ab[n]['clients']):.2f}, by the server "
-                f"{statistics.median(ab[n]['server']):.2f} (medians); rates "
+                f"  {n} worker(s): cores used by the clients {cores['clients']:.2f}, "
+                f"by the server {cores['server']:.2f}, by PostgreSQL "
+                f"{cores['database']:.2f}, by the whole machine {cores['machine']:.2f} "
+                f"(medians); CPU ms per request: server {ms['server']:.2f}, "
+                f"PostgreSQL {ms['database']:.2f}; rates "
                 + " ".join(f"{rate:.0f}" for rate in ab[n]["rate"])
             )
 
