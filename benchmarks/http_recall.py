@@ -5,6 +5,7 @@
     python benchmarks/http_recall.py [--entries 10000] [--clients 1,4,16]
                                      [--calls 64] [--workers 1] [--pg-dsn URL]
     python benchmarks/http_recall.py --quick       # CI: 1,000 entries, 1 and 4
+    python benchmarks/http_recall.py --path-cost   # CPU of the HTTP path, in-process
 
 For each backend (SQLite; PostgreSQL with ``--pg-dsn`` or
 ``POOLSPLIT_PG_DSN``, else a line says it was skipped), a store of
@@ -25,6 +26,14 @@ clients and call: the median and the 99th percentile (nearest rank) over
 stdio and over HTTP, and HTTP's median over stdio's. A recall here follows a
 write (the agent's loop), so its cost includes what the store does after a
 write. Nothing is asserted; pytest never collects this.
+
+``--path-cost`` measures instead what the HTTP path itself costs: the
+``--http`` app built in this process over a SQLite store of ``--entries``
+(one token, namespace ``t0``), called straight through ASGI (no socket, no
+uvicorn) with ``tools/call`` of ``get`` (an id not stored: the store's
+cheapest call) and of ``recall``, against the same store call made
+directly; CPU milliseconds per request (``time.process_time``, every
+thread), medians of 5 rounds of ``--calls`` requests.
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -291,6 +300,117 @@ def backend_rows(
     return rows
 
 
+# --- the HTTP path's own cost, in-process -------------------------------------
+
+
+def _asgi_post(app: Any, path: str, body: bytes, headers: dict[str, str]) -> Any:
+    """One POST through the ASGI app (no socket); the response's status."""
+    raw = [(k.encode(), v.encode()) for k, v in headers.items()]
+    raw.append((b"content-length", str(len(body)).encode()))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": raw,
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8765),
+    }
+    status: list[int] = []
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    async def post() -> int:
+        await app(scope, receive, send)
+        return status[0]
+
+    return post()
+
+
+def path_cost(entries_count: int, calls: int) -> list[str]:
+    """CPU ms per request through the app and of the store call alone."""
+    import hashlib
+
+    from poolsplit_memory import _http
+    from poolsplit_memory._tokens import TokenRecord
+    from poolsplit_memory.mcp_server import build_server
+
+    token = "psm_path_cost_benchmark_token"
+    record = TokenRecord("bench", hashlib.sha256(token.encode()).hexdigest(), ("t0",))
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        url = os.path.join(folder, "memory.db")
+        fill(url, entries_count, namespace="t0")
+        config = _http.HttpConfig(url=url, tokens=(record,))
+        app = _http.build_app(build_server(_http.tenant_store()), config)
+        headers = {
+            "host": "127.0.0.1:8765",
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+            "authorization": f"Bearer {token}",
+        }
+        store = open_store(url, namespace="t0")
+        cases: tuple[tuple[str, dict[str, str], Callable[[], object]], ...] = (
+            ("get", {"id": "not-stored"}, lambda: store.get("not-stored")),
+            ("recall", {"message": MESSAGES[0]}, lambda: store.recall(MESSAGES[0])),
+        )
+
+        async def run() -> None:
+            async with app.router.lifespan_context(app):
+                for tool, arguments, direct in cases:
+                    body = json.dumps(
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 1,
+                            "method": "tools/call",
+                            "params": {"name": tool, "arguments": arguments},
+                        }
+                    ).encode()
+                    for _ in range(WARM_UP * 10):  # warm-up, untimed
+                        status = await _asgi_post(app, "/mcp/t0", body, headers)
+                        if status != 200:
+                            raise SystemExit(f"{tool}: HTTP {status}")
+                        direct()
+                    http_ms, store_ms = [], []
+                    for _ in range(5):
+                        cpu = time.process_time()
+                        for _ in range(calls):
+                            await _asgi_post(app, "/mcp/t0", body, headers)
+                        http_ms.append(1e3 * (time.process_time() - cpu) / calls)
+                        cpu = time.process_time()
+                        for _ in range(calls):
+                            direct()
+                        store_ms.append(1e3 * (time.process_time() - cpu) / calls)
+                    h, d = statistics.median(http_ms), statistics.median(store_ms)
+                    rows.append(
+                        f"{tool:<8} {h:>9.3f} {d:>9.3f} {h - d:>9.3f}   rounds "
+                        + " ".join(f"{x:.3f}" for x in http_ms)
+                    )
+
+        try:
+            anyio.run(run)
+        finally:
+            store.close()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=10_000)
@@ -306,7 +426,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="1,000 entries, 1 and 4 clients"
     )
+    parser.add_argument(
+        "--path-cost",
+        action="store_true",
+        help="CPU per request of the HTTP path itself, in-process (see above)",
+    )
     args = parser.parse_args(argv)
+    if args.path_cost:
+        print(
+            f"the --http path in-process, SQLite, {args.entries} entries, CPU ms "
+            f"per request (medians of 5 x {args.calls}); Python "
+            f"{sys.version.split()[0]}, load {os.getloadavg()[0]:.1f}"
+        )
+        print(f"{'tool':<8} {'http':>9} {'store':>9} {'path':>9}")
+        print("\n".join(path_cost(args.entries, args.calls)), flush=True)
+        return 0
     if args.quick:
         args.entries, args.clients, args.calls = 1_000, [1, 4], 16
     header = (
