@@ -6,6 +6,8 @@
                                     [--pool-size 4] [--snapshot-budget 256]
                                     [--calls 200] [--ryw 1000] [--pg-dsn URL]
     python benchmarks/team_scale.py --quick        # CI: 20 tenants of 50
+    python benchmarks/team_scale.py --ab-only --tenants 4 [--write]  # step 6 only
+    python benchmarks/team_scale.py --sqlite --memories 10000 [--write]  # on SQLite
 
 What it does, in one run (nothing is asserted; pytest never collects this):
 
@@ -39,6 +41,14 @@ What it does, in one run (nothing is asserted; pytest never collects this):
    rounds alternating between them (interleaved A/B): the median
    requests/s of each and their ratio, the cores the clients and each
    server used, and the requests each of the two workers served.
+   ``--write``: each client call a recall then a remember (two requests;
+   issue 36's load: "recall and remember"). ``--ab-only``: this step alone,
+   over ``--tenants`` of ``--memories``. ``--sqlite``: this step alone on one
+   SQLite file (no PostgreSQL), one tenant of ``--memories`` entries
+   (``http_recall``'s demo store cycled: issue 36's own load was measured on
+   SQLite at 10,000). Each round also reads the cores used by PostgreSQL's
+   backends of the database and by the whole machine (``/proc/stat``: other
+   users' work included), and the CPU milliseconds per request.
 
 The machine may be shared: every figure is from one run, ratios of medians
 of interleaved rounds where two things are compared.
@@ -268,6 +278,16 @@ def busy_seconds() -> float:
     fields = [int(n) for n in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def autogroup() -> bool:
+    """Whether the kernel shares CPU time per session first (``autogroup``):
+    then, on a busy machine, a server gets its session's slice however many
+    workers it runs."""
+    flag = Path("/proc/sys/kernel/sched_autogroup_enabled")
+    with contextlib.suppress(OSError):
+        return flag.read_text().strip() == "1"
+    return False
 
 
 def run_clients(
@@ -660,6 +680,23 @@ def report_ab(
             "  requests served by each of the 2 workers: "
             + ", ".join(str(n) for n in sorted(served.values(), reverse=True))
         )
+        others = {  # other users' work, the kernel's: the machine less the above
+            n: statistics.median(
+                m - c - s - d
+                for m, c, s, d in zip(
+                    ab[n]["machine"],
+                    ab[n]["clients"],
+                    ab[n]["server"],
+                    ab[n]["database"],
+                )
+            )
+            for n in (1, 2)
+        }
+        if autogroup():
+            print(
+                "  (the kernel shares the CPUs per session, sched_autogroup: the "
+                "server and its clients share this run's session's slice)"
+            )
         for n in (1, 2):
             cores = {key: statistics.median(ab[n][key]) for key in ab[n]}
             ms = {  # CPU milliseconds per request, the median of the rounds'
@@ -670,8 +707,9 @@ def report_ab(
             print(
                 f"  {n} worker(s): cores used by the clients {cores['clients']:.2f}, "
                 f"by the server {cores['server']:.2f}, by PostgreSQL "
-                f"{cores['database']:.2f}, by the whole machine {cores['machine']:.2f} "
-                f"(medians); CPU ms per request: server {ms['server']:.2f}, "
+                f"{cores['database']:.2f}, by everything else "
+                f"{others[n]:.2f} (medians); CPU ms per request: server "
+                f"{ms['server']:.2f}, "
                 f"PostgreSQL {ms['database']:.2f}; rates "
                 + " ".join(f"{rate:.0f}" for rate in ab[n]["rate"])
             )
