@@ -263,7 +263,8 @@ MIGRATIONS = (
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",
-    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND version > ?",
+    "SELECT DISTINCT entry, 1 AS logged FROM poolsplit_changes "
+    "WHERE namespace = ? AND version > ?",
     "DELETE FROM poolsplit_changes WHERE namespace = ? AND version <= "
     "(SELECT version FROM poolsplit_versions WHERE namespace = ?) - ?",
     per_namespace=True,
@@ -568,6 +569,10 @@ class PostgresBackend:
             return 0 if row is None else int(row[0])
 
         return self._attempt(work, commit=False)  # one round trip
+
+    def signal_at(self, namespace: str, position: int) -> object | None:
+        """The namespace's version is its change log's position: no read."""
+        return position
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
         """``work`` in one read snapshot: on the standby (``read_url``) when

@@ -76,6 +76,10 @@ class Handle:
         self._check()
         return self.backend.version(namespace)
 
+    def signal_at(self, namespace: str, position: int) -> object | None:
+        self._check()
+        return self.backend.signal_at(namespace, position)
+
     def scrub(self) -> None:
         self._check()
         self.backend.scrub()

@@ -126,7 +126,8 @@ VECTORS = (
 MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
-    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
+    "SELECT DISTINCT entry, 1 AS logged FROM poolsplit_changes "
+    "WHERE namespace = ? AND seq > ?",
     "DELETE FROM poolsplit_changes "
     "WHERE seq <= (SELECT max(seq) FROM poolsplit_changes) - ?",
     per_namespace=False,
@@ -300,6 +301,18 @@ class SQLiteBackend:
                 return self._version_of(self._reader)()
             except sqlite3.Error as exc:
                 raise unavailable(exc, self._where) from None
+
+    def signal_at(self, namespace: str, position: int) -> object | None:
+        """The reader's version, read in one transaction with the change
+        log's position: None unless that is still ``position`` (a commit
+        since that changed entries logged a later one: AUTOINCREMENT never
+        hands out a seq again, and the prune never deletes the last)."""
+
+        def work(tx: ReadTx) -> object | None:
+            signal, now = tx.position()
+            return signal if now == position else None
+
+        return self.read(namespace, work)
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
         self._retry_scrub()
