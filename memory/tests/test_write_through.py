@@ -303,3 +303,33 @@ def test_a_recall_between_a_write_and_its_carry_is_kept(
         assert counted == []
         for message in ("invoice", "budget", "billing"):
             assert recalled(store, message) == fresh_recall(store_url, message)
+
+
+def test_a_commit_between_a_write_and_its_version_is_not_hidden(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another store's write commits after this store's write committed and
+    before the version its snapshot is to be marked with is read: the
+    snapshot must not be marked current, or the other write would never be
+    recalled (on SQLite the version is refused; on PostgreSQL it is the
+    write's own position, older than the other write's)."""
+    with (
+        open_store(store_url, namespace="ada") as store,
+        open_store(store_url, namespace="ada") as other,
+    ):
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        handle = store._backend
+        signal_at = handle.signal_at
+
+        def overtaken(namespace: str, position: int) -> Any:
+            other.remember("budget from the other store", type="fact", now=NOW)
+            return signal_at(namespace, position)
+
+        monkeypatch.setattr(handle, "signal_at", overtaken)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        monkeypatch.undo()
+        text = store.recall("budget", now=NOW).text
+        assert "budget from the other store" in text
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(store_url, message)
