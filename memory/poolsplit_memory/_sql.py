@@ -157,7 +157,7 @@ class SqlTx:
         None, or the log cannot say: it no longer reaches back, a TRUNCATE,
         more than ``most`` rows changed) every candidate row of ``types``."""
         if after is not None:
-            found = self._logged(after, types, most)
+            found = self.logged(after, types, most)
             if found.changed is not None:
                 return found
             signal, position = found.signal, found.position
@@ -176,10 +176,10 @@ class SqlTx:
         which every change bumps, by trigger) until its COMMIT. Its
         ``signal`` is not the version a recall compares: ask the backend's
         ``signal_at`` after the COMMIT."""
-        found = self._logged(after, types, most)
+        found = self.logged(after, types, most)
         return None if found.changed is None else found
 
-    def _logged(self, after: int, types: Sequence[str] | None, most: int) -> Since:
+    def logged(self, after: int, types: Sequence[str] | None, most: int) -> Since:
         """The log's position and the rows (by ``seq``) of this namespace
         changed after position ``after``, and those of them that
         ``candidates(types)`` would read, in ``seq`` order; ``changed`` None

@@ -18,13 +18,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate
 from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
     ReadTx,
+    Since,
     StoreUnavailable,
     WriteTx,
 )
@@ -301,6 +302,16 @@ class SQLiteBackend:
                 return self._version_of(self._reader)()
             except sqlite3.Error as exc:
                 raise unavailable(exc, self._where) from None
+
+    def since(
+        self,
+        namespace: str,
+        after: int | None,
+        types: Sequence[str] | None,
+        most: int,
+    ) -> Since:
+        """``ReadTx.since`` in one read transaction of the reader."""
+        return self.read(namespace, lambda tx: tx.since(after, types, most))
 
     def signal_at(self, namespace: str, position: int) -> object | None:
         """The reader's version, read in one transaction with the change

@@ -176,8 +176,10 @@ class Backend(Protocol):
     ``write`` and ``read`` run ``work`` in one transaction and roll it back
     when ``work`` raises; a database failure comes out as StoreUnavailable.
     ``version`` changes whenever the namespace may have changed, and reads
-    no entry rows; ``signal_at`` is the version a recall will compare while
-    the change log stays at ``position`` (None: it has moved on).
+    no entry rows; ``since`` is ``ReadTx.since`` in one read (on
+    PostgreSQL one statement when the log can say); ``signal_at`` is the
+    version a recall will compare while the change log stays at
+    ``position`` (None: it has moved on).
     ``rows_read`` counts the entry rows fetched (for tests).
     ``scrub_pending``: deleted content may still be in a file (SQLite's WAL);
     ``scrub`` tries again to remove it, as ``close`` does.
@@ -193,6 +195,13 @@ class Backend(Protocol):
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
     def version(self, namespace: str) -> object: ...
+    def since(
+        self,
+        namespace: str,
+        after: int | None,
+        types: Sequence[str] | None,
+        most: int,
+    ) -> Since: ...
     def signal_at(self, namespace: str, position: int) -> object | None: ...
     def scrub(self) -> None: ...
     def close(self) -> None: ...

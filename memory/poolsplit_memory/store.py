@@ -1782,8 +1782,8 @@ class Store:
         types = _candidate_types(pools)
         after = None if cached is None else cached.position
         most = 0 if cached is None else _most_changes(cached)
-        signal, position, changed, rows = self._backend.read(
-            self.namespace, lambda tx: tx.since(after, types, most)
+        signal, position, changed, rows = self._backend.since(
+            self.namespace, after, types, most
         )
         whole = changed is None or cached is None
         # A snapshot built from a whole read: one at a time per process, so
