@@ -20,10 +20,16 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, TypeVar
 
-from poolsplit_memory._types import Backend, ReadTx, StoreUnavailable, WriteTx
+from poolsplit_memory._types import (
+    Backend,
+    ReadTx,
+    Since,
+    StoreUnavailable,
+    WriteTx,
+)
 
 T = TypeVar("T")
 
@@ -75,6 +81,20 @@ class Handle:
     def version(self, namespace: str) -> object:
         self._check()
         return self.backend.version(namespace)
+
+    def since(
+        self,
+        namespace: str,
+        after: int | None,
+        types: Sequence[str] | None,
+        most: int,
+    ) -> Since:
+        self._check()
+        return self.backend.since(namespace, after, types, most)
+
+    def signal_at(self, namespace: str, position: int) -> object | None:
+        self._check()
+        return self.backend.signal_at(namespace, position)
 
     def scrub(self) -> None:
         self._check()

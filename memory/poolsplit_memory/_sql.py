@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from poolsplit_memory._types import KEEP_CHANGES, Row, Stored, StoreUnavailable
+from poolsplit_memory._types import (
+    KEEP_CHANGES,
+    Row,
+    Since,
+    Stored,
+    StoreUnavailable,
+)
 
 TABLE = "poolsplit_entries"
 _VECTORS = "poolsplit_vectors"
@@ -79,7 +85,8 @@ class Counter:
 
 class ChangeLog:
     """A backend's statements over the change log (positions differ: see
-    the module docstring)."""
+    the module docstring): the position now, the distinct entries changed
+    in a namespace after a position (``entry, 1 AS logged``), the prune."""
 
     def __init__(
         self, position: str, changed: str, prune: str, *, per_namespace: bool
@@ -134,41 +141,84 @@ class SqlTx:
     def version(self) -> object:
         return self._version()
 
-    def state(self) -> tuple[object, int]:
+    def position(self) -> tuple[object, int]:
         """The backend's version and the change log's position this
         transaction sees (on PostgreSQL one number: the namespace's version)."""
         row = self._run(self._log.position, self._log.args(self._namespace)).fetchone()
         position = 0 if row is None or row[0] is None else int(row[0])
-        return (position if self._log.per_namespace else self._version()), position
+        return self._signal(position), position
 
-    def changes(
-        self, after: int, types: Sequence[str] | None
-    ) -> tuple[list[int | None], list[Stored]]:
-        """The rows (by ``seq``) of this namespace changed after position
-        ``after`` (None: every row may have changed, as after a TRUNCATE),
-        and those of them that ``candidates(types)`` would read, in ``seq``
-        order.
+    def _signal(self, position: int) -> object:
+        return position if self._log.per_namespace else self._version()
 
-        One statement (the log joined to the rows by their primary key),
-        filtered here by the candidates' condition: with it in SQL
-        PostgreSQL read every active row by the status index instead."""
+    def since(self, after: int | None, types: Sequence[str] | None, most: int) -> Since:
+        """What changed in this namespace after change-log position
+        ``after`` (see :class:`Since`): the rows changed, or (``after``
+        None, or the log cannot say: it no longer reaches back, a TRUNCATE,
+        more than ``most`` rows changed) every candidate row of ``types``."""
+        if after is not None:
+            found = self.logged(after, types, most)
+            if found.changed is not None:
+                return found
+            signal, position = found.signal, found.position
+        else:
+            signal, position = self.position()
+        return Since(signal, position, None, self.candidates(types))
+
+    def settled(
+        self, after: int, types: Sequence[str] | None, most: int
+    ) -> Since | None:
+        """In a write transaction, as its last read: the change log's
+        position and the rows changed after ``after`` as they will be once
+        it commits (as :meth:`since`; None when the log cannot say): the
+        write holds the lock every other change of the namespace waits for
+        (SQLite's file lock; PostgreSQL's row of the namespace's version,
+        which every change bumps, by trigger) until its COMMIT. Its
+        ``signal`` is not the version a recall compares: ask the backend's
+        ``signal_at`` after the COMMIT."""
+        found = self.logged(after, types, most)
+        return None if found.changed is None else found
+
+    def logged(self, after: int, types: Sequence[str] | None, most: int) -> Since:
+        """The log's position and the rows (by ``seq``) of this namespace
+        changed after position ``after``, and those of them that
+        ``candidates(types)`` would read, in ``seq`` order; ``changed`` None
+        (and no rows) when the log cannot say.
+
+        One statement (the log's position, and the log joined to the rows
+        by their primary key), filtered here by the candidates' condition:
+        with it in SQL PostgreSQL read every active row by the status index
+        instead. At most ``most + 1`` changed rows are read."""
+        log = self._log
         sql = (
-            "SELECT c.entry, e.id, e.scope, e.body, e.status, e.type "
-            f"FROM ({self._log.changed}) c LEFT JOIN {TABLE} e "
-            "ON e.seq = c.entry AND e.namespace = ?"
+            f"SELECT ({log.position}), c.entry, c.logged, "
+            "e.id, e.scope, e.body, e.status, e.type "
+            f"FROM (SELECT 1 AS one) o LEFT JOIN ({log.changed} LIMIT ?) c ON 1 = 1 "
+            f"LEFT JOIN {TABLE} e ON e.seq = c.entry AND e.namespace = ?"
         )
-        found = self._run(sql, (self._namespace, after, self._namespace)).fetchall()
-        self._counter.rows_read += sum(1 for r in found if r[1] is not None)
+        ns = self._namespace
+        params = (*log.args(ns), ns, after, most + 1, ns)
+        found = list(self._run(sql, params).fetchall())
+        position = 0 if not found or found[0][0] is None else int(found[0][0])
+        signal = self._signal(position)
+        logged = [r for r in found if r[2] is not None]
+        if (
+            position - after > KEEP_CHANGES
+            or len(logged) > most
+            or any(r[1] is None for r in logged)  # a TRUNCATE: all changed
+        ):
+            return Since(signal, position, None, [])
+        self._counter.rows_read += sum(1 for r in logged if r[3] is not None)
         kinds = None if types is None else frozenset(types)
         rows = [
-            Stored(int(r[0]), r[1], r[2], r[3])
-            for r in found
-            if r[1] is not None
-            and r[4] == "active"
-            and (kinds is None or r[5] in kinds or r[2] == "always")
+            Stored(int(r[1]), r[3], r[4], r[5])
+            for r in logged
+            if r[3] is not None
+            and r[6] == "active"
+            and (kinds is None or r[7] in kinds or r[4] == "always")
         ]
         rows.sort(key=lambda row: row.seq)
-        return [None if r[0] is None else int(r[0]) for r in found], rows
+        return Since(signal, position, [int(r[1]) for r in logged], rows)
 
     def prune(self) -> None:
         """Drop the change log's rows more than KEEP_CHANGES positions old."""

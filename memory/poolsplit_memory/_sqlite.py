@@ -18,13 +18,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from poolsplit_memory._sql import ChangeLog, Counter, SqlTx, migrate
 from poolsplit_memory._types import (
     DEFAULT_BUSY_MS,
     ReadTx,
+    Since,
     StoreUnavailable,
     WriteTx,
 )
@@ -126,7 +127,8 @@ VECTORS = (
 MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
-    "SELECT DISTINCT entry FROM poolsplit_changes WHERE namespace = ? AND seq > ?",
+    "SELECT DISTINCT entry, 1 AS logged FROM poolsplit_changes "
+    "WHERE namespace = ? AND seq > ?",
     "DELETE FROM poolsplit_changes "
     "WHERE seq <= (SELECT max(seq) FROM poolsplit_changes) - ?",
     per_namespace=False,
@@ -300,6 +302,28 @@ class SQLiteBackend:
                 return self._version_of(self._reader)()
             except sqlite3.Error as exc:
                 raise unavailable(exc, self._where) from None
+
+    def since(
+        self,
+        namespace: str,
+        after: int | None,
+        types: Sequence[str] | None,
+        most: int,
+    ) -> Since:
+        """``ReadTx.since`` in one read transaction of the reader."""
+        return self.read(namespace, lambda tx: tx.since(after, types, most))
+
+    def signal_at(self, namespace: str, position: int) -> object | None:
+        """The reader's version, read in one transaction with the change
+        log's position: None unless that is still ``position`` (a commit
+        since that changed entries logged a later one: AUTOINCREMENT never
+        hands out a seq again, and the prune never deletes the last)."""
+
+        def work(tx: ReadTx) -> object | None:
+            signal, now = tx.position()
+            return signal if now == position else None
+
+        return self.read(namespace, work)
 
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T:
         self._retry_scrub()

@@ -106,6 +106,20 @@ class Stored(NamedTuple):
     body: str
 
 
+class Since(NamedTuple):
+    """What changed in a namespace after a change-log position, as one
+    read (or a write, at its end) sees it: the backend's version and the
+    log's position now; the seqs of the rows changed since, None when the
+    log cannot say (it no longer reaches back, a TRUNCATE, too many); and
+    the current candidate rows of those seqs, or every candidate row when
+    ``changed`` is None."""
+
+    signal: object
+    position: int
+    changed: list[int] | None
+    rows: list[Stored]
+
+
 # ===========================================================================
 # What a backend provides
 # ===========================================================================
@@ -133,16 +147,19 @@ class WriteTx(Protocol):
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, bytes]]
     ) -> None: ...
+    def settled(
+        self, after: int, types: Sequence[str] | None, most: int
+    ) -> Since | None: ...
 
 
 class ReadTx(Protocol):
     """The statements of one read transaction (a consistent snapshot)."""
 
     def version(self) -> object: ...
-    def state(self) -> tuple[object, int]: ...
-    def changes(
-        self, after: int, types: Sequence[str] | None
-    ) -> tuple[list[int | None], list[Stored]]: ...
+    def position(self) -> tuple[object, int]: ...
+    def since(
+        self, after: int | None, types: Sequence[str] | None, most: int
+    ) -> Since: ...
     def get(self, ident: str) -> Stored | None: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
@@ -159,7 +176,11 @@ class Backend(Protocol):
     ``write`` and ``read`` run ``work`` in one transaction and roll it back
     when ``work`` raises; a database failure comes out as StoreUnavailable.
     ``version`` changes whenever the namespace may have changed, and reads
-    no entry rows. ``rows_read`` counts the entry rows fetched (for tests).
+    no entry rows; ``since`` is ``ReadTx.since`` in one read (on
+    PostgreSQL one statement when the log can say); ``signal_at`` is the
+    version a recall will compare while the change log stays at
+    ``position`` (None: it has moved on).
+    ``rows_read`` counts the entry rows fetched (for tests).
     ``scrub_pending``: deleted content may still be in a file (SQLite's WAL);
     ``scrub`` tries again to remove it, as ``close`` does.
     """
@@ -174,5 +195,13 @@ class Backend(Protocol):
     def write(self, namespace: str, work: Callable[[WriteTx], T]) -> T: ...
     def read(self, namespace: str, work: Callable[[ReadTx], T]) -> T: ...
     def version(self, namespace: str) -> object: ...
+    def since(
+        self,
+        namespace: str,
+        after: int | None,
+        types: Sequence[str] | None,
+        most: int,
+    ) -> Since: ...
+    def signal_at(self, namespace: str, position: int) -> object | None: ...
     def scrub(self) -> None: ...
     def close(self) -> None: ...

@@ -1013,12 +1013,15 @@ def test_an_always_write_never_fails_on_a_read_after_its_commit(open_, monkeypat
     store.remember("x" * 7200, type="correction", scope="always", now=NOW)
     store.remember("y" * 7200, type="correction", scope="always", now=NOW)
     old = store.remember("old", type="correction", now=NOW)
+    store.recall("old", now=NOW)  # a snapshot for the writes to bring forward
 
     def down(*args, **kwargs):
         raise StoreUnavailable("database unreachable", store.url)
 
-    monkeypatch.setattr(store._backend, "read", down)
-    monkeypatch.setattr(store._backend, "version", down)
+    # every read after a commit (signal_at: the write's own, to bring the
+    # recall's snapshot forward)
+    for name in ("read", "version", "since", "signal_at"):
+        monkeypatch.setattr(store._backend, name, down)
     third = store.remember("z" * 7200, type="correction", scope="always", now=NOW)
     assert any("4000" in w for w in third.warnings)  # read inside the write
     updated = store.update(old.id, scope="always")

@@ -158,14 +158,14 @@ def test_a_slow_read_of_one_namespace_holds_up_no_other(tmp_path):
     b_id = b.remember("deploy the search service", type="fact").id
     a_reading, b_done = threading.Event(), threading.Event()
     a_waited: list[bool] = []
-    real = a._backend.read
+    real = a._backend.since  # the recall's read (whole, or what changed)
 
-    def held_read(namespace, work):
+    def held_read(*args):
         a_reading.set()
         a_waited.append(b_done.wait(30))  # a guard against a hang, not a measure
-        return real(namespace, work)
+        return real(*args)
 
-    a._backend.read = held_read
+    a._backend.since = held_read
     reader = threading.Thread(target=lambda: a.recall("billing"))
     reader.start()
     try:

@@ -222,7 +222,9 @@ def test_a_standby_paused_behind_the_primary_costs_reads_not_writes(urls, monkey
             try:
                 before = backend.primary_reads
                 written = store.remember("while paused marker", type="fact")
+                # (the write brought the recall's snapshot forward: no read)
                 assert written.id in store.recall("marker").ids()["facts"]
+                assert store.get(written.id) is not None  # a read: the primary's
                 assert backend.primary_reads > before, backend.standby_error
             finally:
                 conn.execute("SELECT pg_wal_replay_resume()")
