@@ -1505,7 +1505,9 @@ def test_postgres_sees_what_another_process_writes_with_the_same_key(
         kept(store, space, None, message)  # the count fails: read whole
         assert reads.gets == ["newer"] and len(reads.searches) == 1
         assert "n3" not in loaded._values and "newer" in loaded._values
-        late_write(pg_url, "n9", "late")
+        kept(store, space, None, message)  # a query of the table: its now()
+        assert loaded.checked_at is not None
+        late_write(pg_url, "n9", "late")  # stamped 5 s before that now()
         reads.clear()
         kept(store, space, None, message)
         assert (reads.searches, reads.gets) == ([], ["n9"])
@@ -1625,6 +1627,19 @@ _pg_users = iter(range(10**9))
     st.sampled_from([None, POOLS]),
     st.sampled_from(["lexical", "core"]),
     st.sampled_from(QUESTIONS),
+)
+@example(  # rewritten unchanged: a new updated_at, so a fresh read gives it
+    # first; kept in its place it broke the tie with k1 the other way
+    [
+        [
+            ("put", 0, "fact", "billing export", True),
+            ("put", 1, "fact", "billing export", True),
+        ],
+        [("same again", 0)],
+    ],
+    None,
+    "lexical",
+    "How do I debug the billing work?",
 )
 def test_a_postgres_namespace_kept_loaded_gives_what_a_fresh_load_gives(
     pg_url, batches, pools, ranking, message
