@@ -4,6 +4,7 @@
     eval "$(bash scripts/start-postgres.sh)"         # for the PostgresStore rows
     python benchmarks/langgraph_turn.py [--sizes 100,10000] [--turns 30]
                                         [--pg-dsn URL] [--quick]
+                                        [--stores InMemoryStore,PostgresStore]
 
 For each store (``InMemoryStore``; LangGraph's ``PostgresStore`` with
 ``--pg-dsn`` or ``POOLSPLIT_PG_DSN``, else a line saying it is skipped) and
@@ -30,7 +31,11 @@ the row then waits ``CLOCK_SKEW + RECENT_WINDOW`` (70 s) so that the timed
 turns meet a store written before them, as an agent's store is (until
 then a turn rereads the items written in that window before its last
 read: see the adapter).
-``--quick``: sizes 100 and 1,000, 9 turns.
+``--quick``: sizes 100 and 1,000, 9 turns. ``--stores``: the rows to run
+(both by default). ``--repeat N`` runs each store's rows N times,
+alternating the sizes (100, 10,000, 100, ...), so that a change of load on
+a shared machine falls on both sizes; the ratios are then those of the
+medians over the N rows of each size.
 """
 
 from __future__ import annotations
@@ -170,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--stores", default="InMemoryStore,PostgresStore")
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--row", nargs=2, metavar=("STORE", "SIZE"))
     args = parser.parse_args(argv)
     if args.row:
@@ -178,10 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     turns = 9 if args.quick else args.turns
-    stores = ["InMemoryStore"]
-    if args.pg_dsn:
+    known = ("InMemoryStore", "PostgresStore")
+    if not set(args.stores.split(",")) <= set(known):
+        parser.error(f"--stores: a comma-separated list of {known}, got {args.stores}")
+    stores = [s for s in args.stores.split(",") if s != "PostgresStore"]
+    if "PostgresStore" in args.stores.split(",") and args.pg_dsn:
         stores.append("PostgresStore")
-    else:
+    elif "PostgresStore" in args.stores.split(","):
         print("PostgresStore: skipped (no --pg-dsn, no POOLSPLIT_PG_DSN)")
     print(f"Python {sys.version.split()[0]}, {turns} turns of each kind per row")
     print(
@@ -189,22 +199,33 @@ def main(argv: list[str] | None = None) -> int:
         "  (CPU: turn  memory)"
     )
     for kind in stores:
-        medians = {}
-        for size in sizes:
-            out = subprocess.run(
-                [sys.executable, __file__, "--row", kind, str(size),
-                 "--turns", str(turns), "--pg-dsn", args.pg_dsn or ""],
-                check=True, capture_output=True, text=True,
-                cwd=os.path.dirname(os.path.abspath(__file__)),
-            ).stdout  # fmt: skip
-            medians[size] = json.loads(out.strip().splitlines()[-1])
-            for k in KINDS:
-                got = medians[size][k]
-                print(
-                    f"{kind:<14} {size:>6}  {k:<12} {got['turn'] * 1e3:9.2f} "
-                    f"{got['memory'] * 1e3:10.2f}  {got['turn cpu'] * 1e3:10.2f} "
-                    f"{got['memory cpu'] * 1e3:7.2f}"
-                )
+        rows: dict[int, list[dict[str, dict[str, float]]]] = {n: [] for n in sizes}
+        for _ in range(args.repeat):
+            for size in sizes:
+                out = subprocess.run(
+                    [sys.executable, __file__, "--row", kind, str(size),
+                     "--turns", str(turns), "--pg-dsn", args.pg_dsn or ""],
+                    check=True, capture_output=True, text=True,
+                    cwd=os.path.dirname(os.path.abspath(__file__)),
+                ).stdout  # fmt: skip
+                rows[size].append(json.loads(out.strip().splitlines()[-1]))
+                for k in KINDS:
+                    got = rows[size][-1][k]
+                    print(
+                        f"{kind:<14} {size:>6}  {k:<12} {got['turn'] * 1e3:9.2f} "
+                        f"{got['memory'] * 1e3:10.2f}  {got['turn cpu'] * 1e3:10.2f} "
+                        f"{got['memory cpu'] * 1e3:7.2f}"
+                    )
+        medians = {
+            size: {
+                k: {
+                    part: statistics.median(r[k][part] for r in got)
+                    for part in got[0][k]
+                }
+                for k in KINDS
+            }
+            for size, got in rows.items()
+        }
         small, large = min(sizes), max(sizes)
         for k in KINDS:
             a, b = medians[small][k], medians[large][k]
