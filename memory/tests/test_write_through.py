@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from conftest import execute_raw
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
 
@@ -377,3 +378,106 @@ def test_a_write_does_not_wait_for_a_recall_of_its_store(
         assert recalled(store, "invoice") == want
         assert "invoice while a recall runs" in store.recall("invoice", now=NOW).text
         assert len(counted) == 1  # the first recall read the log
+
+
+@pytest.mark.parametrize("change", ["an edit", "emptying the table"])
+def test_a_hand_change_before_the_write_is_carried_or_read(
+    store_url: str, change: str
+) -> None:
+    """A hand change commits between this store's recall and its write: an
+    edit is logged, so the write reads it with its own rows and carries
+    both (the recall after reads nothing); emptying the table (PostgreSQL's
+    TRUNCATE logs "everything changed") leaves the snapshot to a whole
+    read. Either way the recalls equal a fresh store's."""
+    with open_store(store_url, namespace="ada") as store:
+        seed = store.remember("billing seed", type="fact", now=NOW)
+        store.remember("budget seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        if change == "an edit":
+            body = json.dumps({**seed.entry, "content": "billing edited by hand"})
+            execute_raw(
+                store_url,
+                "UPDATE poolsplit_entries SET body = ? WHERE namespace = ? AND id = ?",
+                (body, "ada", seed.id),
+            )
+        else:
+            emptying = (
+                "TRUNCATE poolsplit_entries"
+                if store_url.startswith("postgres")
+                else "DELETE FROM poolsplit_entries"
+            )
+            execute_raw(store_url, emptying)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        text = store.recall("billing invoice budget", now=NOW).text
+        assert "invoice from this store" in text
+        assert ("billing edited by hand" in text) == (change == "an edit")
+        assert ("budget seed" in text) == (change == "an edit")
+        assert "billing seed" not in text
+        if change == "an edit" or not store_url.startswith("postgres"):
+            assert counted == []  # the write carried the hand change too
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(store_url, message)
+
+
+def test_a_log_pruned_past_the_snapshot_before_the_write_is_read_whole(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another store writes more changes than the log keeps between this
+    store's recall and its write: the log no longer reaches back to the
+    snapshot, so the write carries nothing and the next recall reads the
+    namespace whole, the other store's first writes included."""
+    import poolsplit_memory._sql as sql
+
+    monkeypatch.setattr(sql, "KEEP_CHANGES", 3)
+    with (
+        open_store(store_url, namespace="ada") as store,
+        open_store(store_url, namespace="ada") as other,
+    ):
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        for n in range(6):
+            other.remember(f"budget from the other store {n}", type="fact", now=NOW)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        assert recalled(store, "budget") == fresh_recall(store_url, "budget")
+        assert len(counted) == 1  # read whole: the log could not say
+        with store._cache_lock:
+            assert len(store._snapshot()) == 8  # every entry, none missed
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(store_url, message)
+
+
+def test_a_write_retried_on_a_new_connection_carries_only_its_own_attempt(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the connection dies after the write read what it will
+    carry and before its COMMIT (the server ends the session); the write is
+    retried on a new connection, where its rows get new seqs. The snapshot
+    is brought forward by the retry's rows, never the lost attempt's: after
+    a forget of the entry, no recall still holds it."""
+    import poolsplit_memory._sql as sql
+
+    prune = sql.SqlTx.prune
+    killed: list[int] = []
+
+    def dying(tx: Any) -> None:
+        if not killed:
+            killed.append(1)
+            tx._run("SELECT pg_terminate_backend(pg_backend_pid())", ())
+        prune(tx)
+
+    with open_store(pg_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        monkeypatch.setattr(sql.SqlTx, "prune", dying)
+        written = store.remember("invoice retried", type="fact", now=NOW)
+        monkeypatch.undo()
+        assert killed == [1]
+        counted = reads_of(store)
+        assert recalled(store, "invoice") == fresh_recall(pg_url, "invoice")
+        assert counted == []  # carried by the retry
+        assert store.forget(written.id)
+        assert "invoice retried" not in store.recall("invoice", now=NOW).text
+        for message in ("invoice", "billing"):
+            assert recalled(store, message) == fresh_recall(pg_url, message)
