@@ -481,3 +481,66 @@ def test_a_write_retried_on_a_new_connection_carries_only_its_own_attempt(
         assert "invoice retried" not in store.recall("invoice", now=NOW).text
         for message in ("invoice", "billing"):
             assert recalled(store, message) == fresh_recall(pg_url, message)
+
+
+def test_a_seq_taken_before_the_write_and_committed_after_it_is_recalled(
+    pg_url: str,
+) -> None:
+    """PostgreSQL: another transaction takes an entry seq before this
+    store's write and inserts with it after the write committed (a seq
+    comes from a sequence, outside the namespace's lock; the log's
+    position from the version, under it): the recall after holds both
+    rows, in seq order, as a fresh store does."""
+    import psycopg
+
+    from poolsplit_memory import build_entry
+
+    with open_store(pg_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        planted = build_entry("budget planted early", type="fact", now=NOW)
+        with psycopg.connect(pg_url) as conn:  # one transaction till the end
+            row = conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('poolsplit_entries', 'seq'))"
+            ).fetchone()
+            assert row is not None
+            store.remember("invoice from this store", type="fact", now=NOW)
+            conn.execute(
+                "INSERT INTO poolsplit_entries (seq, namespace, id, type, status, "
+                "body) VALUES (%s, 'ada', %s, 'fact', 'active', %s)",
+                (row[0], planted["id"], json.dumps(planted)),
+            )
+        text = store.recall("budget invoice billing", now=NOW).text
+        assert "budget planted early" in text
+        assert "invoice from this store" in text
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(pg_url, message)
+
+
+def test_a_write_brings_only_its_stores_pools_forward(store_url: str) -> None:
+    """The write carries the snapshot of the store's own pools; a recall
+    with other pools (cached apart) reads the change log and holds the
+    write too, as does a store opened with those pools."""
+    from poolsplit import Pool
+
+    other_pools = [Pool("notes", max_tokens=400, max_entries=5, types=["fact"])]
+
+    def asked(store: Any, message: str) -> Any:
+        got = store.recall(message, pools=other_pools, now=NOW).to_dict()
+        return json.loads(json.dumps(got))
+
+    with open_store(store_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        asked(store, "billing")
+        written = store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        assert recalled(store, "invoice") == fresh_recall(store_url, "invoice")
+        assert counted == []  # its own pools: carried
+        got = asked(store, "invoice")
+        assert len(counted) == 1  # the other pools' snapshot read the log
+        with open_store(store_url, namespace="ada", pools=other_pools) as fresh:
+            assert got == json.loads(
+                json.dumps(fresh.recall("invoice", now=NOW).to_dict())
+            )
+        assert written.id in got["pools"]["notes"]
