@@ -1891,7 +1891,10 @@ class Store:
         brought forward too: the rows changed after ``after`` include those
         changed after its position, read as they are at ``since``. Not
         while a recall holds the lock (the write has committed: its caller
-        does not wait for a recall; that recall or the next reads the log)."""
+        does not wait for a recall; that recall or the next reads the log).
+        If applying the rows fails, the snapshot leaves the cache (the next
+        recall reads the namespace whole): a committed write never reports
+        an error of the carry."""
         if not self._cache_lock.acquire(blocking=False):
             return
         try:
@@ -1900,8 +1903,12 @@ class Store:
             if not after <= snap.position <= since.position:
                 return
             assert since.changed is not None  # settled says None otherwise
-            if since.changed or since.rows:
-                snap.apply(since.changed, since.rows)
+            try:
+                if since.changed or since.rows:
+                    snap.apply(since.changed, since.rows)
+            except Exception:  # the write has committed: never its error
+                snapshots.drop((self._owner, pools))  # half applied: read anew
+                return
             snap.signal, snap.position = since.signal, since.position
             self._keep(pools, snap, None)
         finally:

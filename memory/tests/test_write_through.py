@@ -234,6 +234,34 @@ def test_concurrent_writers_each_read_their_own_write(store_url: str) -> None:
         other.close()
 
 
+def test_a_carry_that_fails_drops_the_snapshot_and_acknowledges_the_write(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write has committed when its rows are applied to the snapshot: an
+    error there (a bug, memory) is never reported as the write's. The
+    half-applied snapshot leaves the cache and the next recall reads the
+    namespace whole, so it recalls the write."""
+    from poolsplit_memory import store as store_module
+
+    with open_store(store_url, namespace="ada") as store:
+        store.remember("billing seed", type="fact", now=NOW)
+        store.recall("billing", now=NOW)
+        snap = store._snapshot()
+
+        def failing(self: Any, changed: Any, rows: Any) -> None:
+            raise MemoryError("applying the rows failed")
+
+        monkeypatch.setattr(store_module._Snapshot, "apply", failing)
+        written = store.remember("invoice carried", type="fact", now=NOW)
+        monkeypatch.undo()
+        assert written.id
+        reads = reads_of(store)
+        assert recalled(store, "invoice") == fresh_recall(store_url, "invoice")
+        assert "invoice carried" in store.recall("invoice", now=NOW).text
+        assert reads == [1]  # a whole read: the failed snapshot was dropped
+        assert store._snapshot() is not snap
+
+
 def test_a_write_that_fails_or_rolls_back_leaves_the_snapshot_to_the_log(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
