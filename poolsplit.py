@@ -1657,7 +1657,8 @@ def retrieve_pools(
     once and never modified.
 
     Cost, for n entries and p pools: a pass reading every entry and a sort of
-    their first scores (floats), O(n log n); a walk scores exactly only the
+    the best eighth or so of their first scores, O(n + n log n / 8), the rest
+    sorted only if a walk reads past them; a walk scores exactly only the
     entries that can still reach its pool, and puts a run of r ties in order
     by a heap, O(r + k log r) for k read; O(n log n + p * n) at worst.
 
