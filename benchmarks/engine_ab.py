@@ -18,6 +18,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from types import ModuleType
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -51,6 +52,11 @@ def main() -> None:
     p.add_argument("--turns", type=int, default=21)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="also write every turn's times to this file")
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="time the process's CPU time, not the wall clock (a shared machine)",
+    )
     args = p.parse_args()
     dump: list[dict[str, object]] = []
     modules = {os.path.basename(f): load(f, i) for i, f in enumerate(args.files)}
@@ -66,7 +72,8 @@ def main() -> None:
                 )
                 for label, mod in modules.items()
             }
-            timed = run.alternate(variants, args.turns)
+            clock = time.process_time if args.cpu else time.perf_counter
+            timed = run.alternate(variants, args.turns, clock)
             base_times, base_picks = timed[labels[0]]
             cells = []
             for label in labels:

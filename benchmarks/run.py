@@ -515,7 +515,9 @@ def every_turn(fn: Callable[[], Any]) -> Callable[[int], Any]:
 
 
 def alternate(
-    variants: dict[str, Variant], turns: int
+    variants: dict[str, Variant],
+    turns: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, tuple[list[float], list[Picks]]]:
     """Time every variant once per turn, the order rotated each turn.
 
@@ -527,7 +529,8 @@ def alternate(
     caches hold this variant's data), then a full garbage collection, so no
     collection owed by the previous variant's allocations lands in this one's
     time. The collector stays on during the timed call: what a call
-    allocates, it pays for.
+    allocates, it pays for. ``clock`` is the wall clock unless given
+    (engine_ab.py's ``--cpu`` passes the process's CPU time).
     """
     labels = list(variants)
     out: dict[str, tuple[list[float], list[Picks]]] = {k: ([], []) for k in labels}
@@ -537,9 +540,9 @@ def alternate(
             prepare, run = variants[label]
             prepare(turn)
             gc.collect()
-            t0 = time.perf_counter()
+            t0 = clock()
             result = run(turn)
-            elapsed = time.perf_counter() - t0
+            elapsed = clock() - t0
             out[label][0].append(elapsed)
             out[label][1].append(picks(result))
     return out

@@ -9,9 +9,11 @@ force large runs and boosts that land on another run's score.
 from __future__ import annotations
 
 import math
+import random
 from datetime import datetime, timedelta, timezone
 from unittest import mock
 
+import pytest
 from conftest import NOW
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -247,3 +249,32 @@ def test_a_deep_walk_returns_the_run_in_id_order():
     one sort, all in id order (the tie key)."""
     got = retrieve_pools(flat_store(200), [Pool("p", 10**6, 150)], None, now=NOW)
     assert [e["id"] for e in got["p"]] == [f"e{i:05d}" for i in range(150)]
+
+
+@pytest.mark.parametrize("values", [3, 1000])  # runs across the cut, or few ties
+@pytest.mark.parametrize("taken", [5, 400, 2000])  # before, past, far past the cut
+@pytest.mark.parametrize("message", ["", "alpha bravo"])
+def test_a_walk_past_the_first_selection_agrees_with_the_oracle(values, taken, message):
+    """From 2,048 ranked entries the order starts as a selection, about the
+    best eighth (every score at least a cut read off a sample), and the rest
+    is sorted when a walk reads past it; a second pool exhausts the store."""
+    rng = random.Random(values + taken)
+    store = [
+        {
+            "id": f"e{rng.randrange(10**6):06d}",
+            "type": rng.choice(["task", "fact"]),
+            "base_priority": rng.randrange(values),
+            "content": " ".join(rng.sample(WORDS, rng.randrange(3))),
+        }
+        for _ in range(2500)
+    ]
+    pools = [Pool("first", 10**6, taken, types=["task"]), Pool("rest", 10**6, 3000)]
+    assert_agrees(store, pools, {"message": message})
+
+
+def test_equal_scores_past_the_selection_size_are_one_run():
+    """2,100 entries of one score: the cut is that score, nothing is left to
+    sort later, and the walk reads the whole run in id order."""
+    store = [{"id": f"e{i:05d}", "base_priority": 1} for i in reversed(range(2100))]
+    got = retrieve_pools(store, [Pool("p", 10**6, 2100)], None, now=NOW)
+    assert [e["id"] for e in got["p"]] == [f"e{i:05d}" for i in range(2100)]
