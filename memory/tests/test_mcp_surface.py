@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import signal
 import subprocess
@@ -416,3 +417,40 @@ def test_http_a_tenant_cannot_read_another_tenants_resource_by_any_uri(tmp_path)
         )
         replies.append(body)
     assert "SECRET-B" not in json.dumps(replies)
+
+
+def test_ctrl_c_during_startup_stops_with_one_line_and_no_traceback(tmp_path):
+    """Ctrl-C while the server starts (the MCP SDK's import alone takes most
+    of a second) ends it as Ctrl-C does later: status 130, one line, no
+    traceback. Python's import timing (-X importtime) says on stderr when
+    anyio, the SDK's first import, has been imported; the interrupt is sent
+    then, so it lands in the rest of the SDK's import or the startup after
+    it, whatever the load."""
+    proc = subprocess.Popen(
+        [str(SERVER), "--db", str(tmp_path / "m.db")],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+    )
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            if re.search(rb"\|\s*anyio$", line.rstrip()):
+                break
+        else:
+            raise AssertionError("the SDK's import was never reported")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=HANG)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+    lines = err.decode().splitlines()
+    said = [line for line in lines if not line.startswith("import time:")]
+    assert proc.returncode == 130, said
+    # (the line saying where the memory is, if it got that far)
+    assert said[-1:] == ["poolsplit-mcp: stopped"], said
+    assert all(line.startswith("poolsplit-mcp: memory ") for line in said[:-1]), said
