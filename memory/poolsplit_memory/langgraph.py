@@ -1093,19 +1093,20 @@ def _checked(
     Every write through the store's API stamps ``updated_at`` when its
     transaction began, so a put, a rewrite with the same key (a new stamp)
     or a delete (one row less, which no number of puts of new keys can
-    hide, since every new key is read) since the last read is seen; a write
-    committed more than :data:`RECENT_WINDOW` after its stamp, or a row
-    changed by SQL without ``updated_at``, is not."""
-    stamps = loaded.stamps
-    changed = tuple(k for k, t in seen.stamps.items() if stamps.get(k) != t)
+    hide, since every new key is named) since the last read is seen; a
+    write committed more than :data:`RECENT_WINDOW` after its stamp, or a
+    row changed by SQL without ``updated_at``, is not. The count is checked
+    against the keys the query named, in its snapshot: a new key deleted
+    before its get must not hide a delete the count saw."""
+    held = loaded.stamps  # one key per item loaded
+    changed = tuple(k for k, t in seen.stamps.items() if held.get(k) != t)
+    new = sum(1 for key in changed if key not in held)
+    if seen.rows != len(held) + new:
+        return None
     found: list[Item] = []
     if changed:
         got = yield _Get(changed)
         found = [item for item in got or () if isinstance(item, Item)]
-    held = loaded.stamps  # one key per item loaded
-    new = sum(1 for item in found if item.key not in held)
-    if seen.rows != len(held) + new:
-        return None
     return _Checked(found, seen.at)
 
 

@@ -1503,7 +1503,7 @@ def test_postgres_sees_what_another_process_writes_with_the_same_key(
         other.put(space, "newer", {"id": "newer", "type": "task", "content": "x"})
         reads.clear()
         kept(store, space, None, message)  # the count fails: read whole
-        assert reads.gets == ["newer"] and len(reads.searches) == 1
+        assert reads.gets == [] and len(reads.searches) == 1
         assert "n3" not in loaded._values and "newer" in loaded._values
         kept(store, space, None, message)  # a query of the table: its now()
         assert loaded.checked_at is not None
@@ -1617,6 +1617,40 @@ def test_postgres_whose_table_cannot_be_asked_is_probed_by_searches(
         assert reads.searches == [adapter._RECENT_FIRST, 1]
         assert loaded._values["n9"][1]["content"] == "late"
         assert kept(store, space, None, message) == fresh(store, space, None, message)
+
+
+def test_postgres_a_key_gone_between_the_query_and_its_get_reads_whole(
+    pg_url, monkeypatch
+):
+    """A delete and a put of another key, then that new key deleted after
+    the turn's query of the table but before its get: the count the query
+    saw holds the new key, so the deleted one must not stay loaded (the
+    count is checked against the keys the table named, not those the get
+    found)."""
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 30)
+    an_hour_ago(pg_url)
+    key = "a.b%_c"  # the prefix separator and LIKE's wildcards: only a key
+    with PostgresStore.from_conn_string(pg_url) as store, \
+            PostgresStore.from_conn_string(pg_url) as other:  # fmt: skip
+        loaded = adapter._loaded_items(store, space, None, "lexical")  # whole
+        adapter._loaded_items(store, space, None, "lexical")  # its table asked
+        ask = adapter._ask_table
+
+        def asked_then_deleted(*args):
+            seen = ask(*args)
+            other.delete(space, key)  # after the query, before the get
+            return seen
+
+        other.delete(space, "n3")
+        other.put(space, key, {"id": key, "type": "fact", "content": "x"})
+        monkeypatch.setattr(adapter, "_ask_table", asked_then_deleted)
+        adapter._loaded_items(store, space, None, "lexical")
+        assert "n3" not in loaded._values and key not in loaded._values
+        monkeypatch.setattr(adapter, "_ask_table", ask)
+        assert kept(store, space, None, "x") == fresh(store, space, None, "x")
 
 
 _pg_users = iter(range(10**9))
