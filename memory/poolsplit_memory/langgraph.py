@@ -1057,7 +1057,10 @@ def _recent(loaded: _Loaded, store: BaseStore, namespace: _Key) -> _Reads:
     On LangGraph's PostgresStore: :func:`_checked`, one query of its table;
     when the table cannot be asked (or a sync turn has an async store),
     :func:`_probed`, two searches. Elsewhere, and when either cannot tell:
-    the namespace read whole.
+    the namespace read whole. A probe counts the whole prefix, longer
+    namespaces too, which a query of the table (exactly the namespace)
+    does not follow: after one (``checked_at`` set), the first probe is a
+    whole read.
     """
     since = loaded.since()
     if loaded.complete and since is not None and _orders_by_update(store):
@@ -1065,7 +1068,7 @@ def _recent(loaded: _Loaded, store: BaseStore, namespace: _Key) -> _Reads:
         seen = None if store in _unasked else (yield _Changes(since))
         if isinstance(seen, _Seen):
             changed = yield from _checked(loaded, namespace, seen)
-        elif loaded.newest is not None:
+        elif loaded.newest is not None and loaded.checked_at is None:
             changed = yield from _probed(loaded, since)
         if changed is not None:
             return changed

@@ -1653,6 +1653,46 @@ def test_postgres_a_key_gone_between_the_query_and_its_get_reads_whole(
         assert kept(store, space, None, "x") == fresh(store, space, None, "x")
 
 
+def test_async_postgres_probed_by_a_sync_turn_after_its_table_sees_a_delete(
+    pg_url,
+):
+    """An AsyncPostgresStore asked by async turns (its table, exactly the
+    namespace), then a sync turn (which cannot ask it: two searches of the
+    prefix). An item of a longer namespace written meanwhile is no item of
+    this one, but the prefix search counts it: a delete beside it must not
+    pass that count."""
+    import psycopg
+    from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 40)
+    an_hour_ago(pg_url)
+
+    async def turns():
+        async with AsyncPostgresStore.from_conn_string(pg_url) as store:
+            loaded = await adapter._aloaded_items(store, space, None, "lexical")
+            with PostgresStore.from_conn_string(pg_url) as other:
+                archive = (*space, "archive")
+                other.put(archive, "old", {"id": "old", "content": "archived"})
+                await adapter._aloaded_items(store, space, None, "lexical")
+                for i in range(adapter._RECENT_FIRST):  # newer than it
+                    value = {"id": f"m{i}", "type": "fact", "content": "later"}
+                    other.put(space, f"m{i}", value)
+                await adapter._aloaded_items(store, space, None, "lexical")
+                an_hour_ago(pg_url)  # an hour passes
+                await adapter._aloaded_items(store, space, None, "lexical")
+                other.delete(space, "n3")
+            turn = adapter._loaded_items  # sync: store.search from a thread
+            await asyncio.to_thread(turn, store, space, None, "lexical")
+            return loaded
+
+    loaded = asyncio.run(turns())
+    assert "n3" not in loaded._values
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT count(*) FROM store WHERE prefix = 'memories.ada'")
+        assert rows.fetchone()[0] == len(loaded._values) == 39 + adapter._RECENT_FIRST
+
+
 _pg_users = iter(range(10**9))
 
 
