@@ -1693,6 +1693,46 @@ def test_async_postgres_probed_by_a_sync_turn_after_its_table_sees_a_delete(
         assert rows.fetchone()[0] == len(loaded._values) == 39 + adapter._RECENT_FIRST
 
 
+@pytest.mark.parametrize("mode", ["connection", "pipeline", "pool", "time zone"])
+def test_postgres_asked_on_each_kind_of_connection_and_left_usable(
+    pg_url, monkeypatch, mode
+):
+    """The table asked through the store's own cursor on each way of
+    opening it (one connection, its pipeline, a pool; a session in another
+    time zone than the writer's): a rewrite is got by its key; and a query
+    that fails (the fallback) leaves the store's connection usable for its
+    own reads and writes."""
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 20)
+    an_hour_ago(pg_url)
+    url = pg_url
+    options = {
+        "pipeline": {"pipeline": True},
+        "pool": {"pool_config": {"min_size": 1, "max_size": 1}},
+    }.get(mode, {})
+    if mode == "time zone":
+        url += ("&" if "?" in url else "?") + "options=-c%20TimeZone%3DAsia/Kolkata"
+    with PostgresStore.from_conn_string(url, **options) as store, \
+            PostgresStore.from_conn_string(pg_url) as other:  # fmt: skip
+        loaded = adapter._loaded_items(store, space, None, "lexical")  # whole
+        reads = Reads(store, monkeypatch)
+        other.put(space, "n7", {"id": "n7", "type": "fact", "content": "rewritten"})
+        adapter._loaded_items(store, space, None, "lexical")
+        assert isinstance(reads.asked[0], adapter._Seen) and reads.gets == ["n7"]
+        assert loaded._values["n7"][1]["content"] == "rewritten"
+        sql = adapter._TABLE_SQL.replace("FROM store", "FROM gone")
+        monkeypatch.setattr(adapter, "_TABLE_SQL", sql)
+        other.put(space, "n8", {"id": "n8", "type": "fact", "content": "again"})
+        adapter._loaded_items(store, space, None, "lexical")
+        assert "UndefinedTable" in adapter._unasked[store]
+        assert loaded._values["n8"][1]["content"] == "again"
+        store.put(space, "own", {"id": "own", "type": "fact", "content": "own"})
+        assert store.get(space, "own").value["content"] == "own"
+        assert len(store.search(space, limit=100)) == 21
+
+
 _pg_users = iter(range(10**9))
 
 
