@@ -598,7 +598,7 @@ def _exact(found: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
 # A namespace kept loaded between turns
 # ===========================================================================
 
-# A write to PostgreSQL is stamped with its statement's start
+# A write to PostgreSQL is stamped with its transaction's start
 # (CURRENT_TIMESTAMP), so it can commit after a read that saw a later stamp:
 # every turn rereads the items stamped within this window before the last
 # read. PostgresStore autocommits each batch: a put alone commits within
@@ -608,7 +608,7 @@ def _exact(found: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
 # a put committed 2 s after its stamp behind a GetOp and a 2 s pause in its
 # batch. A transaction held open longer than this, by a caller or a slow
 # embedding, hides a rewrite until the key's next write or a whole read (a
-# new key is not hidden: the count sees it).
+# new key too, when a delete in the same interval evens the count).
 RECENT_WINDOW: Final = timedelta(seconds=10)
 # When the last read happened is known by this process's clock, the stamps
 # by the database's: the two may differ by this much (NTP keeps them within
