@@ -598,12 +598,17 @@ def _exact(found: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
 # A namespace kept loaded between turns
 # ===========================================================================
 
-# A write to PostgreSQL is stamped with its statement's start
+# A write to PostgreSQL is stamped with its transaction's start
 # (CURRENT_TIMESTAMP), so it can commit after a read that saw a later stamp:
 # every turn rereads the items stamped within this window before the last
-# read. PostgresStore autocommits each write (milliseconds); a transaction
-# that a caller holds open longer than this can hide its write until the
-# next write of the namespace.
+# read. PostgresStore autocommits each batch: a put alone commits within
+# milliseconds, but a batch that reads before it writes (AsyncPostgresStore
+# merges concurrent calls into one batch) stamps its puts when that read
+# began and commits them after their embeddings (an index config): measured,
+# a put committed 2 s after its stamp behind a GetOp and a 2 s pause in its
+# batch. A transaction held open longer than this, by a caller or a slow
+# embedding, hides a rewrite until the key's next write or a whole read (a
+# new key too, when a delete in the same interval evens the count).
 RECENT_WINDOW: Final = timedelta(seconds=10)
 # When the last read happened is known by this process's clock, the stamps
 # by the database's: the two may differ by this much (NTP keeps them within
@@ -1057,7 +1062,10 @@ def _recent(loaded: _Loaded, store: BaseStore, namespace: _Key) -> _Reads:
     On LangGraph's PostgresStore: :func:`_checked`, one query of its table;
     when the table cannot be asked (or a sync turn has an async store),
     :func:`_probed`, two searches. Elsewhere, and when either cannot tell:
-    the namespace read whole.
+    the namespace read whole. A probe counts the whole prefix, longer
+    namespaces too, which a query of the table (exactly the namespace)
+    does not follow: after one (``checked_at`` set), the first probe is a
+    whole read.
     """
     since = loaded.since()
     if loaded.complete and since is not None and _orders_by_update(store):
@@ -1065,7 +1073,7 @@ def _recent(loaded: _Loaded, store: BaseStore, namespace: _Key) -> _Reads:
         seen = None if store in _unasked else (yield _Changes(since))
         if isinstance(seen, _Seen):
             changed = yield from _checked(loaded, namespace, seen)
-        elif loaded.newest is not None:
+        elif loaded.newest is not None and loaded.checked_at is None:
             changed = yield from _probed(loaded, since)
         if changed is not None:
             return changed
@@ -1093,19 +1101,20 @@ def _checked(
     Every write through the store's API stamps ``updated_at`` when its
     transaction began, so a put, a rewrite with the same key (a new stamp)
     or a delete (one row less, which no number of puts of new keys can
-    hide, since every new key is read) since the last read is seen; a write
-    committed more than :data:`RECENT_WINDOW` after its stamp, or a row
-    changed by SQL without ``updated_at``, is not."""
-    stamps = loaded.stamps
-    changed = tuple(k for k, t in seen.stamps.items() if stamps.get(k) != t)
+    hide, since every new key is named) since the last read is seen; a
+    write committed more than :data:`RECENT_WINDOW` after its stamp, or a
+    row changed by SQL without ``updated_at``, is not. The count is checked
+    against the keys the query named, in its snapshot: a new key deleted
+    before its get must not hide a delete the count saw."""
+    held = loaded.stamps  # one key per item loaded
+    changed = tuple(k for k, t in seen.stamps.items() if held.get(k) != t)
+    new = sum(1 for key in changed if key not in held)
+    if seen.rows != len(held) + new:
+        return None
     found: list[Item] = []
     if changed:
         got = yield _Get(changed)
         found = [item for item in got or () if isinstance(item, Item)]
-    held = loaded.stamps  # one key per item loaded
-    new = sum(1 for item in found if item.key not in held)
-    if seen.rows != len(held) + new:
-        return None
     return _Checked(found, seen.at)
 
 

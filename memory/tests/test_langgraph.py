@@ -1503,7 +1503,7 @@ def test_postgres_sees_what_another_process_writes_with_the_same_key(
         other.put(space, "newer", {"id": "newer", "type": "task", "content": "x"})
         reads.clear()
         kept(store, space, None, message)  # the count fails: read whole
-        assert reads.gets == ["newer"] and len(reads.searches) == 1
+        assert reads.gets == [] and len(reads.searches) == 1
         assert "n3" not in loaded._values and "newer" in loaded._values
         kept(store, space, None, message)  # a query of the table: its now()
         assert loaded.checked_at is not None
@@ -1617,6 +1617,120 @@ def test_postgres_whose_table_cannot_be_asked_is_probed_by_searches(
         assert reads.searches == [adapter._RECENT_FIRST, 1]
         assert loaded._values["n9"][1]["content"] == "late"
         assert kept(store, space, None, message) == fresh(store, space, None, message)
+
+
+def test_postgres_a_key_gone_between_the_query_and_its_get_reads_whole(
+    pg_url, monkeypatch
+):
+    """A delete and a put of another key, then that new key deleted after
+    the turn's query of the table but before its get: the count the query
+    saw holds the new key, so the deleted one must not stay loaded (the
+    count is checked against the keys the table named, not those the get
+    found)."""
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 30)
+    an_hour_ago(pg_url)
+    key = "a.b%_c"  # the prefix separator and LIKE's wildcards: only a key
+    with PostgresStore.from_conn_string(pg_url) as store, \
+            PostgresStore.from_conn_string(pg_url) as other:  # fmt: skip
+        loaded = adapter._loaded_items(store, space, None, "lexical")  # whole
+        adapter._loaded_items(store, space, None, "lexical")  # its table asked
+        ask = adapter._ask_table
+
+        def asked_then_deleted(*args):
+            seen = ask(*args)
+            other.delete(space, key)  # after the query, before the get
+            return seen
+
+        other.delete(space, "n3")
+        other.put(space, key, {"id": key, "type": "fact", "content": "x"})
+        monkeypatch.setattr(adapter, "_ask_table", asked_then_deleted)
+        adapter._loaded_items(store, space, None, "lexical")
+        assert "n3" not in loaded._values and key not in loaded._values
+        monkeypatch.setattr(adapter, "_ask_table", ask)
+        assert kept(store, space, None, "x") == fresh(store, space, None, "x")
+
+
+def test_async_postgres_probed_by_a_sync_turn_after_its_table_sees_a_delete(
+    pg_url,
+):
+    """An AsyncPostgresStore asked by async turns (its table, exactly the
+    namespace), then a sync turn (which cannot ask it: two searches of the
+    prefix). An item of a longer namespace written meanwhile is no item of
+    this one, but the prefix search counts it: a delete beside it must not
+    pass that count."""
+    import psycopg
+    from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 40)
+    an_hour_ago(pg_url)
+
+    async def turns():
+        async with AsyncPostgresStore.from_conn_string(pg_url) as store:
+            loaded = await adapter._aloaded_items(store, space, None, "lexical")
+            with PostgresStore.from_conn_string(pg_url) as other:
+                archive = (*space, "archive")
+                other.put(archive, "old", {"id": "old", "content": "archived"})
+                await adapter._aloaded_items(store, space, None, "lexical")
+                for i in range(adapter._RECENT_FIRST):  # newer than it
+                    value = {"id": f"m{i}", "type": "fact", "content": "later"}
+                    other.put(space, f"m{i}", value)
+                await adapter._aloaded_items(store, space, None, "lexical")
+                an_hour_ago(pg_url)  # an hour passes
+                await adapter._aloaded_items(store, space, None, "lexical")
+                other.delete(space, "n3")
+            turn = adapter._loaded_items  # sync: store.search from a thread
+            await asyncio.to_thread(turn, store, space, None, "lexical")
+            return loaded
+
+    loaded = asyncio.run(turns())
+    assert "n3" not in loaded._values
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        rows = conn.execute("SELECT count(*) FROM store WHERE prefix = 'memories.ada'")
+        assert rows.fetchone()[0] == len(loaded._values) == 39 + adapter._RECENT_FIRST
+
+
+@pytest.mark.parametrize("mode", ["connection", "pipeline", "pool", "time zone"])
+def test_postgres_asked_on_each_kind_of_connection_and_left_usable(
+    pg_url, monkeypatch, mode
+):
+    """The table asked through the store's own cursor on each way of
+    opening it (one connection, its pipeline, a pool; a session in another
+    time zone than the writer's): a rewrite is got by its key; and a query
+    that fails (the fallback) leaves the store's connection usable for its
+    own reads and writes."""
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 20)
+    an_hour_ago(pg_url)
+    url = pg_url
+    options = {
+        "pipeline": {"pipeline": True},
+        "pool": {"pool_config": {"min_size": 1, "max_size": 1}},
+    }.get(mode, {})
+    if mode == "time zone":
+        url += ("&" if "?" in url else "?") + "options=-c%20TimeZone%3DAsia/Kolkata"
+    with PostgresStore.from_conn_string(url, **options) as store, \
+            PostgresStore.from_conn_string(pg_url) as other:  # fmt: skip
+        loaded = adapter._loaded_items(store, space, None, "lexical")  # whole
+        reads = Reads(store, monkeypatch)
+        other.put(space, "n7", {"id": "n7", "type": "fact", "content": "rewritten"})
+        adapter._loaded_items(store, space, None, "lexical")
+        assert isinstance(reads.asked[0], adapter._Seen) and reads.gets == ["n7"]
+        assert loaded._values["n7"][1]["content"] == "rewritten"
+        sql = adapter._TABLE_SQL.replace("FROM store", "FROM gone")
+        monkeypatch.setattr(adapter, "_TABLE_SQL", sql)
+        other.put(space, "n8", {"id": "n8", "type": "fact", "content": "again"})
+        adapter._loaded_items(store, space, None, "lexical")
+        assert "UndefinedTable" in adapter._unasked[store]
+        assert loaded._values["n8"][1]["content"] == "again"
+        store.put(space, "own", {"id": "own", "type": "fact", "content": "own"})
+        assert store.get(space, "own").value["content"] == "own"
+        assert len(store.search(space, limit=100)) == 21
 
 
 _pg_users = iter(range(10**9))
