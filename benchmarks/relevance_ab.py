@@ -196,8 +196,11 @@ def main() -> None:
             cells.append(f"{variant} {ms:7.2f} ({paired:.2f}x A)")
         print(f"{title:19} " + "  ".join(cells))
     if args.off:
-        paired = statistics.median(c / d for c, d in zip(whole["C"], whole["D"]))
-        print(f"C / D (without {args.off}), relevance + recall, paired: {paired:.2f}")
+        for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
+            paired = statistics.median(
+                c / d if d else 1.0 for c, d in zip(samples["C"], samples["D"])
+            )
+            print(f"C / D (without {args.off}), {title}, paired: {paired:.2f}")
 
 
 if __name__ == "__main__":
