@@ -19,9 +19,13 @@ new question of three variants, in rotating order:
 - B: the relevance as shipped (rarest terms first, until ``best`` is
   exact; the rest bounded by their idf), the walk of A;
 - C, as shipped: B's relevance, and the walk of the word streams alone,
-  each by factor once first reached.
+  each by factor once first reached;
+- D, with ``--off MECHANISM``: C without one of its mechanisms, to show
+  that it earns its place: ``union`` (the call builds the union of the
+  word streams' entries, as a walk of every stream needs, not
+  ``_index._Union``); C / D, paired, is printed too.
 
-Every turn the three recalls are checked equal; in the five untimed turns
+Every turn the variants' recalls are checked equal; in the five untimed turns
 the relevances' ``best``, and every counted content's ``share`` and
 ``factor``, are checked equal and each content's own stream bound at
 least its factor. Printed: the medians of the relevance alone and of
@@ -43,7 +47,7 @@ from typing import Any
 from conversation import memories, questions
 from mcp_recall import MESSAGES
 from mcp_recall import entries as spread_entries
-from poolsplit_memory import default_pools
+from poolsplit_memory import _index, default_pools
 from poolsplit_memory._index import Index
 from poolsplit_memory._ranking import Relevance, Statistics, floored
 
@@ -82,13 +86,33 @@ def by_base(index: Index) -> Any:
     return plain
 
 
+def without(index: Index, mechanism: str) -> Any:
+    """``index._call`` whose call lacks ``mechanism`` (D)."""
+    call = index._call
+
+    def plain(*args: Any) -> Any:
+        got = call(*args)
+        if mechanism == "union" and isinstance(got.message_boosted, _index._Union):
+            got.message_boosted = set().union(*got.message_boosted._sets)
+        return got
+
+    return plain
+
+
 def turn(
-    stats: Statistics, index: Index, pools: Any, message: str, variant: str
+    stats: Statistics,
+    index: Index,
+    pools: Any,
+    message: str,
+    variant: str,
+    off: str = "",
 ) -> tuple[float, float, Relevance, dict[str, list[Any]]]:
     """(relevance s, relevance + recall s, the relevance, the recall)."""
     shipped = index._call
-    if variant != "C":
+    if variant in "AB":
         index._call = by_base(index)
+    elif variant == "D":
+        index._call = without(index, off)
     try:
         started = time.process_time()
         relevance = Relevance(stats, message, NOW, complete=variant == "A")
@@ -130,6 +154,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=41)
+    parser.add_argument("--off", choices=("union",), default="")
     shapes = parser.add_mutually_exclusive_group()
     shapes.add_argument("--aged", action="store_true")
     shapes.add_argument("--spread", action="store_true")
@@ -139,36 +164,43 @@ def main() -> None:
     asked = questions(args.turns + 5, seed=3)
     if args.spread:
         asked = [MESSAGES[n % len(MESSAGES)] for n in range(args.turns + 5)]
-    weighing: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    whole: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    variants = VARIANTS + ("D" if args.off else "")
+    weighing: dict[str, list[float]] = {v: [] for v in variants}
+    whole: dict[str, list[float]] = {v: [] for v in variants}
     for number, message in enumerate(asked):
         got: dict[str, Any] = {}
-        order = VARIANTS[number % 3 :] + VARIANTS[: number % 3]
-        for variant in order:
-            got[variant] = turn(stats, index, pools, message, variant)
+        turned = number % len(variants)
+        for variant in variants[turned:] + variants[:turned]:
+            got[variant] = turn(stats, index, pools, message, variant, args.off)
         ids = {
             variant: [[e["id"] for e in found[3][p.name]] for p in pools]
             for variant, found in got.items()
         }
-        if ids["A"] != ids["B"] or ids["A"] != ids["C"]:
+        if any(ids[variant] != ids["A"] for variant in variants):
             raise SystemExit(f"turn {number}: the recalls differ for {message!r}")
         if number < 5:  # untimed; the relevances checked equal entry by entry
             if not same(stats, got["A"][2], got["B"][2]):
                 raise SystemExit(f"turn {number}: the relevances differ")
             continue
-        for variant in VARIANTS:
+        for variant in variants:
             weighing[variant].append(got[variant][0])
             whole[variant].append(got[variant][1])
     print(f"{args.entries} entries ({shape}), {len(whole['A'])} turns, CPU ms")
     for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
         cells = []
-        for variant in VARIANTS:
+        for variant in variants:
             ms = statistics.median(samples[variant]) * 1e3
             paired = statistics.median(
                 b / a if a else 1.0 for a, b in zip(samples["A"], samples[variant])
             )
             cells.append(f"{variant} {ms:7.2f} ({paired:.2f}x A)")
         print(f"{title:19} " + "  ".join(cells))
+    if args.off:
+        for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
+            paired = statistics.median(
+                c / d if d else 1.0 for c, d in zip(samples["C"], samples["D"])
+            )
+            print(f"C / D (without {args.off}), {title}, paired: {paired:.2f}")
 
 
 if __name__ == "__main__":

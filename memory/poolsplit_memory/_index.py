@@ -509,8 +509,14 @@ class Index:
         relevance = call.relevance
         if relevance is not None:
             hits = self._word_hits
-            call.message_boosted = set().union(
-                *[hits[term] for term in call.words if term in hits]
+            held = [hits[term] for term in call.words if term in hits]
+            # A walk of the word streams alone needs no union of every
+            # term's entries (thousands at 10,000 entries): each entry it
+            # bounds comes from a word stream, so is boosted
+            # (_boosted_bound); benchmarks/relevance_ab.py --off union:
+            # 0.94-0.98x the CPU of a recall at 10,000 entries.
+            call.message_boosted = (
+                _Union(held) if call.words_only else set().union(*held)
             )
             call.unmatched = relevance.unmatched
             if call.message_boosted:
@@ -732,7 +738,9 @@ class Index:
         """A bound of a boosted entry's score: its base times the message and
         tag factors of its own shares (each at least the scorer's factor)."""
         base = self._base(key, call)
-        factor = call.factor_of(key) if key in call.message_boosted else call.unmatched
+        # Walking the word streams alone, every entry comes from one: boosted.
+        boosted = call.words_only or key in call.message_boosted
+        factor = call.factor_of(key) if boosted else call.unmatched
         if base <= 0:
             return weighed(base, factor)  # tags multiply by 1 or more: lower still
         tags = self._tag_sets[key]
@@ -819,6 +827,25 @@ def _seconds(now: datetime) -> float:
     seconds = poolsplit.parse_created(now)
     assert seconds is not None  # a datetime always has an instant
     return seconds
+
+
+class _Union(Collection[int]):
+    """The union of some sets, built only if iterated or counted."""
+
+    def __init__(self, sets: list[set[int]]) -> None:
+        self._sets = sets
+
+    def __contains__(self, key: object) -> bool:
+        return any(key in found for found in self._sets)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(set().union(*self._sets))
+
+    def __len__(self) -> int:
+        return len(set().union(*self._sets))
+
+    def __bool__(self) -> bool:
+        return any(self._sets)
 
 
 class _TooMany(Exception):

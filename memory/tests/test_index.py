@@ -948,3 +948,30 @@ def test_a_content_that_is_not_a_string_is_scored_as_text_on_the_index(
             }
         assert store.recall("4711", now=NOW).ids()["notes"] == ["number"]
     assert not whole  # every recall walked the index
+
+
+@settings(max_examples=200)
+@given(lexical_entries_st, lexical_context_st)
+def test_a_walk_of_the_word_streams_alone_sees_the_same_boosted_entries(
+    entries: list[dict[str, Any]], context: dict[str, Any]
+) -> None:
+    """Walking the word streams alone (every pool floored), the call keeps
+    the entries the message may boost as the word streams' own sets, not
+    their union: membership, iteration, size and truth agree with the union
+    a walk of every stream builds (the same call with a pool floored at 0)."""
+    index, stats, _ = lexical_index(entries, [])
+    relevance = stats.relevance(context["message"])
+    pools = floored(named([(100, 3, None, None)]), relevance)
+    alone = index._call(context, NOW, relevance, pools)
+    every = index._call(context, NOW, relevance, named([(100, 3, None, 0.0)]))
+    assert alone is not None and every is not None
+    assert not every.words_only
+    union = every.message_boosted
+    assert isinstance(union, set)
+    if alone.words_only:
+        assert isinstance(alone.message_boosted, _index._Union)
+    assert set(alone.message_boosted) == union
+    assert len(alone.message_boosted) == len(union)
+    assert bool(alone.message_boosted) == bool(union)
+    for key in range(len(entries) + 2):
+        assert (key in alone.message_boosted) == (key in union)
