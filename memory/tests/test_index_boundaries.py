@@ -50,6 +50,29 @@ def test_a_pool_with_one_token_left_is_not_full_on_the_index(
     assert [e["id"] for e in got["p"]] == ["A", "B"]
 
 
+def test_always_scope_entries_do_not_make_a_pool_full_on_the_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pool of 2 entries and 3 tokens holds two always-scope entries
+    outside its caps, takes A (2 tokens) and skips C (5): it has ranked one
+    entry, so it is not full, and B (one token, far down) still fits. The
+    index must not count the always-scope entries as ranked (it would stop
+    at its first subset and leave B out)."""
+    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
+    always = [{**_task(name, 5, 1), "scope": "always"} for name in ("W1", "W2")]
+    entries = [*always, _task("A", 9, 2), _task("C", 8, 5), _task("B", 1, 1)]
+    pools = [Pool("p", 3, 2)]
+    context = {"message": ""}
+    expected = poolsplit.retrieve_pools(entries, pools, context, now=NOW)
+    assert [e["id"] for e in expected["p"]] == ["W1", "W2", "A", "B"]
+    index = _index.Index(entries)
+    got = index.recall(
+        pools, context, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert [e["id"] for e in got["p"]] == ["W1", "W2", "A", "B"]
+
+
 def test_an_object_listed_twice_is_modelled_again_once_one_is_removed() -> None:
     """The core refuses one object listed twice, so the index leaves such a
     list to it (not usable); removing one of the two, or any other entry,
