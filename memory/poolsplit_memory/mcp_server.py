@@ -1421,12 +1421,17 @@ def _run_stdio(store: Store) -> int:
     (130, one line on stderr, no traceback: the first page says Ctrl-C
     stops it)."""
     interrupted: list[bool] = []
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, _interrupt_early) if main else None
     try:
         anyio.run(_serve_until_interrupted, build_server(store), interrupted)
     except BaseException as exc:
         if not _only_interrupts(exc):
             raise _single(exc) from None
         interrupted.append(True)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
     if interrupted:
         _say_stopped()
         return 130
@@ -1436,6 +1441,23 @@ def _run_stdio(store: Store) -> int:
 # After Ctrl-C, how long the server may take to stop by itself (an answer
 # being written, stdin closing) before the process exits without it.
 _STOP_GRACE_S: Final = 2.0
+
+
+def _interrupt_early(signum: int, frame: object) -> None:
+    """Ctrl-C before the server watches for it (the event loop starting):
+    KeyboardInterrupt as usual, and the grace timer, since a thread reading
+    stdin may already hold the exit up. Set before the loop starts, it also
+    keeps asyncio from installing its own handler, which cancelled the
+    serving task: a cancellation that met stdin's end exited 0."""
+    _start_grace()
+    raise KeyboardInterrupt
+
+
+def _start_grace() -> None:
+    """After :data:`_STOP_GRACE_S`, exit 130 whatever still runs."""
+    timer = threading.Timer(_STOP_GRACE_S, _exit_stopped)
+    timer.daemon = True
+    timer.start()
 
 
 async def _serve_until_interrupted(
@@ -1455,9 +1477,7 @@ async def _serve_until_interrupted(
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async for _ in signals:
                     interrupted.append(True)
-                    timer = threading.Timer(_STOP_GRACE_S, _exit_stopped)
-                    timer.daemon = True
-                    timer.start()
+                    _start_grace()
                     group.cancel_scope.cancel()
                     return
 
