@@ -1,22 +1,37 @@
 """The console scripts ``poolsplit-mcp`` and ``poolsplit-memory``.
 
 Ctrl-C at any moment of startup ends the command with status 130 and one
-line, as it does once the server runs: importing the MCP SDK takes most of
-a second, and an interrupt there used to print a traceback. Only the
-package's own import (a tenth of that) comes before this handler.
+line, as it does once the server runs. Importing the MCP SDK takes most of
+a second, and a KeyboardInterrupt raised inside it is not always let
+through: pydantic turned one into a schema error (status 1), and one was
+lost (the server then started). So during that import Ctrl-C is only noted,
+and acted on once the import is done. Only the package's own import (a
+tenth of that) comes before this.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+from typing import Any
 
 
 def main() -> int:
     """:func:`poolsplit_memory.mcp_server.main`, Ctrl-C during its import or
     its startup included."""
+    noted: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        noted.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
     try:
         from poolsplit_memory.mcp_server import main as serve
-
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        if noted:
+            raise KeyboardInterrupt
         return serve()
     except KeyboardInterrupt:
         # The server's own line, said once, when its module got that far.
