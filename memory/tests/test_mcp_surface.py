@@ -285,15 +285,17 @@ def test_the_recall_prompt_is_the_pooled_recall_as_a_user_message(tmp_path):
 
 
 @contextlib.contextmanager
-def stdio_server(tmp_path):
-    """``poolsplit-mcp --db m.db`` with its three pipes; killed if it is
-    still running at the end, its pipes closed."""
+def stdio_server(tmp_path, env=None):
+    """``poolsplit-mcp --db m.db`` with its three pipes (``env``: more of
+    the environment); killed if it is still running at the end, its pipes
+    closed."""
     proc = subprocess.Popen(
         [str(SERVER), "--db", str(tmp_path / "m.db")],
         cwd=tmp_path,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=None if env is None else {**os.environ, **env},
     )
     try:
         yield proc
@@ -428,32 +430,19 @@ def test_ctrl_c_during_startup_stops_with_one_line_and_no_traceback(tmp_path):
     anyio, the SDK's first import, has been imported; the interrupt is sent
     then, so it lands in the rest of the SDK's import or the startup after
     it, whatever the load."""
-    proc = subprocess.Popen(
-        [str(SERVER), "--db", str(tmp_path / "m.db")],
-        cwd=tmp_path,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
-    )
     rest: list[bytes] = []
-    reader = threading.Thread(target=lambda: rest.append(proc.stderr.read()))
-    try:
-        for line in proc.stderr:  # type: ignore[union-attr]
+    with stdio_server(tmp_path, {"PYTHONPROFILEIMPORTTIME": "1"}) as proc:
+        for line in proc.stderr:
             if re.search(rb"\|\s*anyio$", line.rstrip()):
                 break
         else:
             raise AssertionError("the SDK's import was never reported")
-        reader.start()  # the rest of stderr, so that the pipe never fills
+        # the rest of stderr, so that the pipe never fills
+        reader = threading.Thread(target=lambda: rest.append(proc.stderr.read()))
+        reader.start()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=HANG)  # stdin stays open: a terminal's case
         reader.join(timeout=HANG)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=HANG)
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            pipe.close()
     lines = b"".join(rest).decode().splitlines()
     said = [line for line in lines if not line.startswith("import time:")]
     assert proc.returncode == 130, said
