@@ -486,7 +486,7 @@ class _Changes(NamedTuple):
 class _Seen(NamedTuple):
     """What the table said of the namespace, in one snapshot."""
 
-    at: datetime  # the database's now() when the query began
+    at: datetime  # no unseen write is stamped earlier (see _OPEN_SQL)
     rows: int  # the namespace's rows (those a search returns)
     stamps: dict[str, datetime]  # key -> updated_at, of rows stamped >= since
 
@@ -606,9 +606,12 @@ def _exact(found: Sequence[Item], namespace: tuple[str, ...]) -> list[Item]:
 # merges concurrent calls into one batch) stamps its puts when that read
 # began and commits them after their embeddings (an index config): measured,
 # a put committed 2 s after its stamp behind a GetOp and a 2 s pause in its
-# batch. A transaction held open longer than this, by a caller or a slow
-# embedding, hides a rewrite until the key's next write or a whole read (a
-# new key too, when a delete in the same interval evens the count).
+# batch. A query of the table therefore also reads, just before it, when the
+# oldest transaction then open in the database began (pg_stat_activity), and
+# rereads from there when that is earlier: a transaction held open for
+# minutes is seen when it commits. The window remains for what that view
+# hides: the transactions of another database role, whose start only a
+# superuser or a member of pg_read_all_stats can read.
 RECENT_WINDOW: Final = timedelta(seconds=10)
 # When the last read happened is known by this process's clock, the stamps
 # by the database's: the two may differ by this much (NTP keeps them within
@@ -655,7 +658,8 @@ class _Loaded:
         self.complete = False  # a whole read was applied
         self.newest: datetime | None = None  # the newest updated_at seen
         self.read_at: datetime | None = None  # when the last read applied began
-        # The database's now() at the last query of its table (PostgresStore).
+        # At the last query of its table (PostgresStore): the database's now(),
+        # or the start of the oldest transaction then open if earlier.
         self.checked_at: datetime | None = None
         self.stamps: dict[str, datetime] = {}  # key -> updated_at, per item read
         self.prefix: dict[_Pair, None] = {}  # every item under the prefix
@@ -725,8 +729,10 @@ class _Loaded:
 
         A write is stamped when its transaction began (``CURRENT_TIMESTAMP``)
         and may commit up to :data:`RECENT_WINDOW` later, so one unseen by a
-        read that began at T is stamped after T less the window. T is the
-        database's ``now()`` when the read was a query of its table; else
+        read that began at T is stamped after T less the window. After a
+        query of its table T is the database's ``now()``, or the start of
+        the oldest transaction then open if earlier (:data:`_OPEN_SQL`), so
+        a transaction held open longer than the window is seen too; else
         the newest stamp seen or this clock's time less :data:`CLOCK_SKEW`,
         whichever is later."""
         if self.checked_at is not None:
@@ -959,6 +965,16 @@ def _is_async(store: BaseStore) -> bool:
 # are probed by searches from then on. Weak keys, as _loaded.
 _unasked: WeakKeyDictionary[BaseStore, str] = WeakKeyDictionary()
 
+# Asked just before _TABLE_SQL, in the same cursor: the earliest stamp a write
+# that query will not see can carry. Such a write commits after the query's
+# snapshot, so at this statement it was either open (its stamp, the start of
+# its transaction, is at least the oldest xact_start listed) or not yet begun
+# (stamped after this now()). least() ignores the NULL of an empty list.
+_OPEN_SQL: Final = """
+SELECT least(now(), min(xact_start)) AS at
+FROM pg_stat_activity
+WHERE datname = current_database()
+"""
 # The one question a turn asks a PostgresStore's table: the namespace's rows
 # (as its search counts them) and the key and stamp of each stamped since the
 # last read (one array of (key, updated_at) records: one filter per row). No
@@ -967,7 +983,7 @@ _unasked: WeakKeyDictionary[BaseStore, str] = WeakKeyDictionary()
 # 1.0-1.2 ms), against about 9 ms for the two probing searches, which sort
 # them by updated_at.
 _TABLE_SQL: Final = """
-SELECT now() AS at, count(*) AS count,
+SELECT count(*) AS count,
        array_agg((key, updated_at)) FILTER (WHERE updated_at >= %(since)s) AS recent
 FROM store
 WHERE prefix = %(prefix)s{expiry}
@@ -992,11 +1008,11 @@ class _Unexpected(Exception):
     """The table answered in a shape this module does not know."""
 
 
-def _seen(row: object) -> _Seen:
-    """The table's answer, checked."""
-    if not isinstance(row, Mapping):
-        raise _Unexpected(f"a row of {type(row).__name__}")
-    at, count, recent = row.get("at"), row.get("count"), row.get("recent") or []
+def _seen(opened: object, row: object) -> _Seen:
+    """The answers of :data:`_OPEN_SQL` and the table, checked."""
+    if not isinstance(opened, Mapping) or not isinstance(row, Mapping):
+        raise _Unexpected(f"rows of {type(opened).__name__}, {type(row).__name__}")
+    at, count, recent = opened.get("at"), row.get("count"), row.get("recent") or []
     if not isinstance(at, datetime) or not isinstance(count, int):
         raise _Unexpected(f"at={at!r}, count={count!r}")
     if not all(
@@ -1032,9 +1048,11 @@ def _ask_table(store: BaseStore, namespace: _Key, since: datetime) -> _Seen | No
     sql, params = _table_query(store, namespace, since)
     try:
         with store._cursor(pipeline=True) as cursor:  # type: ignore[attr-defined]
+            cursor.execute(_OPEN_SQL)
+            opened = cursor.fetchone()
             cursor.execute(sql, params)
             row = cursor.fetchone()
-        return _seen(row)
+        return _seen(opened, row)
     except _table_errors() as error:
         _unaskable(store, error)
         return None
@@ -1047,9 +1065,11 @@ async def _aask_table(
     sql, params = _table_query(store, namespace, since)
     try:
         async with store._cursor(pipeline=True) as cursor:  # type: ignore[attr-defined]
+            await cursor.execute(_OPEN_SQL)
+            opened = await cursor.fetchone()
             await cursor.execute(sql, params)
             row = await cursor.fetchone()
-        return _seen(row)
+        return _seen(opened, row)
     except _table_errors() as error:
         _unaskable(store, error)
         return None
@@ -1101,8 +1121,10 @@ def _checked(
     Every write through the store's API stamps ``updated_at`` when its
     transaction began, so a put, a rewrite with the same key (a new stamp)
     or a delete (one row less, which no number of puts of new keys can
-    hide, since every new key is named) since the last read is seen; a
-    write committed more than :data:`RECENT_WINDOW` after its stamp, or a
+    hide, since every new key is named) since the last read is seen, also
+    when its transaction was open for longer than :data:`RECENT_WINDOW`;
+    a write by another database role committed more than the window after
+    its stamp (``pg_stat_activity`` hides that role's transactions), or a
     row changed by SQL without ``updated_at``, is not. The count is checked
     against the keys the query named, in its snapshot: a new key deleted
     before its get must not hide a delete the count saw."""

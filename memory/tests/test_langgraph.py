@@ -1515,6 +1515,48 @@ def test_postgres_sees_what_another_process_writes_with_the_same_key(
         assert kept(store, space, None, message) == fresh(store, space, None, message)
 
 
+def test_postgres_sees_a_rewrite_whose_transaction_outlived_the_window(
+    pg_url, monkeypatch
+):
+    """A rewrite stamped when its transaction began, committed after a turn
+    that ran while it was open and longer after its stamp than
+    RECENT_WINDOW (0 s here, as a transaction held open for minutes would
+    be against 10 s), is seen by the next turn: the query of the table read
+    when the oldest open transaction began and reread from there."""
+    import time
+
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    space = ("memories", "ada")
+    pg_items(pg_url, space, 50)
+    an_hour_ago(pg_url)
+    monkeypatch.setattr(adapter, "RECENT_WINDOW", timedelta(0))
+    message = "billing fact"
+    value = '{"id": "n4", "type": "fact", "content": "rewritten late"}'
+    with PostgresStore.from_conn_string(pg_url) as store:
+        kept(store, space, None, message)  # the first read: whole
+        loaded = adapter._loaded_items(store, space, None, "lexical")
+        assert loaded.checked_at is not None  # a query of the table
+        with psycopg.connect(pg_url) as writer:  # one transaction, as a batch
+            writer.execute(
+                "UPDATE store SET value = %s, updated_at = CURRENT_TIMESTAMP "
+                "WHERE key = 'n4'",
+                (value,),
+            )
+            time.sleep(0.2)
+            kept(store, space, None, message)  # while it is open: not yet
+            assert loaded._values["n4"][1]["content"] == "billing fact 4"
+            assert loaded.checked_at < datetime.now(timezone.utc) - timedelta(
+                seconds=0.15
+            )  # the writer's start, not this turn's now()
+            time.sleep(0.2)
+            writer.commit()
+        got = kept(store, space, None, message)
+        assert loaded._values["n4"][1]["content"] == "rewritten late"
+        assert got == fresh(store, space, None, message)
+
+
 def test_async_postgres_sees_another_process_through_its_table(pg_url, monkeypatch):
     """The same through AsyncPostgresStore and asearch/abatch: a warm turn
     asks the table once, a put by another process is got by its key, a
