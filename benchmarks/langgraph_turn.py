@@ -299,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
         for repeat in range(args.repeat):
             for size in sizes:
                 # an A/B alternates which variant runs first at each repeat
-                for at in range(len(sources)) if repeat % 2 == 0 else (1, 0):
+                ats = range(len(sources))
+                for at in ats if repeat % 2 == 0 else reversed(ats):
                     got = _run_row(kind, size, turns, args.pg_dsn, sources[at])
                     rows[at][size].append(got)
                     _print_row(labels[at], size, got)
