@@ -35,7 +35,10 @@ read: see the adapter).
 (both by default). ``--repeat N`` runs each store's rows N times,
 alternating the sizes (100, 10,000, 100, ...), so that a change of load on
 a shared machine falls on both sizes; the ratios are then those of the
-medians over the N rows of each size.
+medians over the N rows of each size. ``--ab A,B`` (two checkouts, each
+with ``poolsplit.py`` and ``memory/``) runs each row once per checkout,
+first on its path, the two back to back (A first at even repeats, B first
+at odd ones), and prints each one's ratios and B's medians over A's.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from typing import Any
 
 WARM_UP = 5
 KINDS = ("warm", "after write")
+PARTS = ("turn", "memory", "turn cpu", "memory cpu")
 
 
 def _agent(store: Any, timings: list[float], cpu: list[float]) -> Any:
@@ -160,13 +164,109 @@ def row(kind: str, size: int, turns: int, dsn: str | None) -> dict[str, Any]:
                     {"id": key, "type": "fact", "content": sentence(rng),
                      "created": "2026-12-01T10:00:00+00:00"},
                 )  # fmt: skip
-            timed = dict(zip(("turn", "memory", "turn cpu", "memory cpu"), turn()))
+            timed = dict(zip(PARTS, turn()))
             for part, seconds in timed.items():
                 samples[kind_of_turn][part].append(seconds)
     return {
         k: {part: statistics.median(v) for part, v in parts.items()}
         for k, parts in samples.items()
     }
+
+
+def _run_row(
+    kind: str, size: int, turns: int, dsn: str | None, source: str | None
+) -> dict[str, dict[str, float]]:
+    """One row in a fresh process; ``source`` (a checkout: its ``poolsplit.py``
+    and ``memory/``) is put first on its path, for an A/B."""
+    env = dict(os.environ)
+    if source is not None:
+        root = os.path.abspath(source)
+        paths = [os.path.join(root, "memory"), root, env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    out = subprocess.run(
+        [sys.executable, __file__, "--row", kind, str(size),
+         "--turns", str(turns), "--pg-dsn", dsn or ""],
+        check=True, capture_output=True, text=True, env=env,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    ).stdout  # fmt: skip
+    got: dict[str, dict[str, float]] = json.loads(out.strip().splitlines()[-1])
+    return got
+
+
+Rows = dict[int, list[dict[str, dict[str, float]]]]
+
+
+def _medians(rows: Rows) -> dict[int, dict[str, dict[str, float]]]:
+    """Per size, the median over its rows of each kind's each part."""
+    return {
+        size: {
+            k: {part: statistics.median(r[k][part] for r in got) for part in got[0][k]}
+            for k in KINDS
+        }
+        for size, got in rows.items()
+    }
+
+
+def _print_ratios(label: str, rows: Rows) -> None:
+    """The largest size's medians over the smallest's (the issue's figure)."""
+    medians = _medians(rows)
+    small, large = min(medians), max(medians)
+    for k in KINDS:
+        a, b = medians[small][k], medians[large][k]
+        print(
+            f"{label:<14} {large}/{small} {k:<12} turn {b['turn'] / a['turn']:.2f}x"
+            f"  memory {b['memory'] / a['memory']:.2f}x"
+            f"  (CPU: turn {b['turn cpu'] / a['turn cpu']:.2f}x"
+            f"  memory {b['memory cpu'] / a['memory cpu']:.2f}x)"
+        )
+
+
+def _print_row(label: str, size: int, got: dict[str, dict[str, float]]) -> None:
+    for k in KINDS:
+        part = got[k]
+        print(
+            f"{label:<14} {size:>6}  {k:<12} {part['turn'] * 1e3:9.2f} "
+            f"{part['memory'] * 1e3:10.2f}  {part['turn cpu'] * 1e3:10.2f} "
+            f"{part['memory cpu'] * 1e3:7.2f}"
+        )
+
+
+def _print_ab(kind: str, a_rows: Rows, b_rows: Rows) -> None:
+    """B's medians over A's, per size and kind of turn."""
+    a, b = _medians(a_rows), _medians(b_rows)
+    for size in a:
+        for k in KINDS:
+            ratios = [b[size][k][part] / a[size][k][part] for part in PARTS]
+            print(
+                f"{kind[:12]} B/A {size:>6} {k:<12} turn {ratios[0]:.2f}"
+                f"  memory {ratios[1]:.2f}  (CPU: turn {ratios[2]:.2f}"
+                f"  memory {ratios[3]:.2f})"
+            )
+
+
+def _stores(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    known = ("InMemoryStore", "PostgresStore")
+    asked = args.stores.split(",")
+    if not set(asked) <= set(known):
+        parser.error(f"--stores: a comma-separated list of {known}, got {args.stores}")
+    stores = [s for s in asked if s != "PostgresStore"]
+    if "PostgresStore" in asked and args.pg_dsn:
+        stores.append("PostgresStore")
+    elif "PostgresStore" in asked:
+        print("PostgresStore: skipped (no --pg-dsn, no POOLSPLIT_PG_DSN)")
+    return stores
+
+
+def _sources(parser: argparse.ArgumentParser, ab: str | None) -> list[str | None]:
+    """The checkouts of an A/B (None: the installed packages)."""
+    if ab is None:
+        return [None]
+    sources = ab.split(",")
+    if len(sources) != 2 or not all(
+        os.path.isfile(os.path.join(s, "poolsplit.py")) for s in sources
+    ):
+        parser.error(f"--ab: two checkouts A,B (each with poolsplit.py), got {ab}")
+    return list(sources)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--stores", default="InMemoryStore,PostgresStore")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--ab", metavar="A,B")
     parser.add_argument("--row", nargs=2, metavar=("STORE", "SIZE"))
     args = parser.parse_args(argv)
     if args.row:
@@ -185,56 +286,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [100, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     turns = 9 if args.quick else args.turns
-    known = ("InMemoryStore", "PostgresStore")
-    if not set(args.stores.split(",")) <= set(known):
-        parser.error(f"--stores: a comma-separated list of {known}, got {args.stores}")
-    stores = [s for s in args.stores.split(",") if s != "PostgresStore"]
-    if "PostgresStore" in args.stores.split(",") and args.pg_dsn:
-        stores.append("PostgresStore")
-    elif "PostgresStore" in args.stores.split(","):
-        print("PostgresStore: skipped (no --pg-dsn, no POOLSPLIT_PG_DSN)")
+    stores = _stores(parser, args)
+    sources = _sources(parser, args.ab)
     print(f"Python {sys.version.split()[0]}, {turns} turns of each kind per row")
     print(
         f"{'store':<14} {'size':>6}  {'kind':<12} {'turn ms':>9} {'memory ms':>10}"
         "  (CPU: turn  memory)"
     )
     for kind in stores:
-        rows: dict[int, list[dict[str, dict[str, float]]]] = {n: [] for n in sizes}
-        for _ in range(args.repeat):
+        labels = [kind] if args.ab is None else [f"{kind[:12]} A", f"{kind[:12]} B"]
+        rows: list[Rows] = [{n: [] for n in sizes} for _ in sources]
+        for repeat in range(args.repeat):
             for size in sizes:
-                out = subprocess.run(
-                    [sys.executable, __file__, "--row", kind, str(size),
-                     "--turns", str(turns), "--pg-dsn", args.pg_dsn or ""],
-                    check=True, capture_output=True, text=True,
-                    cwd=os.path.dirname(os.path.abspath(__file__)),
-                ).stdout  # fmt: skip
-                rows[size].append(json.loads(out.strip().splitlines()[-1]))
-                for k in KINDS:
-                    got = rows[size][-1][k]
-                    print(
-                        f"{kind:<14} {size:>6}  {k:<12} {got['turn'] * 1e3:9.2f} "
-                        f"{got['memory'] * 1e3:10.2f}  {got['turn cpu'] * 1e3:10.2f} "
-                        f"{got['memory cpu'] * 1e3:7.2f}"
-                    )
-        medians = {
-            size: {
-                k: {
-                    part: statistics.median(r[k][part] for r in got)
-                    for part in got[0][k]
-                }
-                for k in KINDS
-            }
-            for size, got in rows.items()
-        }
-        small, large = min(sizes), max(sizes)
-        for k in KINDS:
-            a, b = medians[small][k], medians[large][k]
-            print(
-                f"{kind:<14} {large}/{small} {k:<12} turn {b['turn'] / a['turn']:.2f}x"
-                f"  memory {b['memory'] / a['memory']:.2f}x"
-                f"  (CPU: turn {b['turn cpu'] / a['turn cpu']:.2f}x"
-                f"  memory {b['memory cpu'] / a['memory cpu']:.2f}x)"
-            )
+                # an A/B alternates which variant runs first at each repeat
+                ats = range(len(sources))
+                for at in ats if repeat % 2 == 0 else reversed(ats):
+                    got = _run_row(kind, size, turns, args.pg_dsn, sources[at])
+                    rows[at][size].append(got)
+                    _print_row(labels[at], size, got)
+        for label, got_rows in zip(labels, rows):
+            _print_ratios(label, got_rows)
+        if args.ab:
+            _print_ab(kind, rows[0], rows[1])
     return 0
 
 

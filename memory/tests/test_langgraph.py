@@ -1278,6 +1278,40 @@ def test_a_namespace_kept_loaded_gives_what_a_fresh_load_gives(
         )
 
 
+@given(st.lists(st.lists(write_step, max_size=4), max_size=8))
+@example(  # new keys only: the items read before come first, unchanged
+    [[("put", 0, "fact", "invoice", False)], [("put", 1, "task", "alerts", True)]]
+)
+@example(  # the last key deleted and put again: as long, not the same items
+    [[("put", 0, "fact", "invoice", False)], [("delete", 0), ("same again", 0)]]
+)
+def test_what_changed_in_an_in_memory_store_is_what_was_put_or_deleted(batches):
+    """Between two reads of an InMemoryStore's namespace the changed items
+    are the keys put since (its put makes a new item each time, so a
+    rewrite of an equal value is one too) and the gone keys those deleted;
+    the turn's shortcut (only new keys, after the others) finds what its
+    loop over every key finds."""
+    store = InMemoryStore()
+    space = ("memories", "ada")
+    before = adapter._read_in_place(adapter._in_memory(store, space))
+    for batch in batches:
+        for step in batch:
+            write(store, space, step)
+        now = adapter._read_in_place(adapter._in_memory(store, space))
+        old, new = before.by_key, now.by_key
+        put = sorted(k for k, item in new.items() if old.get(k) is not item)
+        gone = sorted(old.keys() - new.keys())
+        found = adapter._in_place_changes(before, now)
+        everything = adapter._changed_by_key(old, new)
+        for changed, left, order in (found or ([], [], None), everything):
+            assert sorted(item.key for item in changed) == put
+            assert sorted(left) == gone
+            assert order is None or list(order) == list(new)
+        if found is not None and found[2] is None:  # no key read before moved
+            assert not set(put) & old.keys()
+        before = now
+
+
 def agent_turn(store, question="How do I debug the billing work?"):
     model = recording()
     agent = react_agent(model, store)
