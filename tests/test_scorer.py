@@ -10,7 +10,7 @@ import pytest
 from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
-from oracle import iso_seconds
+from oracle import iso_seconds, oracle_score
 from oracle import significant_words as oracle_words
 
 import poolsplit
@@ -440,7 +440,8 @@ queries = st.fixed_dictionaries(
 @given(fields, queries)
 def test_base_score_is_default_scorer_without_a_message(entry, context):
     """base_score of an entry's fields, read as the README reads them, is
-    default_scorer's score with no message, float for float."""
+    default_scorer's score with no message and the README's oracle's, float
+    for float."""
     got = poolsplit.base_score(
         float(entry.get("base_priority", 5.0)),
         entry.get("created"),
@@ -452,6 +453,8 @@ def test_base_score_is_default_scorer_without_a_message(entry, context):
     )
     expected = score(entry, context)
     assert got == expected or (math.isnan(got) and math.isnan(expected))
+    readme = oracle_score(entry, context, now=NOW)
+    assert got == readme or (math.isnan(got) and math.isnan(readme))
 
 
 def test_base_score_multiplies_in_the_documented_order():
