@@ -76,6 +76,7 @@ __all__ = [
     "Scorer",
     "Step",
     "TokenCounter",
+    "base_score",
     "clear_caches",
     "default_is_active",
     "default_scorer",
@@ -94,7 +95,7 @@ __all__ = [
     "significant_words",
     "validate",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 # ===========================================================================
 # Constants: the defaults and the default scorer's numbers (README's table)
@@ -818,44 +819,63 @@ def _query(context: Context | None, now: datetime) -> _Query:
         raise ContextError(str(exc), field="tags") from None
     now_seconds = parse_created(now)
     assert now_seconds is not None  # _resolve_now made it an aware datetime
-    return _Query(
-        words=significant_words(message),
-        tags=tags,
-        project=context.get("project"),
-        now=now_seconds,
-    )
+    return _Query(significant_words(message), tags, context.get("project"), now_seconds)
+
+
+def base_score(
+    priority: float,
+    created: float | None,
+    tags: Collection[str] | None,
+    project: object,
+    now: float,
+    context_tags: frozenset[str] = frozenset(),
+    context_project: object = None,
+) -> float:
+    """Priority x recency x tags x project, multiplied in this order: the
+    default score of an entry's fields as read, but its message factor.
+
+    >>> base_score(4.0, 0.0, ["x"], "p", 30 * 86400.0, frozenset("x"), "p")
+    6.8999999999999995
+
+    Recency ``max(0.3, 1 - 0.7 * days / 90)`` from ``created`` to ``now``
+    (POSIX seconds; the future is 0 days, None 1); tags ``1 + 0.5 * share`` of
+    the distinct ``tags`` in ``context_tags``; project 1.5 if equal to
+    ``context_project``, else 0.5 (None 1). Public so that an index outside
+    the library derives its scores and bounds from it, not from a copy: near
+    the float limit the order matters. Nothing is checked.
+    """
+    score = priority
+    if created is not None:
+        age = (now - created) / _SECONDS_PER_DAY
+        days = age if age > 0.0 else 0.0
+        factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
+        score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
+    if tags and context_tags and not context_tags.isdisjoint(tags):
+        distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
+        score *= 1.0 + TAG_BOOST * len(distinct & context_tags) / len(distinct)
+    if project is not None:
+        score *= PROJECT_MATCH if project == context_project else PROJECT_MISMATCH
+    return score
 
 
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
-    """Priority x recency x tags x project, every factor but the message term
-    (which alone reads the content, so the ranking can bound the score
-    first), and the instant of ``created`` (read once per call, also for the
-    tie order). Raises EntryTypeError or EntryValueError naming the entry for
-    a bad ``base_priority`` or ``tags``, or a ``created`` or ``project`` whose
-    own offset or comparison fails."""
-    score = _priority(entry, index)
+    """:func:`base_score` of the entry's fields, read and checked, and the
+    ``created`` instant (read once per call: the tie order needs it too)."""
+    priority = _priority(entry, index)
     try:
         tags = _tags(entry.get("tags"), "tags")
     except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
         raise _entry_error(exc, index, entry, "tags") from exc
     project = entry.get("project")
-    try:
+    try:  # a created or project whose own offset or comparison fails
         seconds = parse_created(entry.get("created"))
-        matched = project is not None and bool(project == query.project)
-    except (TypeError, ValueError) as exc:  # the value's own method failed
+        score = base_score(
+            priority, seconds, tags, project, query.now, query.tags, query.project
+        )
+    except (TypeError, ValueError) as exc:
         raise _entry_error(exc, index, entry, None) from exc
-    if seconds is not None:  # recency: max(0.3, 1 - 0.7 * days / 90), future is 0
-        age = (query.now - seconds) / _SECONDS_PER_DAY
-        days = age if age > 0.0 else 0.0
-        factor = 1.0 - RECENCY_SLOPE * days / RECENCY_HORIZON_DAYS
-        score *= factor if factor > RECENCY_FLOOR else RECENCY_FLOOR
-    if tags and query.tags and not query.tags.isdisjoint(tags):
-        distinct = frozenset(tags)  # a share of distinct tags; none shared is 1
-        score *= 1.0 + TAG_BOOST * len(distinct & query.tags) / len(distinct)
-    if project is not None:
-        score *= PROJECT_MATCH if matched else PROJECT_MISMATCH
     return score, seconds
 
 
@@ -883,14 +903,10 @@ def default_scorer(
     >>> default_scorer({"base_priority": 4, "created": "2025-12-02"}, None, now=now)
     3.0666666666666664
 
-    - priority: ``base_priority``, default 5.
-    - recency: ``max(0.3, 1 - 0.7 * days / 90)`` by the age of ``created``
-      (future counts as 0 days; missing or unparseable means no decay).
-    - tags: ``1 + 0.5 * share`` of the entry's distinct tags in ``context["tags"]``.
-    - project: 1.0 when the entry has none, 1.5 when equal to
-      ``context["project"]``, else 0.5.
-    - message: with ``overlap`` the share of the message's significant words
-      found in the content, ``1 + 1.5 * overlap`` when it exceeds 0.15.
+    That is :func:`base_score` of the entry's fields (``base_priority``
+    default 5) and the context's tags and project, times ``1 + 1.5 * overlap``
+    when ``overlap``, the share of the message's significant words found in
+    the content, exceeds 0.15.
 
     The scale: priority 5, fresh, no tags, no project and no matching words
     scores 5.0. There is no access-frequency term: ranking must never feed on

@@ -11,9 +11,10 @@ core every entry of the namespace), in alternating order: ``remember``,
 then a recall (after the write), then another (warm); both modes' results
 are checked equal on every warm recall. Medians and B/A are printed.
 
-The index ranks candidates by bounds of their scores computed from the
-scorer's published numbers (priority x recency x project, and the message
-and tag shares), a copy of the rule's shape that must earn its place: A is
+The index ranks candidates by bounds of their scores computed by the
+scorer's published rule, ``poolsplit.base_score`` (priority x recency x
+project, and the message and tag shares, in an order of its own), which
+must earn its place: A is
 the index as shipped, B the same index with every bound taken from
 ``poolsplit.default_scorer`` instead (the rule itself, about 2 us a call).
 Both run turn by turn in alternating order on the stores of

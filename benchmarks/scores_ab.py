@@ -5,10 +5,10 @@
 
 The semantic ranking's factor is above 1 for nearly every entry, so no recall
 index can skip entries: ``_ranking.recall_by_scores`` scores every entry in
-one loop (the base by default_scorer's published rule, a copy that
-tests/test_ranking.py proves equal float for float) and hands the core the
-best few. Its plain alternative is ``poolsplit.retrieve_pools`` with the
-ranking's scorer on every entry. This times both on ``mcp_recall.entries``'s
+one loop (the base by ``poolsplit.base_score``, the rule default_scorer
+calls, of fields read once per entry) and hands the core the best few.
+Its plain alternative is ``poolsplit.retrieve_pools`` with the ranking's
+scorer on every entry. This times both on ``mcp_recall.entries``'s
 ``spread`` store with the same hybrid relevance (random unit vectors stand in
 for the model's, which only the cosines' values depend on), interleaved turn
 by turn, the order swapped every turn, and checks every turn's two results

@@ -10,7 +10,7 @@ import pytest
 from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
-from oracle import iso_seconds
+from oracle import iso_seconds, oracle_score
 from oracle import significant_words as oracle_words
 
 import poolsplit
@@ -411,3 +411,67 @@ def test_default_scorer_returns_a_float():
     """6: default_scorer({}) returned the int 5."""
     score = default_scorer({}, now=NOW)
     assert type(score) is float and score == 5.0
+
+
+# --- base_score: the published rule -------------------------------------------
+
+NOW_SECONDS = (NOW - EPOCH).total_seconds()
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "base_priority": st.one_of(
+            st.floats(allow_nan=False),
+            st.integers(-(10**6), 10**6),
+            st.sampled_from([1.7e308, -1.7e308, 1.2e308, 5e-324]),
+        ),
+        "created": st.floats(NOW_SECONDS - 4e7, NOW_SECONDS + 4e6),
+        "tags": st.lists(st.sampled_from(["a", "b", "c"]), max_size=4),
+        "project": st.sampled_from(["p", "q"]),
+    },
+)
+queries = st.fixed_dictionaries(
+    {
+        "tags": st.lists(st.sampled_from(["a", "b", "d"]), max_size=3),
+        "project": st.sampled_from([None, "p", "q"]),
+    }
+)
+
+
+@given(fields, queries)
+def test_base_score_is_default_scorer_without_a_message(entry, context):
+    """base_score of an entry's fields, read as the README reads them, is
+    default_scorer's score with no message and the README's oracle's, float
+    for float."""
+    got = poolsplit.base_score(
+        float(entry.get("base_priority", 5.0)),
+        entry.get("created"),
+        entry.get("tags"),
+        entry.get("project"),
+        NOW_SECONDS,
+        frozenset(context["tags"]),
+        context["project"],
+    )
+    expected = score(entry, context)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
+    readme = oracle_score(entry, context, now=NOW)
+    assert got == readme or (math.isnan(got) and math.isnan(readme))
+
+
+def test_base_score_multiplies_in_the_documented_order():
+    """priority x recency x tags x project: near the float limit a shared
+    tag (x1.5) overflows before a project of another (x0.5) could halve it,
+    and default_scorer, which calls it, agrees."""
+    entry = {"base_priority": 1.7e308, "tags": ["a"], "project": "p"}
+    context = {"tags": ["a"], "project": "q"}
+    fields = (1.7e308, None, ["a"], "p", NOW_SECONDS, frozenset("a"), "q")
+    assert poolsplit.base_score(*fields) == math.inf == score(entry, context)
+
+
+def test_base_score_leaves_out_what_is_missing():
+    """No created, tags or project: each a factor of 1; the context is
+    optional; the future is 0 days old."""
+    assert poolsplit.base_score(3.0, None, None, None, NOW_SECONDS) == 3.0
+    future = NOW_SECONDS + 86400.0
+    assert poolsplit.base_score(3.0, future, [], None, NOW_SECONDS) == 3.0
+    assert poolsplit.base_score(3.0, None, ["a"], "p", 0.0) == 1.5  # x0.5
+    assert "base_score" in poolsplit.__all__

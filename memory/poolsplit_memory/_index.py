@@ -28,8 +28,8 @@ come in streams of their own,
 bounded by the largest boost any of them can get (the most message words an
 entry shares, counted at C speed); once such a stream offers an entry, the
 entry goes back in the heap with the bound of its own shares. Bounds are
-computed from the scorer's published numbers (``RECENCY_SLOPE``,
-``PROJECT_MATCH``...), widened by a relative and an absolute margin so that
+computed by the scorer's published rule (``poolsplit.base_score``, which
+default_scorer calls), widened by a relative and an absolute margin so that
 they are never below the score; benchmarks/index_ab.py is the A/B against
 taking them from ``default_scorer`` (3x slower), and a property test checks
 them against it. A heap merges a pool's streams, best bound first, and
@@ -97,7 +97,8 @@ _TINY = 2.0**-1000
 # scores tie may have bounds an ulp or a margin apart, and a tie must not be
 # split between the subset and the rest.
 _TIE_BAND = 2.0**-26
-_MAX_TAGS = 1.0 + poolsplit.TAG_BOOST
+# The largest tag factor: the rule's, of an entry whose every tag is shared.
+_MAX_TAGS = poolsplit.base_score(1.0, None, ("a",), None, 0.0, frozenset("a"))
 # The scorer multiplies priority x recency x tags x project (x message), the
 # index's bounds priority x recency x project x tags: near the float limit
 # the scorer's product may overflow where the index's does not (1.7e308 x
@@ -109,7 +110,11 @@ _MAX_TAGS = 1.0 + poolsplit.TAG_BOOST
 # widened to infinity: it may bound an infinite score.
 _NEAR_LIMIT = (
     sys.float_info.max
-    * min(poolsplit.PROJECT_MISMATCH, poolsplit.PROJECT_MATCH, 1.0)
+    * min(  # the rule's project factors: matched, other (of a priority of 1)
+        poolsplit.base_score(1.0, None, None, "a", 0.0, frozenset(), "a"),
+        poolsplit.base_score(1.0, None, None, "a", 0.0, frozenset(), "b"),
+        1.0,
+    )
     / 2.0
 )
 # Candidates taken per pool in the first round, as a multiple of
@@ -744,36 +749,29 @@ class Index:
         if base <= 0:
             return weighed(base, factor)  # tags multiply by 1 or more: lower still
         tags = self._tag_sets[key]
-        if tags and call.tags:
-            shared = len(call.tags.intersection(tags))
-            factor *= 1.0 + poolsplit.TAG_BOOST * shared / len(tags)
+        if tags and call.tags:  # the rule's tag factor alone: of a priority of 1
+            factor *= poolsplit.base_score(1.0, None, tags, None, 0.0, call.tags)
         return weighed(base, factor)
 
     def _base(self, key: int, call: _Call) -> float:
-        """The score without the message and tags: priority x recency x
-        project, by the scorer's published numbers. Not yet a bound: the
-        scorer's own order of operations may round higher, so callers widen
-        what they push (:func:`_widened`)."""
-        base = self._priority[key]
-        seconds = self._created[key]
-        if seconds is not None:
-            days = (call.now_seconds - seconds) / 86400.0
-            if days > 0.0:
-                recency = (
-                    1.0
-                    - poolsplit.RECENCY_SLOPE * days / poolsplit.RECENCY_HORIZON_DAYS
-                )
-                base *= (
-                    recency
-                    if recency > poolsplit.RECENCY_FLOOR
-                    else poolsplit.RECENCY_FLOOR
-                )
+        """The score without the message and tags: ``poolsplit.base_score``
+        of the priority, ``created`` and project, with no tags (a factor of
+        1: :meth:`_boosted_bound` bounds them). Not yet a bound: the scorer
+        multiplies the tags in before the project, which may round higher, so
+        callers widen what they push (:func:`_widened`)."""
         project = self._entries[key].get("project")
         # The lexical ranking leaves the project out of a context naming none.
-        if project is not None and (call.project is not None or call.relevance is None):
-            match = project == call.project
-            base *= poolsplit.PROJECT_MATCH if match else poolsplit.PROJECT_MISMATCH
-        return base
+        if call.project is None and call.relevance is not None:
+            project = None
+        return poolsplit.base_score(
+            self._priority[key],
+            self._created[key],
+            None,
+            project,
+            call.now_seconds,
+            call.tags,  # not read: no tags
+            call.project,
+        )
 
 
 def _discard(ranks: list[tuple[Any, ...]], rank: tuple[Any, ...]) -> None:

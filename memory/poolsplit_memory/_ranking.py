@@ -749,18 +749,15 @@ def _fast_scores(
     relevance: Relevance,
 ) -> list[float]:
     """Every entry's score, as ``stats.scorer(context)`` gives it: the base by
-    default_scorer's published rule (tests/test_ranking.py proves the two
-    equal, float for float), times the relevance factor."""
+    ``poolsplit.base_score`` (the rule default_scorer calls) of the fields
+    :func:`_features` read once, times the relevance factor
+    (tests/test_ranking.py proves the two equal, float for float)."""
     now_seconds = poolsplit.parse_created(now)
     assert now_seconds is not None  # an aware datetime
     query_tags = frozenset(context.get("tags") or ())
     query_project = context.get("project")
     base_context = {key: context[key] for key in context if key != "message"}
-    slope = poolsplit.RECENCY_SLOPE
-    horizon = poolsplit.RECENCY_HORIZON_DAYS
-    floor = poolsplit.RECENCY_FLOOR
-    boost = poolsplit.TAG_BOOST
-    match, mismatch = poolsplit.PROJECT_MATCH, poolsplit.PROJECT_MISMATCH
+    base_score = poolsplit.base_score  # read per call: a patched rule is followed
     no_project = query_project is None
     features = stats._features
     relevance.complete()  # every content sharing a term in the shares
@@ -778,16 +775,12 @@ def _fast_scores(
             score = poolsplit.default_scorer(based, base_context, now=now)
             scores.append(weighed(score, relevance.factor(entry)))
             continue
-        score, seconds, tags, project, _ = found
-        if seconds is not None:
-            age = (now_seconds - seconds) / 86400.0
-            days = age if age > 0.0 else 0.0
-            factor = 1.0 - slope * days / horizon
-            score *= factor if factor > floor else floor
-        if tags is not None and query_tags and not query_tags.isdisjoint(tags):
-            score *= 1.0 + boost * len(tags & query_tags) / len(tags)
-        if project is not None and not no_project:
-            score *= match if project == query_project else mismatch
+        priority, seconds, tags, project, _ = found
+        if no_project:  # a context naming no project leaves the entry's out
+            project = None
+        score = base_score(
+            priority, seconds, tags, project, now_seconds, query_tags, query_project
+        )
         content = entry.get("content")
         if type(content) is not str:  # None is "", a number its str()
             content = _content(entry)
