@@ -308,7 +308,12 @@ def test_property_add_and_remove_keep_what_a_rebuild_computes(
     entries, removed, context
 ):
     stats = Statistics()
-    for e in entries:
+    half = len(entries) // 2
+    for e in entries[:half]:
+        stats.add(e)
+    for term in list(stats._postings)[::2]:  # made: then kept by the writes
+        stats.by_length(term)
+    for e in entries[half:]:
         stats.add(e)
     gone = {i % len(entries) for i in removed}
     for i in sorted(gone):
@@ -330,9 +335,10 @@ def test_property_add_and_remove_keep_what_a_rebuild_computes(
             by_length.setdefault(term, {}).setdefault(len(own), set())
             by_length[term][len(own)].add(oracle_text(e))
     assert {
-        term: {length: set(held) for length, held in lengths.items()}
-        for term, lengths in stats._by_length.items()
+        term: {length: set(held) for length, held in stats.by_length(term).items()}
+        for term in stats._postings
     } == by_length
+    assert stats._by_length.keys() <= stats._postings.keys()
     mine, theirs = stats.scorer(context), rebuilt.scorer(context)
     for e in kept:
         assert mine(e, context, now=NOW) == theirs(e, context, now=NOW)
