@@ -558,13 +558,15 @@ class Relevance:
 
     Built in O(postings of the message's rarest terms): the terms are
     weighed rarest first, and each content holding one gets its exact ``r``
-    (its shared idf summed in the terms' sorted order), until no content
-    left can beat ``best``: one holding only the terms left has an ``r`` of
-    at most their idf times the length part of the shortest content, over
-    the ceiling. ``best`` is then exact, and a chat's common words ("work",
-    held by half the store) are not visited: :meth:`bounds` bounds their
-    contents by those terms' idf, and :meth:`share` weighs such a content
-    when asked, the same way (so scoring it costs a few lookups once).
+    (its shared idf summed in the terms' sorted order; one float for the
+    contents of one length holding the same terms, weighed once: see
+    :func:`split`), until no content left can beat ``best``: one holding
+    only the terms left has an ``r`` of at most their idf times the length
+    part of the shortest content, over the ceiling. ``best`` is then exact,
+    and a chat's common words ("work", held by half the store) are not
+    visited: :meth:`bounds` bounds their contents by those terms' idf, and
+    :meth:`share` weighs such a content when asked, the same way (so
+    scoring it costs a few lookups once).
     :meth:`complete` visits the rest (a loop reading every entry's ``r``);
     ``complete=True`` does so at once (:class:`_semantic.Hybrid`).
 
