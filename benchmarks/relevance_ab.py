@@ -102,35 +102,33 @@ def without(index: Index, mechanism: str) -> Any:
     return plain
 
 
-class EachRelevance(Relevance):
-    """``--off split``: ``_visit`` as before ``_ranking.split``, each content
-    of a visited term weighed on its own."""
-
-    def _visit(self, every: bool) -> None:
-        stats, order, left = self._stats, self._order, self._left
-        postings, contents = stats._postings, stats._contents
-        share, owned, parts = self._share, self._owned, self._parts
-        ceiling = self._ceiling
-        most_part = self._most_part()
+def each_visit(self: Any, every: bool) -> None:
+    """``--off split``: ``Relevance._visit`` as before ``_ranking.split``,
+    each content of a visited term weighed on its own."""
+    stats, order, left = self._stats, self._order, self._left
+    postings, contents = stats._postings, stats._contents
+    share, owned, parts = self._share, self._owned, self._parts
+    ceiling = self._ceiling
+    most_part = self._most_part()
+    best = max(owned.values(), default=0.0)
+    while self._visited < len(order):
+        at = self._visited
+        if not every and left[at] * most_part <= best:
+            return
+        term = order[at]
+        held = postings[term]
+        for content in held.keys() - share.keys() if share else held:
+            own = contents[content][0]
+            length = len(own)
+            part = parts.get(length)
+            if part is None:
+                part = parts[length] = self._part(length)
+            r = share[content] = self._shared_idf(own) * part / ceiling
+            stream = (term, length)
+            if r > owned.get(stream, -1.0):
+                owned[stream] = r
         best = max(owned.values(), default=0.0)
-        while self._visited < len(order):
-            at = self._visited
-            if not every and left[at] * most_part <= best:
-                return
-            term = order[at]
-            held = postings[term]
-            for content in held.keys() - share.keys() if share else held:
-                own = contents[content][0]
-                length = len(own)
-                part = parts.get(length)
-                if part is None:
-                    part = parts[length] = self._part(length)
-                r = share[content] = self._shared_idf(own) * part / ceiling
-                stream = (term, length)
-                if r > owned.get(stream, -1.0):
-                    owned[stream] = r
-            best = max(owned.values(), default=0.0)
-            self._visited = at + 1
+        self._visited = at + 1
 
 
 def turn(
@@ -147,10 +145,12 @@ def turn(
         index._call = by_base(index)
     elif variant == "D" and off == "union":
         index._call = without(index, off)
-    kind = EachRelevance if variant == "D" and off == "split" else Relevance
+    shipped_visit = Relevance._visit
+    if variant == "D" and off == "split":
+        Relevance._visit = each_visit
     try:
         started = time.process_time()
-        relevance = kind(stats, message, NOW, complete=variant == "A")
+        relevance = Relevance(stats, message, NOW, complete=variant == "A")
         weighed = time.process_time()
         got = index.recall(
             floored(pools, relevance),
@@ -162,6 +162,7 @@ def turn(
         done = time.process_time()
     finally:
         index._call = shipped
+        Relevance._visit = shipped_visit
     return weighed - started, done - started, relevance, got
 
 

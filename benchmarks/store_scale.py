@@ -263,7 +263,7 @@ def _print_ratios(
     small, large = min(sizes), max(sizes)
 
     def median(size: int, key: str) -> float:
-        return statistics.median(report[key] for report in runs[size])
+        return float(statistics.median(report[key] for report in runs[size]))
 
     firsts = [report["first"] for report in runs[large]]
     if None in firsts:
