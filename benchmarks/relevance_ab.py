@@ -23,7 +23,9 @@ new question of three variants, in rotating order:
 - D, with ``--off MECHANISM``: C without one of its mechanisms, to show
   that it earns its place: ``union`` (the call builds the union of the
   word streams' entries, as a walk of every stream needs, not
-  ``_index._Union``); C / D, paired, is printed too.
+  ``_index._Union``); ``split`` (the relevance weighs each content of a
+  visited term one by one, not once per part of ``_ranking.split``);
+  C / D, paired, is printed too.
 
 Every turn the variants' recalls are checked equal; in the five untimed turns
 the relevances' ``best``, and every counted content's ``share`` and
@@ -32,8 +34,9 @@ least its factor. Printed: the medians of the relevance alone and of
 relevance + recall, in CPU time of this process (``time.process_time``:
 the machine is shared, and a preempted wall clock is not this code's
 time), and each variant's paired ratio to A (the median of turn-by-turn
-ratios). Nothing is asserted about time; pytest never collects this.
-Needs poolsplit-memory installed.
+ratios); with ``--off``, C / D paired and of the totals (the questions
+that cost most weigh in the latter). Nothing is asserted about time;
+pytest never collects this. Needs poolsplit-memory installed.
 """
 
 from __future__ import annotations
@@ -99,6 +102,35 @@ def without(index: Index, mechanism: str) -> Any:
     return plain
 
 
+def each_visit(self: Any, every: bool) -> None:
+    """``--off split``: ``Relevance._visit`` as before ``_ranking.split``,
+    each content of a visited term weighed on its own."""
+    stats, order, left = self._stats, self._order, self._left
+    postings, contents = stats._postings, stats._contents
+    share, owned, parts = self._share, self._owned, self._parts
+    ceiling = self._ceiling
+    most_part = self._most_part()
+    best = max(owned.values(), default=0.0)
+    while self._visited < len(order):
+        at = self._visited
+        if not every and left[at] * most_part <= best:
+            return
+        term = order[at]
+        held = postings[term]
+        for content in held.keys() - share.keys() if share else held:
+            own = contents[content][0]
+            length = len(own)
+            part = parts.get(length)
+            if part is None:
+                part = parts[length] = self._part(length)
+            r = share[content] = self._shared_idf(own) * part / ceiling
+            stream = (term, length)
+            if r > owned.get(stream, -1.0):
+                owned[stream] = r
+        best = max(owned.values(), default=0.0)
+        self._visited = at + 1
+
+
 def turn(
     stats: Statistics,
     index: Index,
@@ -111,8 +143,11 @@ def turn(
     shipped = index._call
     if variant in "AB":
         index._call = by_base(index)
-    elif variant == "D":
+    elif variant == "D" and off == "union":
         index._call = without(index, off)
+    shipped_visit = Relevance._visit
+    if variant == "D" and off == "split":
+        Relevance._visit = each_visit
     try:
         started = time.process_time()
         relevance = Relevance(stats, message, NOW, complete=variant == "A")
@@ -127,6 +162,7 @@ def turn(
         done = time.process_time()
     finally:
         index._call = shipped
+        Relevance._visit = shipped_visit
     return weighed - started, done - started, relevance, got
 
 
@@ -154,7 +190,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=41)
-    parser.add_argument("--off", choices=("union",), default="")
+    parser.add_argument("--off", choices=("union", "split"), default="")
     shapes = parser.add_mutually_exclusive_group()
     shapes.add_argument("--aged", action="store_true")
     shapes.add_argument("--spread", action="store_true")
@@ -179,7 +215,7 @@ def main() -> None:
         if any(ids[variant] != ids["A"] for variant in variants):
             raise SystemExit(f"turn {number}: the recalls differ for {message!r}")
         if number < 5:  # untimed; the relevances checked equal entry by entry
-            if not same(stats, got["A"][2], got["B"][2]):
+            if not all(same(stats, got["A"][2], got[v][2]) for v in variants[1:]):
                 raise SystemExit(f"turn {number}: the relevances differ")
             continue
         for variant in variants:
@@ -200,7 +236,11 @@ def main() -> None:
             paired = statistics.median(
                 c / d if d else 1.0 for c, d in zip(samples["C"], samples["D"])
             )
-            print(f"C / D (without {args.off}), {title}, paired: {paired:.2f}")
+            total = sum(samples["C"]) / sum(samples["D"])
+            print(
+                f"C / D (without {args.off}), {title}, paired: {paired:.2f}"
+                f", of the totals: {total:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
     pip install 'poolsplit-memory[postgres]'            # or the wheels
     eval "$(bash scripts/start-postgres.sh)"             # for the PostgreSQL rows
     python benchmarks/store_scale.py [--sizes 100,10000] [--turns 30]
-                                     [--pg-dsn URL] [--profile]
+                                     [--pg-dsn URL] [--profile] [--repeat N]
 
 For each backend (SQLite; PostgreSQL with ``--pg-dsn`` or
 ``POOLSPLIT_PG_DSN``, else a line saying it is skipped) and each size, a
@@ -31,9 +31,14 @@ first at 10,000 <= 300 ms), and the process's CPU time of the first recall
 (``first cpu``: the wall time less what the other processes of a shared
 machine took). ``--profile`` adds, per row, cProfile's top
 functions by cumulative time for the first recall and for 20 warm recalls,
-each with its share of the whole. Nothing is asserted; pytest never
+each with its share of the whole. ``--repeat N`` runs every size's row N
+times, the sizes alternating (100, 10000, 100, ...; a store of the
+smaller sizes filled again each time, the largest once), and the ratios
+are those of the medians over the runs, each run's warm ratio beside
+them: one run's ratio moves with the load of the minute (2.5-6x on one
+code). Nothing is asserted; pytest never
 collects this. PostgreSQL rows use a database of their own
-(``poolsplit_scale_PID``, dropped at the end).
+(``poolsplit_scale_PID_N``, dropped at the end).
 """
 
 from __future__ import annotations
@@ -147,11 +152,11 @@ def row(url: str, turns: int, profile: bool) -> dict[str, Any]:
     return report
 
 
-def _database(dsn: str) -> tuple[str, Any]:
+def _database(dsn: str, number: int) -> tuple[str, Any]:
     """A database of its own on the server ``dsn`` names, and how to drop it."""
     import psycopg
 
-    name = f"poolsplit_scale_{os.getpid()}"
+    name = f"poolsplit_scale_{os.getpid()}_{number}"
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     base, _, tail = dsn.rpartition("/")
@@ -171,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--pg-dsn", default=os.environ.get("POOLSPLIT_PG_DSN"))
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--row", metavar="URL")
     args = parser.parse_args(argv)
     if args.row:
@@ -189,61 +195,100 @@ def main(argv: list[str] | None = None) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     with tempfile.TemporaryDirectory() as folder:
         for backend in backends:
-            got = {}
-            for size in sizes:
-                drop = None
-                if backend == "SQLite":
-                    url = os.path.join(folder, f"scale-{size}.db")
-                else:
-                    url, drop = _database(args.pg_dsn)
-                try:
-                    filled = fill(url, size)
-                    command = [sys.executable, __file__, "--row", url]
-                    command += ["--turns", str(args.turns)]
-                    if args.profile:
-                        command.append("--profile")
-                    out = subprocess.run(
-                        command, check=True, capture_output=True, text=True, cwd=here
-                    ).stdout
-                finally:
-                    if drop is not None:
-                        drop()
-                got[size] = report = json.loads(out.strip().splitlines()[-1])
-                first = report["first"]
-                first_ms = "profiled" if first is None else f"{first * 1e3:.2f}"
-                cpu = report.get("first cpu")
-                cpu_ms = "" if cpu is None else f"{cpu * 1e3:.0f}"
-                opened = report["open"] * 1e3
-                print(
-                    f"{backend:<11} {size:>7} {filled:8.1f} {opened:9.2f} "
-                    f"{first_ms:>9} {cpu_ms:>6} {report['second'] * 1e3:10.2f} "
-                    f"{report['warm'] * 1e3:8.2f} "
-                    f"{report['after write'] * 1e3:15.2f}"
-                    f"  {report['warm cpu'] * 1e3:11.2f} "
-                    f"{report['after write cpu'] * 1e3:12.2f}"
-                    f"  {report['write'] * 1e3:8.2f}"
-                )
-                for kind in ("profile first", "profile warm"):
-                    if kind in report:
-                        print(f"  {kind} ({backend}, {size}):\n{report[kind]}")
-            small, large = min(sizes), max(sizes)
-            first = got[large]["first"]
-            first_ms = "profiled" if first is None else f"{first * 1e3:.0f} ms"
-            print(f"{backend}: first at {large}: {first_ms} (target <= 300 ms)")
-            for clock in ("", " cpu"):
-                warm = got[large]["warm" + clock] / got[small]["warm" + clock]
-                after = [
-                    f"after write / warm at {n}: "
-                    f"{got[n]['after write' + clock] / got[n]['warm' + clock]:.2f}"
-                    for n in sizes
-                ]
-                print(
-                    f"{backend}{' CPU' if clock else ''}: warm {large}/{small} "
-                    f"{warm:.2f}x (target <= 3); "
-                    + "; ".join(after)
-                    + " (target <= 1.5)"
-                )
+            runs: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
+            drops: list[Any] = []
+            try:
+                for repeat in range(args.repeat):
+                    for size in sizes:
+                        # A small store is filled again for each run (the
+                        # rows' 30 writes would grow it by a third); the
+                        # largest is filled once (its rows add 0.3% each).
+                        if repeat and size >= max(sizes):
+                            url, filled = runs[size][0]["url"], 0.0
+                        elif backend == "SQLite":
+                            url = os.path.join(folder, f"scale-{size}-{repeat}.db")
+                            filled = fill(url, size)
+                        else:
+                            url, drop = _database(args.pg_dsn, len(drops))
+                            drops.append(drop)
+                            filled = fill(url, size)
+                        report = _run(here, url, args)
+                        report["url"] = url
+                        runs[size].append(report)
+                        _print_row(backend, size, filled, report)
+            finally:
+                for drop in drops:
+                    drop()
+            _print_ratios(backend, sizes, runs)
     return 0
+
+
+def _run(here: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One row in a fresh process."""
+    command = [sys.executable, __file__, "--row", url, "--turns", str(args.turns)]
+    if args.profile:
+        command.append("--profile")
+    out = subprocess.run(
+        command, check=True, capture_output=True, text=True, cwd=here
+    ).stdout
+    report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return report
+
+
+def _print_row(backend: str, size: int, filled: float, report: dict[str, Any]) -> None:
+    first = report["first"]
+    first_ms = "profiled" if first is None else f"{first * 1e3:.2f}"
+    cpu = report.get("first cpu")
+    cpu_ms = "" if cpu is None else f"{cpu * 1e3:.0f}"
+    opened = report["open"] * 1e3
+    print(
+        f"{backend:<11} {size:>7} {filled:8.1f} {opened:9.2f} "
+        f"{first_ms:>9} {cpu_ms:>6} {report['second'] * 1e3:10.2f} "
+        f"{report['warm'] * 1e3:8.2f} "
+        f"{report['after write'] * 1e3:15.2f}"
+        f"  {report['warm cpu'] * 1e3:11.2f} "
+        f"{report['after write cpu'] * 1e3:12.2f}"
+        f"  {report['write'] * 1e3:8.2f}"
+    )
+    for kind in ("profile first", "profile warm"):
+        if kind in report:
+            print(f"  {kind} ({backend}, {size}):\n{report[kind]}")
+
+
+def _print_ratios(
+    backend: str, sizes: list[int], runs: dict[int, list[dict[str, Any]]]
+) -> None:
+    """The targets' ratios, from the medians over the runs of each size;
+    with several runs, each run's warm ratio too (run k of each size)."""
+    small, large = min(sizes), max(sizes)
+
+    def median(size: int, key: str) -> float:
+        return float(statistics.median(report[key] for report in runs[size]))
+
+    firsts = [report["first"] for report in runs[large]]
+    if None in firsts:
+        first_ms = "profiled"
+    else:
+        first_ms = " / ".join(f"{first * 1e3:.0f}" for first in firsts) + " ms"
+    print(f"{backend}: first at {large}: {first_ms} (target <= 300 ms)")
+    for clock in ("", " cpu"):
+        warm = median(large, "warm" + clock) / median(small, "warm" + clock)
+        after = [
+            f"after write / warm at {n}: "
+            f"{median(n, 'after write' + clock) / median(n, 'warm' + clock):.2f}"
+            for n in sizes
+        ]
+        each = ""
+        if len(runs[large]) > 1:
+            ratios = [
+                big["warm" + clock] / little["warm" + clock]
+                for big, little in zip(runs[large], runs[small])
+            ]
+            each = " (runs: " + ", ".join(f"{r:.2f}" for r in ratios) + ")"
+        print(
+            f"{backend}{' CPU' if clock else ''}: warm {large}/{small} "
+            f"{warm:.2f}x{each} (target <= 3); " + "; ".join(after) + " (target <= 1.5)"
+        )
 
 
 if __name__ == "__main__":

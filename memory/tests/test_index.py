@@ -326,6 +326,12 @@ def test_bounds_are_never_below_the_score(
     1,
     {"message": "", "tags": [], "project": None},
 )
+@example(  # -1 is negative too: its dated entry (x recency) beats its undated
+    # one; a mutant filing -1 as positive (undated first) left it out
+    [(None, -1), (None, 0), ("2026-03-01", -2), ("2026-03-01", -1)],
+    2,
+    {"message": "", "tags": [], "project": None},
+)
 @given(
     st.lists(
         st.tuples(st.sampled_from(CREATED), st.sampled_from([-5, -2, -1, 0, 0.0, 3])),

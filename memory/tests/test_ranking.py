@@ -308,7 +308,12 @@ def test_property_add_and_remove_keep_what_a_rebuild_computes(
     entries, removed, context
 ):
     stats = Statistics()
-    for e in entries:
+    half = len(entries) // 2
+    for e in entries[:half]:
+        stats.add(e)
+    for term in list(stats._postings)[::2]:  # made: then kept by the writes
+        stats.by_length(term)
+    for e in entries[half:]:
         stats.add(e)
     gone = {i % len(entries) for i in removed}
     for i in sorted(gone):
@@ -321,9 +326,36 @@ def test_property_add_and_remove_keep_what_a_rebuild_computes(
     assert stats._types == rebuilt._types
     assert stats._length_counts == rebuilt._length_counts
     assert stats._always_types == rebuilt._always_types
+    # each term's contents by length (what Relevance._visit weighs at once),
+    # counted from scratch
+    by_length = {}
+    for e in kept:
+        own = oracle_terms(oracle_text(e))
+        for term in own:
+            by_length.setdefault(term, {}).setdefault(len(own), set())
+            by_length[term][len(own)].add(oracle_text(e))
+    assert {
+        term: {length: set(held) for length, held in stats.by_length(term).items()}
+        for term in stats._postings
+    } == by_length
+    assert stats._by_length.keys() <= stats._postings.keys()
     mine, theirs = stats.scorer(context), rebuilt.scorer(context)
     for e in kept:
         assert mine(e, context, now=NOW) == theirs(e, context, now=NOW)
+
+
+@given(
+    items=st.sets(st.integers(0, 20)),
+    holders=st.lists(st.sets(st.integers(0, 20)), max_size=4),
+)
+def test_property_split_parts_items_by_the_holders_that_hold_them(items, holders):
+    """Every item in exactly one part; in a part, every item held by the same
+    holders; two parts, not by the same (Relevance weighs a part once)."""
+    parts = _ranking.split(items, holders)
+    assert sorted(x for part in parts for x in part) == sorted(items)
+    held_by = [{tuple(x in h for h in holders) for x in part} for part in parts]
+    assert all(len(signatures) == 1 for signatures in held_by)
+    assert len({min(signatures) for signatures in held_by}) == len(parts)
 
 
 def test_removing_an_entry_never_added_names_it():
