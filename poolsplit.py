@@ -15,23 +15,7 @@
 ...  for name, got in retrieve_pools(store, pools, now=now).items()}
 {'core': ['c1'], 'work': ['t1'], 'skills': ['s1']}
 
-Entry keys (all optional; an entry is any ``Mapping``):
-
-=================  ===========================================================
-key                meaning
-=================  ===========================================================
-``content``        the payload text; missing or None is "", other values str()
-``type``           entry type, default ``"note"``; pools select by it
-``scope``          ``"always"`` loads unconditionally, outside every cap
-``tags``           list of str (a bare str is one tag)
-``project``        str, or None for general entries
-``created``        ISO-8601 str, ``datetime``, ``date`` or POSIX seconds
-``token_count``    precomputed cost; used when a positive int
-``base_priority``  real number, default 5
-``status``         ``"active"`` (the default) or anything else (inactive)
-``superseded_by``  any truthy value retires the entry
-``id``             identifier; breaks ties in the ranking
-=================  ===========================================================
+An entry is any ``Mapping``; :class:`EntryDict` lists its keys, all optional.
 
 The runtime comes first (constants, types, one reader per field, the
 defaults, the engine, ``retrieve_pools``, ``retrieve``, ``render``,
@@ -150,17 +134,17 @@ class EntryDict(TypedDict, total=False):
     the README's schema table gives.
     """
 
-    id: object
-    content: str | None
-    type: str | None
-    scope: str | None
-    tags: list[str] | str | None
-    project: str | None
-    created: str | datetime | date | float | None
-    token_count: int | None
-    base_priority: float | None
-    status: str | None
-    superseded_by: object
+    id: object  # identifier; breaks ties in the ranking
+    content: str | None  # the payload text; missing or None is "", others str()
+    type: str | None  # default "note"; pools select by it
+    scope: str | None  # "always" loads unconditionally, outside every cap
+    tags: list[str] | str | None  # a bare str is one tag
+    project: str | None  # None for general entries
+    created: str | datetime | date | float | None  # ISO-8601 or POSIX seconds
+    token_count: int | None  # precomputed cost; used when a positive int
+    base_priority: float | None  # a real number, default 5
+    status: str | None  # "active" (the default) or anything else (inactive)
+    superseded_by: object  # any truthy value retires the entry
 
 
 Entry = Mapping[str, Any]
@@ -832,17 +816,10 @@ def base_score(
     context_project: object = None,
 ) -> float:
     """Priority x recency x tags x project, multiplied in this order: the
-    default score of an entry's fields as read, but its message factor.
-
-    >>> base_score(4.0, 0.0, ["x"], "p", 30 * 86400.0, frozenset("x"), "p")
-    6.8999999999999995
-
-    Recency ``max(0.3, 1 - 0.7 * days / 90)`` from ``created`` to ``now``
-    (POSIX seconds; the future is 0 days, None 1); tags ``1 + 0.5 * share`` of
-    the distinct ``tags`` in ``context_tags``; project 1.5 if equal to
-    ``context_project``, else 0.5 (None 1). Public so that an index outside
-    the library derives its scores and bounds from it, not from a copy: near
-    the float limit the order matters. Nothing is checked.
+    default score of an entry's fields but its message factor (``created`` and
+    ``now`` in POSIX seconds; a None field is a factor of 1). Public so that
+    an index outside the library derives its scores and bounds from this
+    rule, not a copy (README); nothing is checked: it runs per entry per call.
     """
     score = priority
     if created is not None:
