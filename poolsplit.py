@@ -1070,7 +1070,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
-    seen: dict[int, int] = {}
+    # Repeats are looked for per entry only if the ids, counted in C, show some.
+    seen = None if len(set(map(id, store))) == count else dict[int, int]()
     # The hottest loop of a turn, one pass over the whole store: the lists
     # are bound to locals, so no attribute is read per entry.
     for index, entry in enumerate(store):
@@ -1079,8 +1080,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
         kind = entry_type(entry)
         if not is_active(entry):
             continue
-        first = seen.setdefault(id(entry), index)
-        if first != index:
+        if seen is not None and (first := seen.setdefault(id(entry), index)) != index:
             duplicates[index] = first
             continue
         key = keys[index] = kind if type(kind) is str else _type_key(kind)
