@@ -188,6 +188,23 @@ def test_a_tag_boost_is_shared_tags_over_the_entrys_own_tags():
     assert got == _core(stats, entries, pools, context)
 
 
+def test_a_shared_tag_lifts_an_entry_in_the_one_loop_recall():
+    """The one-loop recall's fast scores take the context's tags: tagged a
+    against a context tagged a, priority 5 scores 5 x 1.5 = 7.5, above an
+    untagged 6 (without the context's tags it would score 5, below)."""
+    entries = [
+        {"id": "tagged", "content": "note", "tags": ["a"]},
+        {"id": "six", "content": "note", "base_priority": 6.0},
+        *({"id": str(i), "content": "note", "base_priority": 1.0} for i in range(20)),
+    ]
+    stats = Statistics(entries)
+    context = {"message": "", "tags": ["a"]}
+    pools = [Pool("all", 10**6, 1)]
+    got = _recall(stats, entries, pools, context)
+    assert [e["id"] for e in got["all"]] == ["tagged"]
+    assert got == _core(stats, entries, pools, context)
+
+
 def test_always_scope_entries_do_not_fill_a_pools_count():
     """A pool's max_entries counts ranked entries only (always-scope ones
     load besides): with two always-scope notes and one high note among the
