@@ -1123,8 +1123,9 @@ def _checked(
     hide, since every new key is named) since the last read is seen, also
     when its transaction was open for longer than :data:`RECENT_WINDOW`;
     a write by another database role committed more than the window after
-    its stamp (``pg_stat_activity`` hides that role's transactions), or a
-    row changed by SQL without ``updated_at``, is not. The count is checked
+    its stamp (``pg_stat_activity`` hides that role's transactions), or by
+    a two-phase transaction (prepared, it leaves that view), or a row
+    changed by SQL without ``updated_at``, is not. The count is checked
     against the keys the query named, in its snapshot: a new key deleted
     before its get must not hide a delete the count saw."""
     held = loaded.stamps  # one key per item loaded
