@@ -653,13 +653,9 @@ class Relevance:
         message) its ``r``, one float a group, and the (term, length)
         stream the largest."""
         contents, share = self._stats._contents, self._share
-        part = self._parts.get(length)
-        if part is None:
-            part = self._parts[length] = self._part(length)
         most = -1.0
         for group in groups:
-            own = contents[next(iter(group))][0]
-            r = self._shared_idf(own) * part / self._ceiling
+            r = self._r(contents[next(iter(group))][0])
             share.update(dict.fromkeys(group, r))
             most = max(most, r)
         stream = (term, length)
@@ -682,6 +678,16 @@ class Relevance:
         if self._visited < len(self._order):
             self._visit(True)
             self._bounds = None
+
+    def _r(self, own: frozenset[str]) -> float:
+        """The ``r`` of a content holding the terms ``own``: the idf of the
+        message's terms among them times its length part, over the ceiling
+        (:meth:`_visit` and :meth:`share` both weigh by it)."""
+        length = len(own)
+        part = self._parts.get(length)
+        if part is None:
+            part = self._parts[length] = self._part(length)
+        return self._shared_idf(own) * part / self._ceiling
 
     def _shared_idf(self, own: frozenset[str]) -> float:
         """The idf of the message's terms in ``own``, summed in the terms'
@@ -757,9 +763,7 @@ class Relevance:
         if found is not None:
             return found
         # Not visited, or not counted: weighed as _visit weighs.
-        own = self._stats.terms_of(content)
-        shared_idf = self._shared_idf(own)
-        r = shared_idf * self._part(len(own)) / self._ceiling if shared_idf else 0.0
+        r = self._r(self._stats.terms_of(content))
         if counted:
             self._later[content] = r
         return r
