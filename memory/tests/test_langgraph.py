@@ -1231,8 +1231,14 @@ def test_a_namespace_kept_loaded_between_turns_gives_what_a_fresh_load_gives(
 ):
     """Several writes between two turns (a key deleted and put again, two
     rewrites, ...): each turn equals one that loads the namespace afresh."""
-    store = LOADED_STORES[kind]()
-    space = ("memories", "ada")
+    kept_is_fresh_after(
+        LOADED_STORES[kind](), ("memories", "ada"), batches, pools, ranking, message
+    )
+
+
+def kept_is_fresh_after(store, space, batches, pools, ranking, message):
+    """Load the namespace, then after each batch of writes check that the
+    turn kept loaded equals one that loads the namespace afresh."""
     kept(store, space, pools, message, ranking)  # loaded before the writes
     for batch in batches:
         for step in batch:
@@ -1843,11 +1849,5 @@ def test_a_postgres_namespace_kept_loaded_gives_what_a_fresh_load_gives(
     space = ("memories", f"u{next(_pg_users)}")
     with PostgresStore.from_conn_string(pg_url) as store:
         store.setup()
-        kept(store, space, pools, message, ranking)  # loaded before the writes
-        for batch in batches:
-            for step in batch:
-                write(store, space, step)
-            assert kept(store, space, pools, message, ranking) == fresh(
-                store, space, pools, message, ranking
-            )
+        kept_is_fresh_after(store, space, batches, pools, ranking, message)
         assert store not in adapter._unasked
