@@ -129,9 +129,10 @@ class SqlTx:
         return self._execute(sql, params)
 
     def _rows(self, sql: str, params: Sequence[Any]) -> list[Stored]:
-        rows = self._run(sql, params).fetchall()
+        # (seq, id, scope, body) as read: seq is an INTEGER / bigint column
+        rows = list(map(Stored._make, self._run(sql, params).fetchall()))
         self._counter.rows_read += len(rows)
-        return [Stored(int(r[0]), r[1], r[2], r[3]) for r in rows]
+        return rows
 
     def _marks(self, count: int) -> str:
         return ", ".join("?" for _ in range(count))
