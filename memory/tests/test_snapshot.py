@@ -210,6 +210,68 @@ def check_statistics(store: Any) -> None:
             assert stats._frequency == frequency
 
 
+def kept(stats: Statistics) -> list[Any]:
+    """Everything the statistics keep, in the order they keep it."""
+    return [
+        stats.count,
+        stats.total_length,
+        list(stats._frequency.items()),
+        {content: list(record) for content, record in stats._contents.items()},
+        {term: list(holders) for term, holders in stats._postings.items()},
+        list(stats._length_counts.items()),
+        list(stats._types.items()),
+        list(stats._always_types.items()),
+        list(stats._features.values()),
+    ]
+
+
+stored = st.fixed_dictionaries(
+    {
+        "content": st.one_of(
+            st.none(),
+            st.integers(-3, 3),
+            st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join),
+        ),
+        "type": st.sampled_from(TYPES),
+    },
+    optional={
+        "scope": st.just("always"),
+        "base_priority": st.sampled_from(PRIORITIES),
+        "tags": st.lists(st.sampled_from(["billing", "ops"]), max_size=2),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(stored, max_size=20), st.lists(st.integers(0, 6)), st.data())
+def test_a_batch_counts_as_its_entries_added_one_at_a_time(
+    entries: list[dict[str, Any]], cuts: list[int], data: Any
+) -> None:
+    """A snapshot's load counts its rows in batches (``add_many``): the
+    statistics then hold what adding them one at a time gives, equal
+    contents within one batch included, and N, the total length and df
+    equal a count from scratch after any of them are removed."""
+    one_by_one, batched = Statistics(), Statistics()
+    for entry in entries:
+        one_by_one.add(entry)
+    rest = list(entries)
+    for cut in cuts:
+        batched.add_many(rest[:cut])
+        rest = rest[cut:]
+    batched.add_many(rest)
+    assert kept(batched) == kept(one_by_one)
+    gone = data.draw(st.sets(st.integers(0, max(len(entries) - 1, 0))))
+    for at in sorted(gone):
+        if at < len(entries):
+            one_by_one.remove(entries[at])
+            batched.remove(entries[at])
+    assert kept(batched) == kept(one_by_one)
+    left = [entry for at, entry in enumerate(entries) if at not in gone]
+    count, total, frequency = counted_from_scratch(left)
+    assert (batched.count, batched.total_length) == (count, total)
+    assert batched._frequency == frequency
+
+
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
 @settings(max_examples=25, deadline=None)
 @given(st.lists(operation, min_size=1, max_size=25), st.sampled_from(WORDS))

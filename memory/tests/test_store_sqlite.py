@@ -8,6 +8,7 @@ file is a tmpfs remounted read-only (root only).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
+from conftest import plant
 
 from poolsplit_memory import InvalidInput, StoreUnavailable, open_store
 
@@ -466,3 +468,47 @@ def test_an_export_onto_a_full_disk_keeps_the_previous_backup(small_disk, tmp_pa
         assert str(info.value).startswith("cannot write export: ")
         assert backup.read_bytes() == before
         assert [p.name for p in small_disk.iterdir()] == ["backup.jsonl"]
+
+
+# A body as another tool may have written it: what ``get`` and a recall read
+# must be what ``json.loads`` reads (the README: "a row whose body is not a
+# JSON object is skipped and named"), the entry or the same error.
+BODIES = [
+    '{"id": "b", "type": "fact", "content": "billing fix"}',
+    '  {"id": "b", "type": "fact", "content": "billing fix"}',
+    '{"id": "b", "type": "fact", "content": "billing fix"} \n\t',
+    '\ufeff{"id": "b", "type": "fact", "content": "billing fix"}',
+    '{"id": "b", "content": "billing fix"} {"id": "c"}',
+    '{"id": "b", "content": "billing fix"}x',
+    '{"id": "b", "content": "billing fix"},{"id": "c"}',
+    '{"id": "b", "content": "billing fix", "base_priority": NaN}',
+    '{"id": "other", "content": "billing fix", "tags": ["a", {"b": [1, 2.5]}]}',
+    "4711",
+    " 4711 ",
+    '"billing"',
+    "",
+    " ",
+    "[1, 2]",
+]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_hand_written_body_reads_as_json_loads_reads_it(tmp_path, body):
+    path = str(tmp_path / "m.db")
+    store = open_store(path, namespace="ada")
+    plant(path, "ada", "b", body, type="fact")
+    try:
+        expected = json.loads(body)
+    except ValueError as exc:
+        assert store.get("b") == {"id": "b", "unreadable": f"invalid JSON: {exc}"}
+        reasons = {s.id: s.reason for s in store.recall("billing", now=NOW).skipped}
+        assert reasons == {"b": f"invalid JSON: {exc}"}
+        return
+    if isinstance(expected, dict):
+        expected["id"] = "b"  # the row's id is the entry's
+        same = json.dumps(store.get("b"), sort_keys=True)  # (NaN != NaN)
+        assert same == json.dumps(expected, sort_keys=True)
+    else:
+        reasons = {s.id: s.reason for s in store.recall("billing", now=NOW).skipped}
+        assert list(reasons) == ["b"]
+        assert reasons["b"].startswith("must be a JSON object, got ")
