@@ -141,6 +141,13 @@ GroupKey = tuple[str, Any, Any]  # (type, base_priority, project)
 # walk by base that ends soon (a spread store) sorts nothing.
 _BY_BASE_FIRST = 4
 _RENT = 4
+# The sort asks ``share`` once per part of entries of equal ``r`` (see
+# Index._shares) for a stream of this many entries left or more; fewer are
+# asked one by one. In-process A/B against asking one by one, CPU medians
+# of langgraph_turn's memory step: 0.89-0.90 at 10,000 entries, 0.98-1.00
+# at 100 (from 16: 0.89-0.93 and 0.97-1.01; for every stream: 0.93-0.97
+# and 0.99-1.04).
+_SPLIT_FROM = 8
 _NONE: frozenset[int] = frozenset()
 
 
@@ -689,18 +696,25 @@ class Index:
         """The word streams alone (``call.words_only``), each with the largest
         base of its group (its first member's: the group's order is the
         base's); a group whose bases are 0 or less loads nothing."""
-        tops = {g: self._base(self._members[g][0][-1], call) for g in groups}
+        members = self._members
+        tops = [
+            (g, top)
+            for g in groups
+            if (top := self._base(members[g][0][-1], call)) > 0.0
+        ]
         tag_factor = _MAX_TAGS if call.tags else 1.0
-        word_factor = call.word_factor
+        word_factor, most = call.word_factor, call.message_factor
+        words = self._words
         streams: list[_Stream] = []
         for name in call.words:
-            by_group = self._words.get(name, {})
-            boost = word_factor.get(name, call.message_factor) * tag_factor
-            streams.extend(
-                _Stream(by_group[g], boost, top=tops[g], name=name)
-                for g in groups
-                if g in by_group and tops[g] > 0.0
-            )
+            by_group = words.get(name)
+            if by_group is None:
+                continue
+            boost = word_factor.get(name, most) * tag_factor
+            for g, top in tops:
+                ranks = by_group.get(g)
+                if ranks is not None:
+                    streams.append(_Stream(ranks, boost, top=top, name=name))
         return streams
 
     def _by_factor(self, stream: _Stream, call: _Call) -> None:
@@ -739,7 +753,8 @@ class Index:
         entries, share = self._entries, relevance.share
         terms = self._terms
         if not (
-            getattr(terms, "__func__", None) is Statistics.streams_of
+            len(ranks) >= _SPLIT_FROM
+            and getattr(terms, "__func__", None) is Statistics.streams_of
             and getattr(terms, "__self__", None) is relevance.statistics
         ):
             return lambda key: share(entries[key])
