@@ -981,3 +981,123 @@ def test_a_walk_of_the_word_streams_alone_sees_the_same_boosted_entries(
     assert bool(alone.message_boosted) == bool(union)
     for key in range(len(entries) + 2):
         assert (key in alone.message_boosted) == (key in union)
+
+
+# Notes written hours to months apart, at the default priority: one group,
+# whose word streams' bases differ by recency alone (langgraph_turn's shape).
+aged_entries_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.just("note"),
+            "content": st.lists(st.sampled_from(LEXICAL_WORDS), max_size=4).map(
+                " ".join
+            ),
+            "created": st.integers(0, 24 * 120).map(
+                lambda hours: (NOW - timedelta(hours=hours)).isoformat()
+            ),
+        }
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(aged_entries_st, lexical_entries_st),
+    st.one_of(
+        st.integers(1, 5).map(lambda count: [(10**6, count, ("note",), None)]),
+        pools_st,
+    ),
+    lexical_context_st,
+    st.integers(0, 3),
+    st.sampled_from([1, 4, 10**9]),
+    st.sampled_from([0, 8]),
+)
+def test_a_walk_by_base_sorted_by_factor_at_any_point_is_the_readme_full_scan(
+    entries: list[dict[str, Any]],
+    pools: list[tuple[Any, ...]],
+    context: dict[str, Any],
+    first: int,
+    rent: int,
+    split_from: int,
+) -> None:
+    """A word stream whose bases differ, walked by base, is sorted by factor
+    once it has given some of its entries (the base of its head bounding
+    what is left); wherever that happens (forced here from the first entry
+    on, as a real store's long streams do later), and whether the sort asks
+    the relevance once an entry or once a part, the recall is the README's
+    full scan."""
+    index, stats, current = lexical_index(entries, [])
+    relevance = stats.relevance(context["message"])
+    saved = _index._BY_BASE_FIRST, _index._RENT, _index._SPLIT_FROM
+    _index._BY_BASE_FIRST, _index._RENT, _index._SPLIT_FROM = first, rent, split_from
+    try:
+        check_lexical(index, stats, current, floored(named(pools), relevance), context)
+    finally:
+        _index._BY_BASE_FIRST, _index._RENT, _index._SPLIT_FROM = saved
+
+
+@settings(max_examples=300)
+@given(lexical_entries_st, lexical_context_st, st.lists(st.integers(0, 59)))
+def test_the_shares_asked_once_a_part_are_each_entrys_share(
+    entries: list[dict[str, Any]], context: dict[str, Any], removed: list[int]
+) -> None:
+    """The sort by factor asks ``share`` once per part of a stream's entries
+    that hold the same of the message's terms: every entry of every word
+    stream gets the share the relevance gives it on its own (README: ``r``
+    depends on the content's length and the message's terms it holds)."""
+    index, stats, _ = lexical_index(entries, removed)
+    relevance = stats.relevance(context["message"])
+    saved = _index._SPLIT_FROM
+    _index._SPLIT_FROM = 0
+    try:
+        for name, by_group in index._words.items():
+            for ranks in by_group.values():
+                share = index._shares(name, ranks, relevance)
+                for rank in ranks:
+                    entry = index.entry(rank[-1])
+                    assert share(rank[-1]) == relevance.share(entry)
+    finally:
+        _index._SPLIT_FROM = saved
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(aged_entries_st, lexical_entries_st),
+    lexical_context_st,
+    st.integers(0, 60),
+    st.integers(-48, 24 * 200),
+)
+def test_a_stream_sorted_by_factor_mid_walk_bounds_every_entry_left(
+    entries: list[dict[str, Any]], context: dict[str, Any], at: int, hours: int
+) -> None:
+    """A word stream walked by base, sorted by factor after ``at`` entries:
+    it holds the entries it had left, best factor first, and the base of
+    its head then (its ``top``) times each entry's factor (and the largest
+    tag boost) is at least that entry's score by the README's formula."""
+    now = NOW + timedelta(hours=hours)
+    index, stats, current = lexical_index(entries, [])
+    relevance = stats.relevance(context["message"])
+    pools = floored(named([(100, 3, None, None)]), relevance)
+    call = index._call(context, now, relevance, pools)
+    assert call is not None
+    if not call.words_only:
+        return  # the walk by factor is a walk of the word streams alone's
+    score = readme_scorer(current, context)
+    tags = _index._MAX_TAGS if call.tags else 1.0
+    for name, by_group in index._words.items():
+        for group, ranks in by_group.items():
+            stream = _index._Stream(ranks, 1.0, at=at % len(ranks), name=name)
+            stream.by_base = True
+            left = sorted(rank[-1] for rank in ranks[stream.at :])
+            index._by_factor(stream, call)
+            assert stream.by_factor and not stream.by_base and stream.at == 0
+            assert sorted(rank[-1] for rank in stream.ranks) == left
+            factors = [call.factor_of(rank[-1]) for rank in stream.ranks]
+            assert factors == sorted(factors, reverse=True)
+            assert stream.top is not None
+            for rank, factor in zip(stream.ranks, factors):
+                entry = index.entry(rank[-1])
+                bound = _index._widened(_index.weighed(stream.top, factor * tags))
+                assert bound >= score(entry, context, now=now)

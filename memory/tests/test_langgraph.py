@@ -1300,11 +1300,16 @@ def test_what_changed_in_an_in_memory_store_is_what_was_put_or_deleted(batches):
     store = InMemoryStore()
     space = ("memories", "ada")
     before = adapter._read_in_place(adapter._in_memory(store, space))
+    old = {}
     for batch in batches:
         for step in batch:
             write(store, space, step)
         now = adapter._read_in_place(adapter._in_memory(store, space))
-        old, new = before.by_key, now.by_key
+        new = dict(store._data.get(space, {}))  # the store's own, in its order
+        # the read is the store's dict: its items, under their keys, in order
+        assert [(k, id(i)) for k, i in now.by_key.items()] == [
+            (k, id(i)) for k, i in new.items()
+        ]
         put = sorted(k for k, item in new.items() if old.get(k) is not item)
         gone = sorted(old.keys() - new.keys())
         found = adapter._in_place_changes(before, now)
@@ -1315,7 +1320,7 @@ def test_what_changed_in_an_in_memory_store_is_what_was_put_or_deleted(batches):
             assert order is None or list(order) == list(new)
         if found is not None and found[2] is None:  # no key read before moved
             assert not set(put) & old.keys()
-        before = now
+        before, old = now, new
 
 
 def agent_turn(store, question="How do I debug the billing work?"):
