@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Final, Optional, TypeVar
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
+from . import _subset
 from ._when import window as _time_window
 
 __all__ = [
@@ -795,9 +796,6 @@ class Relevance:
 # for any other (its score is then default_scorer's own).
 _Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool]
 E = TypeVar("E", bound=Entry)
-_FIRST_ROUND: Final = 4  # candidates per entry a pool can take, at first
-_GROWTH: Final = 4
-_MAX_SHARE: Final = 4  # past a quarter of the entries, the core reads them all
 
 
 def _features(entry: Entry) -> _Features | None:
@@ -890,14 +888,9 @@ def recall_by_scores(
     reading the best entries only.
 
     Every score is computed here in one loop (about a microsecond an entry);
-    the core gets the always-scope entries and every entry scoring at least
-    the m-th best score ``s`` (m = 4 x the entries the pools can take; ties
-    with ``s`` included), in their order. That suffices for a pool that is
-    full by its count (a later entry scores below ``s``, so below anything
-    it took), whose floor is above the best score left out, or that got all
-    of its candidates; a pool that is none of these grows m fourfold, and
-    past a quarter of the entries the core gets them all (a pool that fills
-    by tokens: the best entry left out may still fit).
+    the subset engine (``_subset.recall``) then gives the core each pool's
+    best entries by score among those it admits, with every always-scope
+    entry, and checks that they suffice (:class:`_ByScore`).
     """
     now = datetime.now(timezone.utc) if now is None else now
     if relevance is None:
@@ -911,62 +904,117 @@ def recall_by_scores(
         plain = stats.scorer(context, relevance=relevance)
         return _core(entries, pools, context, plain, token_counter, now)
     scores = _fast_scores(stats, entries, context, now, relevance)
-    # The always-scope entries go in every subset: they rank first here.
-    keys = scores
-    always = stats._always_types
-    if always or len(stats._features) != len(entries):
-        keys = [math.inf if _always(stats, e) else s for e, s in zip(entries, scores)]
-    wanted = _FIRST_ROUND * sum(min(p.max_entries, p.max_tokens) for p in pools)
-    wanted += sum(always.values())
-    while wanted > 0 and wanted * _MAX_SHARE < len(entries):
-        got = _on_the_best(
-            stats, entries, pools, context, scores, keys, wanted, token_counter, now
+    source = _ByScore(stats, entries, pools, context, scores, token_counter, now)
+    return _subset.recall(source, pools, token_counter)
+
+
+class _ByScore(_subset.Candidates[E]):
+    """One call's candidates for the subset engine: a pool's best by exact
+    score among the entries it admits (the always-scope ones aside: they
+    are in every subset); its threshold is the best score left out."""
+
+    def __init__(
+        self,
+        stats: Statistics,
+        entries: Sequence[E],
+        pools: Sequence[Pool],
+        context: Context,
+        scores: Sequence[float],
+        token_counter: TokenCounter,
+        now: datetime,
+    ) -> None:
+        self._entries, self._scores = entries, scores
+        self._pools, self._context = pools, context
+        self._counter, self._now = token_counter, now
+        self.size = len(entries)
+        self._score_of: dict[int, float] = {}
+        self._always: list[int] = []
+        self._admitted: dict[tuple[str, ...] | None, Sequence[int]] = {}
+        self._groups: dict[object, list[int]] = {}
+        every = any(pool.types is None for pool in pools)
+        typed = any(pool.types is not None for pool in pools)
+        # The store's case, with no always-scope entry: none to set apart.
+        check = bool(stats._always_types) or len(stats._features) != len(entries)
+        if not (check or typed):
+            self._admitted[None] = range(len(entries))
+            return
+        ranked: list[int] = []
+        groups = self._groups
+        entry_type = poolsplit.entry_type
+        for at, entry in enumerate(entries):
+            if check and _always(stats, entry):
+                self._always.append(at)
+                continue
+            if every:
+                ranked.append(at)
+            if typed:
+                kind = entry_type(entry)
+                try:
+                    group = groups.get(kind)
+                except TypeError:  # unhashable: no pool's named types admit it
+                    continue
+                if group is None:
+                    groups[kind] = [at]
+                else:
+                    group.append(at)
+        self._admitted[None] = ranked
+
+    def always(self) -> list[int]:
+        return self._always
+
+    def _candidates(self, pool: Pool) -> Sequence[int]:
+        """The entries the pool admits, the always-scope ones aside."""
+        found = self._admitted.get(pool.types)
+        if found is None:
+            groups = self._groups
+            found = [
+                at
+                for kind in dict.fromkeys(pool.types or ())
+                for at in groups.get(kind, ())
+            ]
+            self._admitted[pool.types] = found
+        return found
+
+    def take(
+        self, pool: Pool, wanted: int, subset: set[int], limit: int
+    ) -> float | None:
+        keys = self._candidates(pool)
+        scores = self._scores
+        left: float | None = None
+        if len(keys) <= wanted:
+            subset.update(keys)
+        else:
+            best = heapq.nlargest(wanted + 1, keys, key=scores.__getitem__)
+            cut, left = scores[best[-2]], scores[best[-1]]  # last in, best out
+            if left == cut:  # a tie is never split
+                subset.update(at for at in keys if scores[at] >= cut)
+                left = max((s for at in keys if (s := scores[at]) < cut), default=None)
+            else:
+                subset.update(best[:-1])
+        if len(subset) > limit:
+            raise _subset.TooMany
+        return left
+
+    def core(self, keys: Sequence[int] | None) -> dict[str, list[E]]:
+        entries: Sequence[E] = self._entries
+        scores = self._scores
+        if keys is not None:
+            entries = [entries[at] for at in keys]
+            scores = [scores[at] for at in keys]
+        score_of = {id(entry): score for entry, score in zip(entries, scores)}
+        self._score_of = score_of
+
+        def scorer(
+            entry: Entry, _context: Context | None, /, *, now: datetime
+        ) -> float:
+            return score_of[id(entry)]
+
+        return _core(
+            entries, self._pools, self._context, scorer, self._counter, self._now
         )
-        if got is not None:
-            return got
-        wanted *= _GROWTH
-    return _core(entries, pools, context, _scored(entries, scores), token_counter, now)
 
-
-def _on_the_best(
-    stats: Statistics,
-    entries: Sequence[E],
-    pools: Sequence[Pool],
-    context: Context,
-    scores: Sequence[float],
-    keys: Sequence[float],
-    wanted: int,
-    token_counter: TokenCounter,
-    now: datetime,
-) -> dict[str, list[E]] | None:
-    """The core's result on the ``wanted`` best keys (and every tie with the
-    last), when it is the result on every entry; None when a pool could
-    still take an entry left out (the caller widens the subset)."""
-    best = heapq.nlargest(wanted + 1, keys)
-    cut, left_out = best[-2], best[-1]  # the last one in, the best left out
-    if left_out == cut:  # a tie is never split
-        left_out = max((k for k in keys if k < cut), default=-math.inf)
-    chosen = [(e, s) for e, s, k in zip(entries, scores, keys) if k >= cut]
-    subset = [entry for entry, _ in chosen]
-    scorer = _scored(subset, [score for _, score in chosen])
-    got = _core(subset, pools, context, scorer, token_counter, now)
-    if all(
-        _holds(pool, got[pool.name], left_out)
-        or _all_candidates(stats, pool, subset, entries)
-        for pool in pools
-    ):
-        return got
-    return None
-
-
-def _scored(entries: Sequence[Entry], scores: Sequence[float]) -> Scorer:
-    """A scorer that answers each of ``entries`` (by identity) its score."""
-    by_object = {id(entry): score for entry, score in zip(entries, scores)}
-
-    def scorer(entry: Entry, _context: Context | None, /, *, now: datetime) -> float:
-        return by_object[id(entry)]
-
-    return scorer
+    def score(self, entry: E) -> float:
+        return self._score_of[id(entry)]
 
 
 def _message(context: Context) -> str:
@@ -991,29 +1039,6 @@ def _always_admitted(
     return all(
         poolsplit.entry_type(e) in admitted for e in entries if poolsplit.is_always(e)
     )
-
-
-def _all_candidates(
-    stats: Statistics, pool: Pool, subset: Sequence[Entry], entries: Sequence[Entry]
-) -> bool:
-    """Whether ``subset`` holds every entry of ``entries`` the pool admits."""
-    if pool.types is None:
-        return len(subset) == len(entries)
-    types = pool.types
-    inside = sum(1 for e in subset if poolsplit.entry_type(e) in types)
-    if len(stats._features) == len(entries):  # the store's case: all counted
-        return inside == sum(stats._types.get(t, 0) for t in set(types))
-    return inside == sum(1 for e in entries if poolsplit.entry_type(e) in types)
-
-
-def _holds(pool: Pool, chosen: Sequence[Entry], left_out: float) -> bool:
-    """Whether no entry scoring ``left_out`` or less could join the pool."""
-    if pool.max_entries == 0 or pool.max_tokens == 0:
-        return True
-    if pool.min_score is not None and left_out < pool.min_score:
-        return True
-    ranked = sum(1 for entry in chosen if not poolsplit.is_always(entry))
-    return ranked >= pool.max_entries
 
 
 def _core(
