@@ -2,20 +2,13 @@
 
 ``poolsplit.retrieve_pools`` scores every candidate on every call, about
 2.5 µs an entry (25 ms at 10,000 entries), yet a pool takes a handful. So
-:meth:`Index.recall` hands ``retrieve_pools`` a subset that holds every entry
-the call can select, and checks after the call that it did; the core still
-decides every score, cost, tie and warning (one rule, one place). When the
-check fails the subset grows; past a quarter of the namespace the core gets
-every entry. Its results are those of ``retrieve_pools`` on every entry:
+:meth:`Index.recall` gives the subset engine (``_subset.recall``: the core
+on a subset, a check that it suffices, the subset grown where it does not,
+past a quarter of the namespace every entry; the module says why a subset
+is enough) each pool's candidates by bound, and the threshold ``t`` of the
+rest; the core still decides every score, cost, tie and warning (one rule,
+one place). Its results are those of ``retrieve_pools`` on every entry:
 tests/test_index.py proves it on random stores, pools and queries.
-
-Why a subset is enough. A pool walks its candidates best first and only ever
-skips one without effect (it does not fit, or it is below the floor). If the
-pool is full after taking the subset's last entry it took, at score ``s``,
-every entry outside the subset that scores below ``s`` comes after that
-point of the whole walk too, when the pool is already full: the whole walk
-takes what the subset's walk took. Pool by pool, in order, the entries taken
-are the same, so each later pool meets the same untaken entries.
 
 How the subset is found without scoring everything. An entry's score is
 priority x recency x tags x project x message. Entries of one type, priority
@@ -36,9 +29,7 @@ them against it. A heap merges a pool's streams, best bound first, and
 takes candidates until it has the pool's ``max_entries`` and the next bound
 is lower than the last one taken by more than the tie band (a tie is never
 split). That next bound is the pool's threshold ``t``: no entry outside the
-subset that the pool admits scores above ``t``. The check after the call:
-each pool that ranks is full and its last ranked entry scores above ``t``,
-or ``t`` is below its floor, or the subset holds all of its candidates.
+subset that the pool admits scores above ``t``.
 
 With the lexical ranking (``recall(..., relevance=...)``) the message's
 factor is the relevance's: exactly 1 for an entry sharing no term, so the
