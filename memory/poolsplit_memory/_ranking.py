@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta, timezone
@@ -791,10 +792,10 @@ class Relevance:
 # The fast recall: every score computed in one loop, the core on the best
 # ===========================================================================
 
-# (priority, created seconds, tags, project, always-scope): the fields the
-# base score reads, for an entry whose fields have their usual types; None
-# for any other (its score is then default_scorer's own).
-_Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool]
+# (priority, created seconds, tags, project, always-scope, type): the fields
+# the base score and the pools read, for an entry whose fields have their
+# usual types; None for any other (its score is then default_scorer's own).
+_Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool, str]
 E = TypeVar("E", bound=Entry)
 
 
@@ -817,9 +818,30 @@ def _features(entry: Entry) -> _Features | None:
     project = entry.get("project")
     if project is not None and not isinstance(project, str):
         return None
+    kind = poolsplit.entry_type(entry)
+    if not isinstance(kind, str):
+        return None
     created = entry.get("created")
     seconds = None if created is None else poolsplit.parse_created(created)
-    return (priority, seconds, tags, project, poolsplit.is_always(entry))
+    return (priority, seconds, tags, project, poolsplit.is_always(entry), kind)
+
+
+class _Split:
+    """Entries' positions as the subset engine asks for them: the
+    always-scope ones (in every subset), the others by type."""
+
+    def __init__(self) -> None:
+        self.always: list[int] = []
+        self.groups: defaultdict[str, list[int]] = defaultdict(list)
+
+    def file(self, at: int, entry: Entry) -> None:
+        """File an entry :func:`_features` leaves out (by the core's rules)."""
+        if poolsplit.is_always(entry):
+            self.always.append(at)
+            return
+        kind = poolsplit.entry_type(entry)
+        if isinstance(kind, str):  # else only a pool of every type admits it
+            self.groups[kind].append(at)
 
 
 def _fast_scores(
@@ -828,11 +850,16 @@ def _fast_scores(
     context: Context,
     now: datetime,
     relevance: Relevance,
+    split: _Split | None = None,
 ) -> list[float]:
     """Every entry's score, as ``stats.scorer(context)`` gives it: the base by
     ``poolsplit.base_score`` (the rule default_scorer calls) of the fields
     :func:`_features` read once, times the relevance factor
-    (tests/test_ranking.py proves the two equal, float for float)."""
+    (tests/test_ranking.py proves the two equal, float for float). Each
+    entry's position is filed in ``split`` on the way (a loop of its own
+    cost 1.5-2 ms more at 10,000 entries: benchmarks/README.md, engine37)."""
+    split = _Split() if split is None else split
+    always, groups = split.always, split.groups
     now_seconds = poolsplit.parse_created(now)
     assert now_seconds is not None  # an aware datetime
     query_tags = frozenset(context.get("tags") or ())
@@ -847,7 +874,7 @@ def _fast_scores(
     rule = relevance_factor
     timed = relevance.timed if relevance.window is not None else None
     scores = []
-    for entry in entries:
+    for at, entry in enumerate(entries):
         found = features.get(id(entry))
         if found is None:  # not counted, or unusual: the rule itself
             based = entry
@@ -855,8 +882,13 @@ def _fast_scores(
                 based = _without_project(entry)
             score = poolsplit.default_scorer(based, base_context, now=now)
             scores.append(weighed(score, relevance.factor(entry)))
+            split.file(at, entry)
             continue
-        priority, seconds, tags, project, _ = found
+        priority, seconds, tags, project, is_always, kind = found
+        if is_always:
+            always.append(at)
+        else:
+            groups[kind].append(at)
         if no_project:  # a context naming no project leaves the entry's out
             project = None
         score = base_score(
@@ -903,8 +935,9 @@ def recall_by_scores(
     if not _always_admitted(stats, entries, pools):  # the core warns by position
         plain = stats.scorer(context, relevance=relevance)
         return _core(entries, pools, context, plain, token_counter, now)
-    scores = _fast_scores(stats, entries, context, now, relevance)
-    source = _ByScore(stats, entries, pools, context, scores, token_counter, now)
+    split = _Split()
+    scores = _fast_scores(stats, entries, context, now, relevance, split)
+    source = _ByScore(entries, pools, context, scores, split, token_counter, now)
     return _subset.recall(source, pools, token_counter)
 
 
@@ -915,63 +948,40 @@ class _ByScore(_subset.Candidates[E]):
 
     def __init__(
         self,
-        stats: Statistics,
         entries: Sequence[E],
         pools: Sequence[Pool],
         context: Context,
         scores: Sequence[float],
+        split: _Split,
         token_counter: TokenCounter,
         now: datetime,
     ) -> None:
-        self._entries, self._scores = entries, scores
+        self._entries, self._scores, self._split = entries, scores, split
         self._pools, self._context = pools, context
         self._counter, self._now = token_counter, now
         self.size = len(entries)
         self._score_of: dict[int, float] = {}
-        self._always: list[int] = []
         self._admitted: dict[tuple[str, ...] | None, Sequence[int]] = {}
-        self._groups: dict[object, list[int]] = {}
-        every = any(pool.types is None for pool in pools)
-        typed = any(pool.types is not None for pool in pools)
-        # The store's case, with no always-scope entry: none to set apart.
-        check = bool(stats._always_types) or len(stats._features) != len(entries)
-        if not (check or typed):
-            self._admitted[None] = range(len(entries))
-            return
-        ranked: list[int] = []
-        groups = self._groups
-        entry_type = poolsplit.entry_type
-        for at, entry in enumerate(entries):
-            if check and _always(stats, entry):
-                self._always.append(at)
-                continue
-            if every:
-                ranked.append(at)
-            if typed:
-                kind = entry_type(entry)
-                try:
-                    group = groups.get(kind)
-                except TypeError:  # unhashable: no pool's named types admit it
-                    continue
-                if group is None:
-                    groups[kind] = [at]
-                else:
-                    group.append(at)
-        self._admitted[None] = ranked
 
     def always(self) -> list[int]:
-        return self._always
+        return self._split.always
 
     def _candidates(self, pool: Pool) -> Sequence[int]:
         """The entries the pool admits, the always-scope ones aside."""
         found = self._admitted.get(pool.types)
         if found is None:
-            groups = self._groups
-            found = [
-                at
-                for kind in dict.fromkeys(pool.types or ())
-                for at in groups.get(kind, ())
-            ]
+            always, groups = self._split.always, self._split.groups
+            if pool.types is None:
+                found = range(self.size)
+                if always:
+                    apart = set(always)
+                    found = [at for at in found if at not in apart]
+            else:
+                found = [
+                    at
+                    for kind in dict.fromkeys(pool.types)
+                    for at in groups.get(kind, ())  # (get: adds no group)
+                ]
             self._admitted[pool.types] = found
         return found
 
@@ -1020,11 +1030,6 @@ class _ByScore(_subset.Candidates[E]):
 def _message(context: Context) -> str:
     message = context.get("message")
     return message if isinstance(message, str) else ""
-
-
-def _always(stats: Statistics, entry: Entry) -> bool:
-    found = stats._features.get(id(entry))
-    return poolsplit.is_always(entry) if found is None else found[4]
 
 
 def _always_admitted(
