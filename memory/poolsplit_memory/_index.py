@@ -78,7 +78,6 @@ from poolsplit import Pool, Scorer, TokenCounter
 
 from . import _subset
 from ._ranking import Relevance, recall_by_scores, weighed
-from ._subset import TooMany
 
 # A bound of a boosted stream is the base times the largest boost, times this
 # margin: the score multiplies its factors in another order, so it may round
@@ -583,7 +582,7 @@ class Index:
                 subset.add(key)
                 last = bound
                 if len(subset) > limit:
-                    raise TooMany
+                    raise _subset.TooMany
         return None
 
     def _streams(self, pool: Pool, call: _Call) -> list[_Stream]:
