@@ -2,7 +2,7 @@
 
 The index only chooses which entries the core sees; these tests hold it to
 the core's result on random stores, pools and contexts, the core reading
-every entry being the oracle. ``_MAX_SHARE`` is set to 1 and
+every entry being the oracle. ``_subset._MAX_SHARE`` is set to 1 and
 ``_GROUP_SHARE`` to 0 so that a small store takes the index's path (a real
 one leaves it past a quarter of the namespace, or with a group per few
 entries), and the tests check that it did.
