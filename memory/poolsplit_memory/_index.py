@@ -2,20 +2,13 @@
 
 ``poolsplit.retrieve_pools`` scores every candidate on every call, about
 2.5 µs an entry (25 ms at 10,000 entries), yet a pool takes a handful. So
-:meth:`Index.recall` hands ``retrieve_pools`` a subset that holds every entry
-the call can select, and checks after the call that it did; the core still
-decides every score, cost, tie and warning (one rule, one place). When the
-check fails the subset grows; past a quarter of the namespace the core gets
-every entry. Its results are those of ``retrieve_pools`` on every entry:
+:meth:`Index.recall` gives the subset engine (``_subset.recall``: the core
+on a subset, a check that it suffices, the subset grown where it does not,
+past a quarter of the namespace every entry; the module says why a subset
+is enough) each pool's candidates by bound, and the threshold ``t`` of the
+rest; the core still decides every score, cost, tie and warning (one rule,
+one place). Its results are those of ``retrieve_pools`` on every entry:
 tests/test_index.py proves it on random stores, pools and queries.
-
-Why a subset is enough. A pool walks its candidates best first and only ever
-skips one without effect (it does not fit, or it is below the floor). If the
-pool is full after taking the subset's last entry it took, at score ``s``,
-every entry outside the subset that scores below ``s`` comes after that
-point of the whole walk too, when the pool is already full: the whole walk
-takes what the subset's walk took. Pool by pool, in order, the entries taken
-are the same, so each later pool meets the same untaken entries.
 
 How the subset is found without scoring everything. An entry's score is
 priority x recency x tags x project x message. Entries of one type, priority
@@ -36,9 +29,7 @@ them against it. A heap merges a pool's streams, best bound first, and
 takes candidates until it has the pool's ``max_entries`` and the next bound
 is lower than the last one taken by more than the tie band (a tie is never
 split). That next bound is the pool's threshold ``t``: no entry outside the
-subset that the pool admits scores above ``t``. The check after the call:
-each pool that ranks is full and its last ranked entry scores above ``t``,
-or ``t`` is below its floor, or the subset holds all of its candidates.
+subset that the pool admits scores above ``t``.
 
 With the lexical ranking (``recall(..., relevance=...)``) the message's
 factor is the relevance's: exactly 1 for an entry sharing no term, so the
@@ -74,6 +65,7 @@ from collections.abc import (
     Callable,
     Collection,
     Container,
+    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -86,6 +78,7 @@ from typing import Any
 import poolsplit
 from poolsplit import Pool, Scorer, TokenCounter
 
+from . import _subset
 from ._ranking import Relevance, Statistics, recall_by_scores, split, weighed
 
 # A bound of a boosted stream is the base times the largest boost, times this
@@ -119,12 +112,6 @@ _NEAR_LIMIT = (
     )
     / 2.0
 )
-# Candidates taken per pool in the first round, as a multiple of
-# max_entries, and how much a pool that fails the check grows by.
-_FIRST_ROUND = 1
-_GROWTH = 4
-# Past this share of the namespace the subset costs what the whole does.
-_MAX_SHARE = 4
 # With more groups than one per this many entries (distinct float priorities:
 # a group each), setting up a pool's streams costs what the core does.
 _GROUP_SHARE = 8
@@ -436,47 +423,8 @@ class Index:
         call = self._call(context, now, relevance, pools)
         if call is None:
             return self._whole(pools, context, now, token_counter, relevance)
-        # Each entry costs a token at least: a pool takes max_tokens at most.
-        wanted = {
-            pool.name: _FIRST_ROUND * min(pool.max_entries, pool.max_tokens)
-            for pool in pools
-        }
-        limit = len(self._entries) // _MAX_SHARE
-        while True:
-            subset = set(self._special)
-            thresholds = {}
-            try:
-                for pool in pools:
-                    if pool.max_entries > 0 and pool.max_tokens > 0:
-                        thresholds[pool.name] = self._take(
-                            pool, wanted[pool.name], call, subset, limit
-                        )
-            except _TooMany:
-                return self._whole(pools, context, now, token_counter, relevance)
-            chosen = [self._entries[key] for key in sorted(subset)]
-            try:
-                got = self._core(
-                    chosen, pools, context, now, token_counter, call.scorer
-                )
-            except Exception:
-                # An error names an entry by its position in the list given:
-                # the core on every entry raises it with the store's position,
-                # or, if the walk never reaches that entry, gives the result.
-                return self._core(
-                    self.entries, pools, context, now, token_counter, call.scorer
-                )
-            failed = [
-                pool
-                for pool in pools
-                if pool.name in thresholds
-                and not _holds(
-                    pool, got[pool.name], thresholds[pool.name], call, token_counter
-                )
-            ]
-            if not failed:
-                return got
-            for pool in failed:
-                wanted[pool.name] *= _GROWTH
+        walk = _Walk(self, call, pools, token_counter)
+        return _subset.recall(walk, pools, token_counter)
 
     def _call(
         self,
@@ -619,7 +567,7 @@ class Index:
     ) -> float | None:
         """Add the pool's ``wanted`` best candidates by bound (and every one
         tied with the last) to ``subset``; return the best bound left out
-        (None when none is). Raises _TooMany once ``subset`` passes ``limit``
+        (None when none is). Raises TooMany once ``subset`` passes ``limit``
         (a tie of thousands: the core reads them faster than this loop)."""
         streams = self._streams(pool, call)
         floor = pool.min_score
@@ -661,7 +609,7 @@ class Index:
                 subset.add(key)
                 last = bound
                 if len(subset) > limit:
-                    raise _TooMany
+                    raise _subset.TooMany
         return None
 
     def _streams(self, pool: Pool, call: _Call) -> list[_Stream]:
@@ -850,6 +798,47 @@ class Index:
         )
 
 
+class _Walk(_subset.Candidates[Entry]):
+    """One call's candidates for the subset engine: each pool's by bound,
+    from the index's sorted streams (:meth:`Index._take`)."""
+
+    def __init__(
+        self, index: Index, call: _Call, pools: Sequence[Pool], counter: TokenCounter
+    ) -> None:
+        self._index, self._call, self._pools, self._counter = (
+            index,
+            call,
+            pools,
+            counter,
+        )
+        self.size = len(index)
+
+    def always(self) -> Iterable[int]:
+        return self._index._special
+
+    def take(
+        self, pool: Pool, wanted: int, subset: set[int], limit: int
+    ) -> float | None:
+        return self._index._take(pool, wanted, self._call, subset, limit)
+
+    def core(self, keys: Sequence[int] | None) -> dict[str, list[Entry]]:
+        index, call = self._index, self._call
+        entries = index.entries if keys is None else [index._entries[k] for k in keys]
+        return index._core(
+            entries, self._pools, call.context, call.now, self._counter, call.scorer
+        )
+
+    def score(self, entry: Entry) -> float:
+        call = self._call
+        return call.scorer(entry, call.context, now=call.now)
+
+    def whole(self) -> dict[str, list[Entry]]:
+        call = self._call
+        return self._index._whole(
+            self._pools, call.context, call.now, self._counter, call.relevance
+        )
+
+
 def _discard(ranks: list[tuple[Any, ...]], rank: tuple[Any, ...]) -> None:
     """Delete ``rank`` from a sorted list holding it (ranks are unique: the
     key is their last element)."""
@@ -922,10 +911,6 @@ class _Union(Collection[int]):
         return any(self._sets)
 
 
-class _TooMany(Exception):
-    """The subset passed a quarter of the namespace: the core gets it all."""
-
-
 class _Unmodelled(Exception):
     """An entry the index does not model; recall gives the core every entry."""
 
@@ -991,27 +976,3 @@ def _is_tag_list(tags: object) -> bool:
     return tags is None or (
         isinstance(tags, (list, tuple)) and all(isinstance(t, str) for t in tags)
     )
-
-
-def _holds(
-    pool: Pool,
-    chosen: list[Entry],
-    threshold: float | None,
-    call: _Call,
-    token_counter: TokenCounter,
-) -> bool:
-    """Whether no entry outside the subset could have changed what the pool
-    took: it scores at most ``threshold``, which is below the pool's floor,
-    or below the last entry the pool ranked once it was full."""
-    if threshold is None:
-        return True
-    if pool.min_score is not None and threshold < pool.min_score:
-        return True
-    ranked = [entry for entry in chosen if not poolsplit.is_always(entry)]
-    if not ranked:
-        return False
-    used = sum(poolsplit.entry_cost(entry, token_counter) for entry in ranked)
-    if len(ranked) < pool.max_entries and used < pool.max_tokens:
-        return False
-    last = call.scorer(ranked[-1], call.context, now=call.now)
-    return threshold < last

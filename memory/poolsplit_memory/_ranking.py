@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta, timezone
@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Final, Optional, TypeVar
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
+from . import _subset
 from ._when import window as _time_window
 
 __all__ = [
@@ -815,14 +816,11 @@ class Relevance:
 # The fast recall: every score computed in one loop, the core on the best
 # ===========================================================================
 
-# (priority, created seconds, tags, project, always-scope): the fields the
-# base score reads, for an entry whose fields have their usual types; None
-# for any other (its score is then default_scorer's own).
-_Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool]
+# (priority, created seconds, tags, project, always-scope, type): the fields
+# the base score and the pools read, for an entry whose fields have their
+# usual types; None for any other (its score is then default_scorer's own).
+_Features = tuple[float, Optional[float], Optional[frozenset[str]], Any, bool, str]
 E = TypeVar("E", bound=Entry)
-_FIRST_ROUND: Final = 4  # candidates per entry a pool can take, at first
-_GROWTH: Final = 4
-_MAX_SHARE: Final = 4  # past a quarter of the entries, the core reads them all
 
 
 def _features(entry: Entry) -> _Features | None:
@@ -844,9 +842,30 @@ def _features(entry: Entry) -> _Features | None:
     project = entry.get("project")
     if project is not None and not isinstance(project, str):
         return None
+    kind = poolsplit.entry_type(entry)
+    if not isinstance(kind, str):
+        return None
     created = entry.get("created")
     seconds = None if created is None else poolsplit.parse_created(created)
-    return (priority, seconds, tags, project, poolsplit.is_always(entry))
+    return (priority, seconds, tags, project, poolsplit.is_always(entry), kind)
+
+
+class _Split:
+    """Entries' positions as the subset engine asks for them: the
+    always-scope ones (in every subset), the others by type."""
+
+    def __init__(self) -> None:
+        self.always: list[int] = []
+        self.groups: defaultdict[str, list[int]] = defaultdict(list)
+
+    def file(self, at: int, entry: Entry) -> None:
+        """File an entry :func:`_features` leaves out (by the core's rules)."""
+        if poolsplit.is_always(entry):
+            self.always.append(at)
+            return
+        kind = poolsplit.entry_type(entry)
+        if isinstance(kind, str):  # else only a pool of every type admits it
+            self.groups[kind].append(at)
 
 
 def _fast_scores(
@@ -855,11 +874,16 @@ def _fast_scores(
     context: Context,
     now: datetime,
     relevance: Relevance,
+    split: _Split | None = None,
 ) -> list[float]:
     """Every entry's score, as ``stats.scorer(context)`` gives it: the base by
     ``poolsplit.base_score`` (the rule default_scorer calls) of the fields
     :func:`_features` read once, times the relevance factor
-    (tests/test_ranking.py proves the two equal, float for float)."""
+    (tests/test_ranking.py proves the two equal, float for float). Each
+    entry's position is filed in ``split`` on the way (a loop of its own
+    cost 1.5-2 ms more at 10,000 entries: benchmarks/README.md, engine37)."""
+    split = _Split() if split is None else split
+    always, groups = split.always, split.groups
     now_seconds = poolsplit.parse_created(now)
     assert now_seconds is not None  # an aware datetime
     query_tags = frozenset(context.get("tags") or ())
@@ -874,7 +898,7 @@ def _fast_scores(
     rule = relevance_factor
     timed = relevance.timed if relevance.window is not None else None
     scores = []
-    for entry in entries:
+    for at, entry in enumerate(entries):
         found = features.get(id(entry))
         if found is None:  # not counted, or unusual: the rule itself
             based = entry
@@ -882,8 +906,13 @@ def _fast_scores(
                 based = _without_project(entry)
             score = poolsplit.default_scorer(based, base_context, now=now)
             scores.append(weighed(score, relevance.factor(entry)))
+            split.file(at, entry)
             continue
-        priority, seconds, tags, project, _ = found
+        priority, seconds, tags, project, is_always, kind = found
+        if is_always:
+            always.append(at)
+        else:
+            groups[kind].append(at)
         if no_project:  # a context naming no project leaves the entry's out
             project = None
         score = base_score(
@@ -915,14 +944,9 @@ def recall_by_scores(
     reading the best entries only.
 
     Every score is computed here in one loop (about a microsecond an entry);
-    the core gets the always-scope entries and every entry scoring at least
-    the m-th best score ``s`` (m = 4 x the entries the pools can take; ties
-    with ``s`` included), in their order. That suffices for a pool that is
-    full by its count (a later entry scores below ``s``, so below anything
-    it took), whose floor is above the best score left out, or that got all
-    of its candidates; a pool that is none of these grows m fourfold, and
-    past a quarter of the entries the core gets them all (a pool that fills
-    by tokens: the best entry left out may still fit).
+    the subset engine (``_subset.recall``) then gives the core each pool's
+    best entries by score among those it admits, with every always-scope
+    entry, and checks that they suffice (:class:`_ByScore`).
     """
     now = datetime.now(timezone.utc) if now is None else now
     if relevance is None:
@@ -935,73 +959,101 @@ def recall_by_scores(
     if not _always_admitted(stats, entries, pools):  # the core warns by position
         plain = stats.scorer(context, relevance=relevance)
         return _core(entries, pools, context, plain, token_counter, now)
-    scores = _fast_scores(stats, entries, context, now, relevance)
-    # The always-scope entries go in every subset: they rank first here.
-    keys = scores
-    always = stats._always_types
-    if always or len(stats._features) != len(entries):
-        keys = [math.inf if _always(stats, e) else s for e, s in zip(entries, scores)]
-    wanted = _FIRST_ROUND * sum(min(p.max_entries, p.max_tokens) for p in pools)
-    wanted += sum(always.values())
-    while wanted > 0 and wanted * _MAX_SHARE < len(entries):
-        got = _on_the_best(
-            stats, entries, pools, context, scores, keys, wanted, token_counter, now
+    split = _Split()
+    scores = _fast_scores(stats, entries, context, now, relevance, split)
+    source = _ByScore(entries, pools, context, scores, split, token_counter, now)
+    return _subset.recall(source, pools, token_counter)
+
+
+class _ByScore(_subset.Candidates[E]):
+    """One call's candidates for the subset engine: a pool's best by exact
+    score among the entries it admits (the always-scope ones aside: they
+    are in every subset); its threshold is the best score left out."""
+
+    def __init__(
+        self,
+        entries: Sequence[E],
+        pools: Sequence[Pool],
+        context: Context,
+        scores: Sequence[float],
+        split: _Split,
+        token_counter: TokenCounter,
+        now: datetime,
+    ) -> None:
+        self._entries, self._scores, self._split = entries, scores, split
+        self._pools, self._context = pools, context
+        self._counter, self._now = token_counter, now
+        self.size = len(entries)
+        self._score_of: dict[int, float] = {}
+        self._admitted: dict[tuple[str, ...] | None, Sequence[int]] = {}
+
+    def always(self) -> list[int]:
+        return self._split.always
+
+    def _candidates(self, pool: Pool) -> Sequence[int]:
+        """The entries the pool admits, the always-scope ones aside."""
+        found = self._admitted.get(pool.types)
+        if found is None:
+            always, groups = self._split.always, self._split.groups
+            if pool.types is None:
+                found = range(self.size)
+                if always:
+                    apart = set(always)
+                    found = [at for at in found if at not in apart]
+            else:
+                found = [
+                    at
+                    for kind in dict.fromkeys(pool.types)
+                    for at in groups.get(kind, ())  # (get: adds no group)
+                ]
+            self._admitted[pool.types] = found
+        return found
+
+    def take(
+        self, pool: Pool, wanted: int, subset: set[int], limit: int
+    ) -> float | None:
+        keys = self._candidates(pool)
+        scores = self._scores
+        left: float | None = None
+        if len(keys) <= wanted:
+            subset.update(keys)
+        else:
+            best = heapq.nlargest(wanted + 1, keys, key=scores.__getitem__)
+            cut, left = scores[best[-2]], scores[best[-1]]  # last in, best out
+            if left == cut:  # a tie is never split
+                subset.update(at for at in keys if scores[at] >= cut)
+                left = max((s for at in keys if (s := scores[at]) < cut), default=None)
+            else:
+                subset.update(best[:-1])
+        if len(subset) > limit:
+            raise _subset.TooMany
+        return left
+
+    def core(self, keys: Sequence[int] | None) -> dict[str, list[E]]:
+        entries: Sequence[E] = self._entries
+        scores = self._scores
+        if keys is not None:
+            entries = [entries[at] for at in keys]
+            scores = [scores[at] for at in keys]
+        score_of = {id(entry): score for entry, score in zip(entries, scores)}
+        self._score_of = score_of
+
+        def scorer(
+            entry: Entry, _context: Context | None, /, *, now: datetime
+        ) -> float:
+            return score_of[id(entry)]
+
+        return _core(
+            entries, self._pools, self._context, scorer, self._counter, self._now
         )
-        if got is not None:
-            return got
-        wanted *= _GROWTH
-    return _core(entries, pools, context, _scored(entries, scores), token_counter, now)
 
-
-def _on_the_best(
-    stats: Statistics,
-    entries: Sequence[E],
-    pools: Sequence[Pool],
-    context: Context,
-    scores: Sequence[float],
-    keys: Sequence[float],
-    wanted: int,
-    token_counter: TokenCounter,
-    now: datetime,
-) -> dict[str, list[E]] | None:
-    """The core's result on the ``wanted`` best keys (and every tie with the
-    last), when it is the result on every entry; None when a pool could
-    still take an entry left out (the caller widens the subset)."""
-    best = heapq.nlargest(wanted + 1, keys)
-    cut, left_out = best[-2], best[-1]  # the last one in, the best left out
-    if left_out == cut:  # a tie is never split
-        left_out = max((k for k in keys if k < cut), default=-math.inf)
-    chosen = [(e, s) for e, s, k in zip(entries, scores, keys) if k >= cut]
-    subset = [entry for entry, _ in chosen]
-    scorer = _scored(subset, [score for _, score in chosen])
-    got = _core(subset, pools, context, scorer, token_counter, now)
-    if all(
-        _holds(pool, got[pool.name], left_out)
-        or _all_candidates(stats, pool, subset, entries)
-        for pool in pools
-    ):
-        return got
-    return None
-
-
-def _scored(entries: Sequence[Entry], scores: Sequence[float]) -> Scorer:
-    """A scorer that answers each of ``entries`` (by identity) its score."""
-    by_object = {id(entry): score for entry, score in zip(entries, scores)}
-
-    def scorer(entry: Entry, _context: Context | None, /, *, now: datetime) -> float:
-        return by_object[id(entry)]
-
-    return scorer
+    def score(self, entry: E) -> float:
+        return self._score_of[id(entry)]
 
 
 def _message(context: Context) -> str:
     message = context.get("message")
     return message if isinstance(message, str) else ""
-
-
-def _always(stats: Statistics, entry: Entry) -> bool:
-    found = stats._features.get(id(entry))
-    return poolsplit.is_always(entry) if found is None else found[4]
 
 
 def _always_admitted(
@@ -1016,29 +1068,6 @@ def _always_admitted(
     return all(
         poolsplit.entry_type(e) in admitted for e in entries if poolsplit.is_always(e)
     )
-
-
-def _all_candidates(
-    stats: Statistics, pool: Pool, subset: Sequence[Entry], entries: Sequence[Entry]
-) -> bool:
-    """Whether ``subset`` holds every entry of ``entries`` the pool admits."""
-    if pool.types is None:
-        return len(subset) == len(entries)
-    types = pool.types
-    inside = sum(1 for e in subset if poolsplit.entry_type(e) in types)
-    if len(stats._features) == len(entries):  # the store's case: all counted
-        return inside == sum(stats._types.get(t, 0) for t in set(types))
-    return inside == sum(1 for e in entries if poolsplit.entry_type(e) in types)
-
-
-def _holds(pool: Pool, chosen: Sequence[Entry], left_out: float) -> bool:
-    """Whether no entry scoring ``left_out`` or less could join the pool."""
-    if pool.max_entries == 0 or pool.max_tokens == 0:
-        return True
-    if pool.min_score is not None and left_out < pool.min_score:
-        return True
-    ranked = sum(1 for entry in chosen if not poolsplit.is_always(entry))
-    return ranked >= pool.max_entries
 
 
 def _core(

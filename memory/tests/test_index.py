@@ -2,7 +2,7 @@
 
 The index only chooses which entries the core sees; these tests hold it to
 the core's result on random stores, pools and contexts, the core reading
-every entry being the oracle. ``_MAX_SHARE`` is set to 1 and
+every entry being the oracle. ``_subset._MAX_SHARE`` is set to 1 and
 ``_GROUP_SHARE`` to 0 so that a small store takes the index's path (a real
 one leaves it past a quarter of the namespace, or with a group per few
 entries), and the tests check that it did.
@@ -28,7 +28,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import _index, default_pools, open_store
+from poolsplit_memory import _index, _subset, default_pools, open_store
 from poolsplit_memory._ranking import Statistics, floored
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -111,7 +111,7 @@ def identities(result: dict[str, list[Any]]) -> dict[str, list[int]]:
 
 @pytest.fixture(autouse=True)
 def index_path_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
 
 
@@ -394,7 +394,7 @@ def core_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_large_store_reads_a_small_subset(monkeypatch: pytest.MonkeyPatch) -> None:
     """The point of the index: a 2,000-entry store's recall gives the core a
     few dozen entries, and the same result."""
-    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 4)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
     entries = [
         {
@@ -549,7 +549,7 @@ def test_an_error_names_the_position_in_the_store() -> None:
 def test_a_shape_the_index_cannot_shrink_goes_to_the_core_at_once(
     monkeypatch: pytest.MonkeyPatch, priorities: list[float]
 ) -> None:
-    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 4)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
     entries = [
         {"type": "task", "content": "x", "base_priority": p, "created": "2025-01-01"}
@@ -823,7 +823,7 @@ def test_lexical_recall_of_a_large_store_reads_a_small_subset(
     """The point of walking the index with the relevance: at 5,000 entries
     the core is given a few dozen (only entries sharing a term of the
     message get a factor above 1), and the result is the full scan's."""
-    monkeypatch.setattr(_index, "_MAX_SHARE", 4)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 4)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 8)
     entries = [
         {

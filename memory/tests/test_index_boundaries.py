@@ -15,7 +15,7 @@ import poolsplit
 import pytest
 from poolsplit import Pool
 
-from poolsplit_memory import _index
+from poolsplit_memory import _index, _subset
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -36,7 +36,7 @@ def test_a_pool_with_one_token_left_is_not_full_on_the_index(
     """A pool of 3 tokens takes A (2 tokens) and skips C and D (5 each);
     with one token left it is not full: B (one token, far down) still
     fits, so the index must grow its subset past the first round."""
-    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
     entries = [_task("A", 9, 2), _task("C", 8, 5), _task("D", 8, 5), _task("B", 1, 1)]
     pools = [Pool("p", 3, 5)]
@@ -58,7 +58,7 @@ def test_always_scope_entries_do_not_make_a_pool_full_on_the_index(
     entry, so it is not full, and B (one token, far down) still fits. The
     index must not count the always-scope entries as ranked (it would stop
     at its first subset and leave B out)."""
-    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
     always = [{**_task(name, 5, 1), "scope": "always"} for name in ("W1", "W2")]
     entries = [*always, _task("A", 9, 2), _task("C", 8, 5), _task("B", 1, 1)]

@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import _index, _ranking
+from poolsplit_memory import _index, _ranking, _subset
 from poolsplit_memory._ranking import Statistics, floored
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -147,8 +147,8 @@ def test_the_index_bounds_and_recall_follow_a_changed_rule(
     core's full scan under the changed rule (the index's own subset: its
     share of the store and its group count are not limits here)."""
     pools = [Pool("a", 10**6, most), Pool("b", 10**6, most, types=("fact",))]
-    saved = _index._MAX_SHARE, _index._GROUP_SHARE
-    _index._MAX_SHARE, _index._GROUP_SHARE = 1, 0
+    saved = _subset._MAX_SHARE, _index._GROUP_SHARE
+    _subset._MAX_SHARE, _index._GROUP_SHARE = 1, 0
     try:
         with rule_changed():
             index = _index.Index(entries)
@@ -163,7 +163,7 @@ def test_the_index_bounds_and_recall_follow_a_changed_rule(
                 assert _index._widened(index._base(position, call)) >= base
             check_index(entries, pools, context)
     finally:
-        _index._MAX_SHARE, _index._GROUP_SHARE = saved
+        _subset._MAX_SHARE, _index._GROUP_SHARE = saved
 
 
 def test_the_change_is_seen() -> None:

@@ -21,7 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import _ranking
+from poolsplit_memory import _ranking, _subset
 from poolsplit_memory._ranking import (
     Statistics,
     floored,
@@ -402,12 +402,12 @@ def test_property_recall_equals_retrieve_pools_with_the_scorer(
     """On small stores too: the first round and the share left to the core
     are made small, so that the subset's rounds run."""
     entries = [dict(e, id=str(i)) for i, e in enumerate(entries)]
-    saved = _ranking._FIRST_ROUND, _ranking._MAX_SHARE
-    _ranking._FIRST_ROUND, _ranking._MAX_SHARE = first, share
+    saved = _subset._FIRST_ROUND, _subset._MAX_SHARE
+    _subset._FIRST_ROUND, _subset._MAX_SHARE = first, share
     try:
         check_recall(entries, pools, context)
     finally:
-        _ranking._FIRST_ROUND, _ranking._MAX_SHARE = saved
+        _subset._FIRST_ROUND, _subset._MAX_SHARE = saved
 
 
 def check_recall(entries, pools, context):

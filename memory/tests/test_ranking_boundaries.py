@@ -18,6 +18,7 @@ import poolsplit
 import pytest
 from poolsplit import Pool
 
+from poolsplit_memory import _subset
 from poolsplit_memory._ranking import (
     Statistics,
     floored,
@@ -231,4 +232,47 @@ def test_always_scope_entries_do_not_fill_a_pools_count():
     got = _recall(stats, entries, pools, context)
     ids = [e["id"] for e in got["notes"]]
     assert sorted(ids) == ["always0", "always1", "low0", "low1", "top"]
+    assert got == _core(stats, entries, pools, context)
+
+
+def test_a_pool_is_not_proven_by_an_entry_tied_with_its_last(monkeypatch):
+    """The subset suffices for a full pool only if every entry left out
+    scores *below* its last one: "facts" takes f1 and is full by tokens,
+    "all" (one entry) gets f2 from the subset, scoring 5 as e1, which is
+    left out and comes first among the tied by id (README: ties by created,
+    then id): "all" must take e1."""
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)  # the subset on 3 entries
+    entries = [
+        {"id": "f1", "type": "fact", "content": "x", "base_priority": 9.0,
+         "token_count": 5},
+        {"id": "f2", "type": "fact", "content": "x", "base_priority": 5.0},
+        {"id": "e1", "type": "note", "content": "x", "base_priority": 5.0},
+    ]  # fmt: skip
+    stats = Statistics(entries)
+    context = {"message": ""}
+    pools = [Pool("facts", 5, 2, types=["fact"]), Pool("all", 10**6, 1)]
+    got = _recall(stats, entries, pools, context)
+    assert {k: [e["id"] for e in v] for k, v in got.items()} == {
+        "facts": ["f1"],
+        "all": ["e1"],
+    }
+    assert got == _core(stats, entries, pools, context)
+
+
+def test_an_entry_left_out_at_the_floor_still_loads(monkeypatch):
+    """min_score is inclusive (README: a score at least the floor): a pool
+    that is not full (c does not fit its 3 tokens) holds by its floor only
+    if the best entry left out is below it; b, left out at 5.0 exactly,
+    loads."""
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)
+    entries = [
+        {"id": "a", "content": "x", "base_priority": 9.0, "token_count": 2},
+        {"id": "c", "content": "x", "base_priority": 7.0, "token_count": 5},
+        {"id": "b", "content": "x", "base_priority": 5.0, "token_count": 1},
+    ]
+    stats = Statistics(entries)
+    context = {"message": ""}
+    pools = [Pool("p", 3, 2, min_score=5.0)]
+    got = _recall(stats, entries, pools, context)
+    assert [e["id"] for e in got["p"]] == ["a", "b"]
     assert got == _core(stats, entries, pools, context)

@@ -27,7 +27,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import InvalidInput, StoreUnavailable, _index, _sqlite, open_store
+from poolsplit_memory import (
+    InvalidInput,
+    StoreUnavailable,
+    _index,
+    _sqlite,
+    _subset,
+    open_store,
+)
 from poolsplit_memory._ranking import Statistics, floored, terms
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -39,7 +46,7 @@ TYPES = ("correction", "task", "fact", "note")
 @pytest.fixture
 def index_path_always(monkeypatch: pytest.MonkeyPatch) -> None:
     """Small stores take the index's path (as tests/test_index.py does)."""
-    monkeypatch.setattr(_index, "_MAX_SHARE", 1)
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
 
 
@@ -353,7 +360,7 @@ def test_the_first_recall_is_served_without_the_index_and_equals_it(
     wait for it); the next recall builds it, and both give what the core
     gives on every entry, for every message."""
     built = index_builds(monkeypatch)
-    monkeypatch.setattr(_index, "_MAX_SHARE", 1)  # the index's path when built
+    monkeypatch.setattr(_subset, "_MAX_SHARE", 1)  # the index's path when built
     monkeypatch.setattr(_index, "_GROUP_SHARE", 0)
     with open_store(store_url, namespace="ada", ranking=ranking) as store:
         lines = "".join(
