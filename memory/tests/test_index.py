@@ -1069,6 +1069,17 @@ def test_the_shares_asked_once_a_part_are_each_entrys_share(
     st.integers(0, 60),
     st.integers(-48, 24 * 200),
 )
+@example(  # a head of negative base: its bound is no bound, but under the floor
+    [
+        {"type": "correction", "content": ""},
+        {"type": "correction", "content": "billing", "base_priority": -2},
+        {"type": "correction", "content": ""},
+        {"type": "correction", "content": ""},
+    ],
+    {"message": "billing", "tags": ["api"], "project": None},
+    0,
+    0,
+)
 def test_a_stream_sorted_by_factor_mid_walk_bounds_every_entry_left(
     entries: list[dict[str, Any]], context: dict[str, Any], at: int, hours: int
 ) -> None:
@@ -1099,5 +1110,13 @@ def test_a_stream_sorted_by_factor_mid_walk_bounds_every_entry_left(
             assert stream.top is not None
             for rank, factor in zip(stream.ranks, factors):
                 entry = index.entry(rank[-1])
+                if stream.top <= 0.0:
+                    # A head of base 0 or less is under every pool's floor (a
+                    # words_only call's are above 0), and so is each entry
+                    # left: no base left is above it, a product's sign is
+                    # exact. _push then pushes nothing more of the stream.
+                    assert _index._under(_index.weighed(stream.top, factor), 1e-300)
+                    assert score(entry, context, now=now) <= 0.0
+                    continue
                 bound = _index._widened(_index.weighed(stream.top, factor * tags))
                 assert bound >= score(entry, context, now=now)
