@@ -78,8 +78,9 @@ from typing import Any
 import poolsplit
 from poolsplit import Pool, Scorer, TokenCounter
 
-from . import _subset
 from ._ranking import Relevance, Statistics, recall_by_scores, split, weighed
+from ._subset import Candidates, TooMany
+from ._subset import recall as subset_recall
 
 # A bound of a boosted stream is the base times the largest boost, times this
 # margin: the score multiplies its factors in another order, so it may round
@@ -424,7 +425,7 @@ class Index:
         if call is None:
             return self._whole(pools, context, now, token_counter, relevance)
         walk = _Walk(self, call, pools, token_counter)
-        return _subset.recall(walk, pools, token_counter)
+        return subset_recall(walk, pools, token_counter)
 
     def _call(
         self,
@@ -609,7 +610,7 @@ class Index:
                 subset.add(key)
                 last = bound
                 if len(subset) > limit:
-                    raise _subset.TooMany
+                    raise TooMany
         return None
 
     def _streams(self, pool: Pool, call: _Call) -> list[_Stream]:
@@ -798,7 +799,7 @@ class Index:
         )
 
 
-class _Walk(_subset.Candidates[Entry]):
+class _Walk(Candidates[Entry]):
     """One call's candidates for the subset engine: each pool's by bound,
     from the index's sorted streams (:meth:`Index._take`)."""
 

@@ -51,7 +51,8 @@ from typing import Any, ClassVar, Final, Optional, TypeVar
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
-from . import _subset
+from ._subset import Candidates, TooMany
+from ._subset import recall as subset_recall
 from ._when import window as _time_window
 
 __all__ = [
@@ -962,10 +963,10 @@ def recall_by_scores(
     split = _Split()
     scores = _fast_scores(stats, entries, context, now, relevance, split)
     source = _ByScore(entries, pools, context, scores, split, token_counter, now)
-    return _subset.recall(source, pools, token_counter)
+    return subset_recall(source, pools, token_counter)
 
 
-class _ByScore(_subset.Candidates[E]):
+class _ByScore(Candidates[E]):
     """One call's candidates for the subset engine: a pool's best by exact
     score among the entries it admits (the always-scope ones aside: they
     are in every subset); its threshold is the best score left out."""
@@ -1026,7 +1027,7 @@ class _ByScore(_subset.Candidates[E]):
             else:
                 subset.update(best[:-1])
         if len(subset) > limit:
-            raise _subset.TooMany
+            raise TooMany
         return left
 
     def core(self, keys: Sequence[int] | None) -> dict[str, list[E]]:
