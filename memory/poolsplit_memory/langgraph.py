@@ -744,11 +744,7 @@ class _Loaded:
     def sync_in_place(self, current: dict[str, Item]) -> None:
         """Apply an ``InMemoryStore``'s items of the namespace, its own dict
         (:func:`_in_place_changes` finds what changed)."""
-        read = _read_in_place(current)
-        done, found = _shortcut(self._in_place, read)
-        if not done:  # the rule's loop: on a copy of the dict (one C call)
-            read = _read_in_place(current, copy=True)
-            found = _in_place_changes(self._in_place, read)
+        read, found = _in_place_changes(self._in_place, current)
         if found is None:
             return
         changed, gone, order = found
@@ -1238,11 +1234,13 @@ def _shortcut(kept: _InPlace, current: _InPlace) -> tuple[bool, _Changed | None]
     return False, None
 
 
-def _in_place_changes(kept: _InPlace, current: _InPlace) -> _Changed | None:
-    """What changed between two reads of an ``InMemoryStore``'s namespace:
-    the changed items, the keys gone and, for :meth:`_Loaded._replace`,
-    the keys in order (None when no key read before changed); None when
-    nothing changed.
+def _in_place_changes(
+    kept: _InPlace, items: dict[str, Item]
+) -> tuple[_InPlace, _Changed | None]:
+    """This read of an ``InMemoryStore``'s namespace (its dict ``items``)
+    and what changed since ``kept``: the changed items, the keys gone and,
+    for :meth:`_Loaded._replace`, the keys in order (None when no key read
+    before changed); None when nothing changed.
 
     The rule is :func:`_changed_by_key`'s; its loop over every key costs
     about 1 ms at 10,000 items. The store's ``put`` of a new key, what an
@@ -1252,11 +1250,15 @@ def _in_place_changes(kept: _InPlace, current: _InPlace) -> _Changed | None:
     comparison at C speed, about 0.03 ms: ``==`` is ``is`` first, then
     ``Item.__eq__``, as the rule compares), the rest are new keys and none
     is gone (:func:`_shortcut`). Any other change (a rewrite, a delete, a
-    key put again) takes the rule's loop. tests/test_langgraph.py checks
-    the two agree after random writes.
+    key put again) takes the rule's loop, on a copy of the dict (one C
+    call). tests/test_langgraph.py checks the two agree after random writes.
     """
-    done, found = _shortcut(kept, current)
-    return found if done else _changed_by_key(kept.by_key, current.by_key)
+    read = _read_in_place(items)
+    done, found = _shortcut(kept, read)
+    if done:
+        return read, found
+    read = _read_in_place(items, copy=True)
+    return read, _changed_by_key(kept.by_key, read.by_key)
 
 
 def _changed_by_key(kept: dict[str, Item], current: dict[str, Item]) -> _Changed:

@@ -1304,7 +1304,7 @@ def test_what_changed_in_an_in_memory_store_is_what_was_put_or_deleted(batches):
     for batch in batches:
         for step in batch:
             write(store, space, step)
-        now = adapter._read_in_place(adapter._in_memory(store, space))
+        now, found = adapter._in_place_changes(before, adapter._in_memory(store, space))
         new = dict(store._data.get(space, {}))  # the store's own, in its order
         # the read is the store's dict: its items, under their keys, in order
         assert [(k, id(i)) for k, i in now.by_key.items()] == [
@@ -1312,7 +1312,6 @@ def test_what_changed_in_an_in_memory_store_is_what_was_put_or_deleted(batches):
         ]
         put = sorted(k for k, item in new.items() if old.get(k) is not item)
         gone = sorted(old.keys() - new.keys())
-        found = adapter._in_place_changes(before, now)
         everything = adapter._changed_by_key(old, new)
         for changed, left, order in (found or ([], [], None), everything):
             assert sorted(item.key for item in changed) == put
