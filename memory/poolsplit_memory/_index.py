@@ -806,12 +806,8 @@ class _Walk(Candidates[Entry]):
     def __init__(
         self, index: Index, call: _Call, pools: Sequence[Pool], counter: TokenCounter
     ) -> None:
-        self._index, self._call, self._pools, self._counter = (
-            index,
-            call,
-            pools,
-            counter,
-        )
+        self._index, self._call = index, call
+        self._pools, self._counter = pools, counter
         self.size = len(index)
 
     def always(self) -> Iterable[int]:

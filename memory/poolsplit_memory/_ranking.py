@@ -875,7 +875,7 @@ def _fast_scores(
     context: Context,
     now: datetime,
     relevance: Relevance,
-    split: _Split | None = None,
+    split: _Split,
 ) -> list[float]:
     """Every entry's score, as ``stats.scorer(context)`` gives it: the base by
     ``poolsplit.base_score`` (the rule default_scorer calls) of the fields
@@ -883,7 +883,6 @@ def _fast_scores(
     (tests/test_ranking.py proves the two equal, float for float). Each
     entry's position is filed in ``split`` on the way (a loop of its own
     cost 1.5-2 ms more at 10,000 entries: benchmarks/README.md, engine37)."""
-    split = _Split() if split is None else split
     always, groups = split.always, split.groups
     now_seconds = poolsplit.parse_created(now)
     assert now_seconds is not None  # an aware datetime

@@ -119,7 +119,9 @@ def test_the_fast_scores_follow_a_changed_rule(
     with rule_changed():
         relevance = stats.relevance(context["message"])
         scorer = stats.scorer(context, relevance=relevance)
-        fast = _ranking._fast_scores(stats, entries, context, NOW, relevance)
+        fast = _ranking._fast_scores(
+            stats, entries, context, NOW, relevance, _ranking._Split()
+        )
         for entry, score in zip(entries, fast):
             factor = relevance.factor(entry)
             expected = changed_base(entry, context) * factor if factor else 0.0
