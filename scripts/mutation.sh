@@ -15,7 +15,10 @@
 #                  red on someone's work in progress; say so with the score
 #   --report       only print the summary of the last run
 #   MUTANT_NAME    rerun only these mutants (as the summary names them, e.g.
-#                  poolsplit.x__read_iso__mutmut_4), to check a new test
+#                  poolsplit.x__read_iso__mutmut_4, or a glob such as
+#                  'poolsplit.x_base_score__mutmut_*'), to check a new test
+#   MUTATION_CHILDREN=N  mutmut's worker processes (--max-children; default
+#                  one per core): 1 leaves a core to others' benchmarks
 #   --memory       poolsplit-memory instead: the hand-written mutants of
 #                  scripts/memory-mutants.txt, of its HTTP server (issue 36:
 #                  _http.py, _tokens.py, _jsonrpc.py and mcp_server.py) and
@@ -77,21 +80,24 @@ done
 # The core, as mutmut names its functions (x_NAME) and methods (xǁCLASSǁNAME).
 CORE=(
     # Pool and its checks
-    "xǁPoolǁ__post_init__" x__check_cap x__check_types x__check_floor
+    "xǁPoolǁ__post_init__" x__check_cap x__check_types x__is_one_line
+    x__check_floor
     # the entry-field readers and the one error builder
     x__label x__entry_error x__content x_entry_type x_is_always x__tags
     x__to_float x__priority x__token_count x__read_iso x_parse_created
     x__created_key x__id_key x_significant_words
-    # the defaults
+    # the caches of parsed timestamps and content words, bounded in bytes
+    "xǁ_Cacheǁ*" x__instant x__word_tuple x__new_turn x_clear_caches
+    # the defaults, and the one base-score rule (published: base_score)
     x_default_is_active x_default_token_counter x_entry_cost x__resolve_now
-    x__check_context x__query x__base_score x__score_from
+    x__check_context x__query x_base_score x__base_score x__score_from
     x_default_scorer
     # the engine
-    x__check_pools x__check_call x__as_list x__not_a_mapping x__check_score
-    x__type_key x__admitted_types x__scan "xǁ_Rankingǁ*"
+    x__check_pools x__check_call x__with_context x__as_list x__not_a_mapping
+    x__check_score x__scorer_score x__type_key x__scan "xǁ_Rankingǁ*"
     x__take_always x__take_ranked x__select
     # the public retrieval functions
-    x__unadmitted_warning x_retrieve_pools x_retrieve x_render
+    x__unadmitted_warning x_retrieve_pools x_retrieve x__entry_lines x_render
     # the misconfiguration warnings (issue 21)
     x__near_always_warning x__unread_context_keys x__context_warning
     x__warn_misconfigured
@@ -301,7 +307,8 @@ fi
 cd "$work"
 start=$(date +%s)
 status=0
-"$venv/bin/mutmut" run "${patterns[@]}" >mutmut.log 2>&1 || status=$?
+"$venv/bin/mutmut" run ${MUTATION_CHILDREN:+--max-children "$MUTATION_CHILDREN"} \
+    "${patterns[@]}" >mutmut.log 2>&1 || status=$?
 tr '\r' '\n' <mutmut.log | grep -v '^ *$' | tail -n 5
 if ((status)); then
     echo "mutation.sh: mutmut failed ($status); see $work/mutmut.log" >&2
