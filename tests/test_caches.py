@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import uuid
 from contextlib import contextmanager
 
 from conftest import NOW
@@ -88,7 +89,8 @@ def test_clear_caches_empties_both_generations():
         now=NOW,
     )
     clear_caches()
-    assert all(not held_keys(cache) and cache.held == 0 for cache in CACHES)
+    for cache in CACHES:
+        assert (held_keys(cache), cache.held, cache.held_old) == (set(), 0, 0)
 
 
 WORDS = st.sampled_from(
@@ -144,3 +146,113 @@ def test_a_full_cache_drops_the_older_generation_and_keeps_the_newer():
     cache.miss("c" * 10)  # three would not fit: "a..." goes, "b..." stays
     assert (list(cache.old), list(cache.new)) == (["b" * 10], ["c" * 10])
     assert (cache.held_old, cache.held) == (one, one)
+
+
+def fresh_words(count):
+    """Words no str in the process equals yet, so none is interned before."""
+    return [f"w{uuid.uuid4().hex}" for _ in range(count)]
+
+
+def content_bytes(words, content):
+    """A content's bytes by the README's rule: its key, its words' tuple and
+    each word it is the first to bring, plus the cache's per-item overhead."""
+    tuple_bytes = sys.getsizeof(tuple(words))
+    word_bytes = sum(map(sys.getsizeof, words))
+    return sys.getsizeof(content) + tuple_bytes + word_bytes + poolsplit._ITEM_BYTES
+
+
+def test_a_content_that_fills_its_cache_exactly_is_kept_one_byte_more_is_not():
+    """The README says an item larger than its cache's share is not kept: one
+    of exactly the share is, counted as its key, its words' tuple and the
+    words it is the first to bring."""
+    for spare, kept in ((0, True), (-1, False)):
+        words = fresh_words(3)
+        entry = {"id": "x", "content": " ".join(words)}
+        with small_caches(content_bytes(words, entry["content"]) + spare):
+            retrieve_pools([entry], POOLS, {"message": words[0]}, now=NOW)
+            held = entry["content"] in held_keys(poolsplit._content_words)
+        assert held is kept, spare
+
+
+def test_a_word_shared_by_two_contents_counts_for_the_first_only():
+    words = fresh_words(3)
+    first, second = " ".join(words), " ".join(reversed(words))
+    size = content_bytes(words, first) + content_bytes([], second)
+    size += sys.getsizeof(tuple(words)) - sys.getsizeof(())  # second's tuple
+    for spare, both in ((0, True), (-1, False)):
+        entries = [{"id": 1, "content": first}, {"id": 2, "content": second}]
+        with small_caches(size + spare):
+            retrieve_pools(entries, POOLS, {"message": words[0]}, now=NOW)
+            held = held_keys(poolsplit._content_words)
+        assert ({first, second} <= held) is both, spare
+
+
+def test_a_parsed_instant_counts_its_key_and_its_float():
+    """A ``created`` string's item: the str and the float it parses to."""
+    for spare, kept in ((0, True), (-1, False)):
+        text = f"2025-06-0{3 + spare}T10:00:00Z"
+        size = sys.getsizeof(text) + sys.getsizeof(0.0) + poolsplit._ITEM_BYTES
+        with small_caches(size + spare):
+            assert poolsplit.parse_created(text) is not None
+            held = text in held_keys(poolsplit._parse_iso)
+        assert held is kept, spare
+
+
+def test_a_new_cache_holds_nothing_and_two_items_that_fill_it_exactly_stay():
+    """A new cache has its share of the budget and holds 0 bytes, also after
+    a new generation starts (every 8th call): two items whose bytes are
+    exactly the limit are both kept in the newer generation."""
+    assert poolsplit._Cache(lambda key: (key, 0), 1 / 4).limit == (
+        DEFAULT_CACHE_BUDGET // 4
+    )
+    assert poolsplit._Cache(lambda key: (key, 0), 3 / 4).limit == (
+        DEFAULT_CACHE_BUDGET * 3 // 4
+    )
+    for aged in (False, True):
+        cache = poolsplit._Cache(lambda key: (key, 0), 1.0)
+        one = sys.getsizeof("a" * 10) + poolsplit._ITEM_BYTES
+        cache.limit = 2 * one
+        if aged:
+            cache.age()
+        cache.miss("a" * 10)
+        cache.miss("b" * 10)
+        assert (list(cache.old), list(cache.new)) == ([], ["a" * 10, "b" * 10])
+
+
+def test_a_hit_in_the_older_generation_moves_the_item_without_computing_it():
+    computed = []
+    cache = poolsplit._Cache(lambda key: (computed.append(key) or key.upper(), 0), 1.0)
+    cache.miss("a")
+    cache.age()
+    assert cache.miss("a") == "A"
+    assert computed == ["a"]
+    assert (list(cache.old), list(cache.new), cache.held_old) == ([], ["a"], 0)
+
+
+def two_item_cache():
+    """A cache whose limit is exactly two items of 10 characters."""
+    cache = poolsplit._Cache(lambda key: (key, 0), 1.0)
+    cache.limit = 2 * (sys.getsizeof("a" * 10) + poolsplit._ITEM_BYTES)
+    return cache
+
+
+def generations(cache):
+    return [key[0] for key in cache.old], [key[0] for key in cache.new]
+
+
+def test_the_newer_generation_stays_when_it_and_the_next_item_fill_the_limit():
+    cache = two_item_cache()
+    cache.miss("a" * 10)
+    cache.age()
+    cache.miss("b" * 10)
+    cache.miss("c" * 10)  # a new generation: "b" and "c" fill it exactly
+    assert generations(cache) == (["b"], ["c"])
+
+
+def test_a_dropped_generation_leaves_no_bytes_counted():
+    cache = two_item_cache()
+    for key in "abc":  # "a" and "b" fill it: at "c" both generations go
+        cache.miss(key * 10)
+    assert generations(cache) == ([], ["c"])
+    cache.miss("d" * 10)  # "c" and "d" fill it exactly
+    assert generations(cache) == ([], ["c", "d"])
