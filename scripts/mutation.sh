@@ -271,6 +271,41 @@ for test in "$root"/tests/test_oracle*.py; do
         { echo "mutation.sh: add $name to [tool.mutmut] in pyproject.toml" >&2; exit 2; }
 done
 
+# CORE must name every runtime function of poolsplit.py (above its banner
+# "Tooling of the runtime": explain, validate and the file readers, then the
+# tools, stay out by design), but the hooks' Protocols and the exceptions'
+# __init__s, and nothing that is gone: base_score, published by rule36,
+# went unmutated while the list named a function removed before it.
+"$venv/bin/python" - "$root/poolsplit.py" "${CORE[@]}" <<'PY'
+import ast
+import fnmatch
+import sys
+
+path, core = sys.argv[1], sys.argv[2:]
+with open(path, encoding="utf-8") as f:
+    source = f.read()
+end = source[: source.index("\n# Tooling of the runtime")].count("\n") + 1
+outside = ("Protocol", "Exception", "Error", "Warning")
+names = []
+for node in ast.parse(source).body:
+    if node.lineno > end:
+        break
+    if isinstance(node, ast.FunctionDef):
+        names.append(f"x_{node.name}")
+    elif isinstance(node, ast.ClassDef):
+        bases = [ast.unparse(base) for base in node.bases]
+        if not any(base.endswith(outside) for base in bases):
+            names += [f"xǁ{node.name}ǁ{f.name}" for f in node.body
+                      if isinstance(f, ast.FunctionDef)]
+missing = [n for n in names if not any(fnmatch.fnmatchcase(n, c) for c in core)]
+stale = [c for c in core if not any(fnmatch.fnmatchcase(n, c) for n in names)]
+for name in missing:
+    print(f"mutation.sh: add {name} to CORE (a runtime function of poolsplit.py)")
+for pattern in stale:
+    print(f"mutation.sh: CORE names {pattern}, which poolsplit.py no longer defines")
+sys.exit(2 if missing or stale else 0)
+PY
+
 mkdir -p "$work"
 # A fresh copy of the sources; mutmut's results (mutants/) are kept, and
 # mutmut regenerates the mutants of any function whose source changed.
