@@ -256,3 +256,16 @@ def test_a_dropped_generation_leaves_no_bytes_counted():
     assert generations(cache) == ([], ["c"])
     cache.miss("d" * 10)  # "c" and "d" fill it exactly
     assert generations(cache) == ([], ["c", "d"])
+
+
+def test_a_content_read_again_is_a_hit_not_counted_twice():
+    """Two contents that fill the cache exactly both stay when a second call
+    reads one of them again: a hit in the newer generation adds no bytes."""
+    first, second = fresh_words(2), fresh_words(2)
+    entries = [{"id": i, "content": " ".join(w)} for i, w in enumerate((first, second))]
+    size = sum(content_bytes(w, e["content"]) for w, e in zip((first, second), entries))
+    contents = {e["content"] for e in entries}
+    with small_caches(size):
+        for store in (entries, entries[:1]):
+            retrieve_pools(store, POOLS, {"message": first[0]}, now=NOW)
+            assert contents <= held_keys(poolsplit._content_words)
