@@ -65,6 +65,19 @@ def test_a_later_pool_reaching_the_entry_fails_the_call():
         retrieve_pools(far_store(Unreadable()), pools, now=NOW)
 
 
+@pytest.mark.parametrize("context", [None, {"message": "alpha"}])
+def test_an_entry_only_another_pool_admits_is_not_read_by_this_one(context):
+    """The bad entry ranks first but is of type b; its pool is full at once
+    (no entries), so no pool reaches it, and pool a passes over it unread."""
+    store = [
+        {"id": "b", "type": "b", "base_priority": 9, "content": Unreadable()},
+        {"id": "a", "type": "a", "content": "alpha"},
+    ]
+    pools = [Pool("a", 100, 5, types=["a"]), Pool("b", 100, 0, types=["b"])]
+    got = retrieve_pools(store, pools, context, now=NOW)
+    assert {name: ids(chosen) for name, chosen in got.items()} == {"a": ["a"], "b": []}
+
+
 def test_validate_reads_every_content():
     problems = validate(far_store(Unreadable(TypeError)), now=NOW)
     assert [(p.index, p.severity, p.field, p.message) for p in problems] == [
