@@ -212,7 +212,8 @@ from mutmut.stats import status_by_exit_code
 listing, sample, core = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 with open(listing, encoding="utf-8") as f:
     text = f.read()
-listed = text.partition("## Equivalent mutants")[2]
+# Only that section: the ones after it name mutants that were killed.
+listed = text.partition("## Equivalent mutants")[2].partition("\n## ")[0]
 equivalent = set(re.findall(r"poolsplit\.x\S+?__mutmut_\d+", listed))
 # Timeouts a reader checked: the call never returns (an endless loop), so the
 # mutant is caught; any other timeout may only be slower, and is reported.
