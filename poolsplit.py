@@ -411,16 +411,16 @@ def _tags(value: object, where: str) -> Collection[str]:
     A list, tuple or set of str, the usual case, comes back as it is (checked
     at C speed by ``"".join``) so that no set is built per entry per turn.
     """
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple, set, frozenset)):  # the usual case first
         try:
             "".join(value)
         except TypeError:  # a non-str item
             return tuple(item if isinstance(item, str) else str(item) for item in value)
         return value
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
     raise TypeError(
         f"{where} must be a str or a list of str, got {type(value).__name__}"
     )
@@ -445,7 +445,10 @@ def _priority(entry: Entry, index: int | None) -> float:
     if kind is float and not math.isnan(value):  # the usual cases first
         return float(value)
     if kind is int:
-        return _to_float(value)
+        try:
+            return float(value)
+        except OverflowError:  # beyond the float range: _to_float's +-inf
+            return _to_float(value)
     if value is None:
         return DEFAULT_PRIORITY
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
@@ -841,13 +844,17 @@ def _base_score(
     """:func:`base_score` of the entry's fields, read and checked, and the
     ``created`` instant (read once per call: the tie order needs it too)."""
     priority = _priority(entry, index)
-    try:
-        tags = _tags(entry.get("tags"), "tags")
-    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
-        raise _entry_error(exc, index, entry, "tags") from exc
+    tags = entry.get("tags")
+    if tags is not None:  # None reads as no tags, in _tags and base_score alike
+        try:
+            tags = _tags(tags, "tags")
+        except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+            raise _entry_error(exc, index, entry, "tags") from exc
     project = entry.get("project")
+    created = entry.get("created")  # a str's cached instant read here, not called
+    hit = _parse_iso.new.get(created) if type(created) is str else None
     try:  # a created or project whose own offset or comparison fails
-        seconds = parse_created(entry.get("created"))
+        seconds = hit[0] if hit else None if created is None else parse_created(created)
         score = base_score(
             priority, seconds, tags, project, query.now, query.tags, query.project
         )
