@@ -211,6 +211,11 @@ class _Call:
     # matches some entry) and every pool's floor is above 0. The groups'
     # and tags' streams are then left out.
     words_only: bool = False
+    # A words_only call's word streams by name, made by its first pool's
+    # walk: (name, its lists by group, the boost of its bound).
+    named_streams: (
+        list[tuple[Any, dict[GroupKey, list[tuple[Any, ...]]], float]] | None
+    ) = None
 
 
 class Index:
@@ -705,16 +710,21 @@ class Index:
             for g in groups
             if (top := self._base(members[g][0][-1], call)) > 0.0
         ]
-        tag_factor = _MAX_TAGS if call.tags else 1.0
-        word_factor, most = call.word_factor, call.message_factor
-        words = self._words
         heads: list[_Head] = []
         heap: list[tuple[float, int, int]] = []
-        for name in call.words:
-            by_group = words.get(name)
-            if by_group is None:
-                continue
-            boost = word_factor.get(name, most) * tag_factor
+        if not tops:
+            return heads, heap
+        named = call.named_streams
+        if named is None:  # the call's first pool: each name's groups, boost
+            tag_factor = _MAX_TAGS if call.tags else 1.0
+            word_factor, most = call.word_factor, call.message_factor
+            words = self._words
+            named = call.named_streams = [
+                (name, by_group, word_factor.get(name, most) * tag_factor)
+                for name in call.words
+                if (by_group := words.get(name)) is not None
+            ]
+        for name, by_group, boost in named:
             for g, top in tops:
                 ranks = by_group.get(g)
                 if ranks is not None:
