@@ -59,6 +59,7 @@ import bisect
 import dataclasses
 import heapq
 import math
+import operator
 import sys
 from collections import Counter
 from collections.abc import (
@@ -137,6 +138,7 @@ _RENT = 4
 # and 0.99-1.04).
 _SPLIT_FROM = 8
 _NONE: frozenset[int] = frozenset()
+_KEY = operator.itemgetter(-1)  # a rank's key: its last item
 
 
 @dataclass
@@ -247,6 +249,7 @@ class Index:
         self._created: dict[int, float | None] = {}
         self._priority: dict[int, float] = {}
         self._content_words: dict[int, frozenset[Any]] = {}
+        self._texts: dict[int, str] = {}  # the text the scorer reads
         self._tag_sets: dict[int, frozenset[str]] = {}
         self._place: dict[int, tuple[GroupKey, tuple[Any, ...]]] = {}
         self._members: dict[GroupKey, list[tuple[Any, ...]]] = {}  # best first
@@ -339,7 +342,7 @@ class Index:
                 hits[name].discard(key)
                 if not hits[name]:
                     del hits[name]
-        del self._created[key], self._priority[key]
+        del self._created[key], self._priority[key], self._texts[key]
 
     def _lists(self) -> Iterator[list[tuple[Any, ...]]]:
         yield from self._members.values()
@@ -385,6 +388,7 @@ class Index:
         seconds = poolsplit.parse_created(entry.get("created"))
         self._priority[key] = number
         self._created[key] = seconds
+        self._texts[key] = content
         if priority < 0:  # a negative priority: the oldest scores most
             rank: tuple[Any, ...] = (seconds is None, seconds or 0.0, key)
         else:  # no ``created`` (no decay) first, then the newest
@@ -770,10 +774,20 @@ class Index:
         (at 10,000 entries a recall sorts some 500 entries, about 2 µs a
         ``share``); else once an entry."""
         entries, share = self._entries, relevance.share
+        if len(ranks) < _SPLIT_FROM:
+            return lambda key: share(entries[key])
+        # Most entries a walk sorts hold a content the relevance weighed
+        # already (its rarest term's): their shares read at C speed, a
+        # lookup each (warm38: 0.95 of a recall at 10,000 entries).
+        keys = list(map(_KEY, ranks))
+        found = list(
+            map(relevance.weighed_shares.get, map(self._texts.__getitem__, keys))
+        )
+        if None not in found:
+            return dict(zip(keys, found)).__getitem__
         terms = self._terms
         if not (
-            len(ranks) >= _SPLIT_FROM
-            and getattr(terms, "__func__", None) is Statistics.streams_of
+            getattr(terms, "__func__", None) is Statistics.streams_of
             and getattr(terms, "__self__", None) is relevance.statistics
         ):
             return lambda key: share(entries[key])
@@ -784,10 +798,10 @@ class Index:
             for other in relevance.weights
             if other != term
         ]
-        found: dict[int, float] = {}
-        for part in split({rank[-1] for rank in ranks}, holders):
-            found.update(dict.fromkeys(part, share(entries[next(iter(part))])))
-        return found.__getitem__
+        by_key: dict[int, float] = {}
+        for part in split(set(keys), holders):
+            by_key.update(dict.fromkeys(part, share(entries[next(iter(part))])))
+        return by_key.__getitem__
 
     def _push(
         self,

@@ -41,7 +41,7 @@ import dataclasses
 import heapq
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -787,6 +787,12 @@ class Relevance:
                         found[(order[at], length)] = factor
             self._bounds = found
         return self._bounds
+
+    @property
+    def weighed_shares(self) -> Mapping[str, float]:
+        """The ``r`` of each content weighed so far (the visited terms'), by
+        content: what :meth:`share` gives an entry holding it."""
+        return self._share
 
     @property
     def statistics(self) -> Statistics:
