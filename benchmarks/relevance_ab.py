@@ -194,9 +194,9 @@ def turn(
     if variant == "D" and off == "split":
         Relevance._visit = each_visit
     elif variant == "D" and off == "take":
-        index._by_factor = untied(index)  # type: ignore[method-assign]
+        index._by_factor = untied(index)
     elif variant == "D" and off == "weighed":
-        Relevance.weighed_shares = property(lambda self: {})  # type: ignore[assignment]
+        Relevance.weighed_shares = property(lambda self: {})
     try:
         started = time.process_time()
         relevance = Relevance(stats, message, NOW, complete=variant == "A")
@@ -212,7 +212,7 @@ def turn(
     finally:
         index._call = shipped
         Relevance._visit = shipped_visit
-        Relevance.weighed_shares = shipped_weighed  # type: ignore[method-assign]
+        Relevance.weighed_shares = shipped_weighed
         vars(index).pop("_by_factor", None)
     return weighed - started, done - started, relevance, got
 
@@ -237,6 +237,19 @@ def same(stats: Statistics, a: Relevance, b: Relevance) -> bool:
     return True
 
 
+def d_namespace(
+    args: argparse.Namespace, stats: Statistics, index: Index, shape: str
+) -> tuple[Statistics, Any]:
+    """D's statistics and index: C's, or their own (``--off by-length``,
+    ``--against``)."""
+    if args.off == "by-length":
+        made, own, _ = namespace(args.entries, shape, by_length=False)
+        return made, own
+    if args.against:
+        return stats, other_index(args.against, stats, args.entries, shape)
+    return stats, index
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
@@ -253,13 +266,7 @@ def main() -> None:
     args = parser.parse_args()
     shape = "spread" if args.spread else "aged" if args.aged else "same age"
     stats, index, pools = namespace(args.entries, shape)
-    # D's statistics and index, when they are not C's
-    other: tuple[Statistics, Any] = (stats, index)
-    if args.off == "by-length":
-        made, own, _ = namespace(args.entries, shape, by_length=False)
-        other = (made, own)
-    elif args.against:
-        other = (stats, other_index(args.against, stats, args.entries, shape))
+    other = d_namespace(args, stats, index, shape)
     asked = questions(args.turns + 5, seed=3)
     if args.spread:
         asked = [MESSAGES[n % len(MESSAGES)] for n in range(args.turns + 5)]
@@ -274,9 +281,7 @@ def main() -> None:
             order = order[::-1]
         for variant in order:
             own_stats, own_index = other if variant == "D" else (stats, index)
-            got[variant] = turn(
-                own_stats, own_index, pools, message, variant, args.off
-            )
+            got[variant] = turn(own_stats, own_index, pools, message, variant, args.off)
         ids = {
             variant: [[e["id"] for e in found[3][p.name]] for p in pools]
             for variant, found in got.items()
@@ -291,6 +296,16 @@ def main() -> None:
             weighing[variant].append(got[variant][0])
             whole[variant].append(got[variant][1])
     print(f"{args.entries} entries ({shape}), {len(whole['A'])} turns, CPU ms")
+    report(variants, weighing, whole, args)
+
+
+def report(
+    variants: str,
+    weighing: dict[str, list[float]],
+    whole: dict[str, list[float]],
+    args: argparse.Namespace,
+) -> None:
+    """Each variant's medians and paired ratio to A; C / D with a D."""
     for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
         cells = []
         for variant in variants:
