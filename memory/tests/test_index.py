@@ -1146,6 +1146,19 @@ tied_entries_st = st.lists(
     lexical_context_st,
     st.integers(1, 12),
 )
+@example(  # a tag of the call: the untagged entry's own bound is lower
+    [
+        {"type": "note", "content": "billing", "created": "2026-05-29T00:00:00+00:00"},
+        {
+            "type": "note",
+            "content": "billing",
+            "created": "2026-05-29T00:00:00+00:00",
+            "tags": ["api"],
+        },
+    ],
+    {"message": "billing", "tags": ["api"], "project": None},
+    1,
+)
 def test_an_entry_taken_at_its_streams_bound_is_what_pushing_it_back_takes(
     entries: list[dict[str, Any]], context: dict[str, Any], wanted: int
 ) -> None:
