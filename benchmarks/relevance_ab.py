@@ -10,7 +10,9 @@ each its own, minutes to hours apart, as ``langgraph_turn.py``; ``--spread``:
 dates over a year, where the bases do not tie) is counted
 by a ``Statistics`` and filed in a recall ``Index`` as the store does
 (``terms=stats.streams_of``, the default pools, floored). Each turn asks a
-new question of three variants, in rotating order:
+new question of three variants, in rotating order (reversed every other
+round, so that no variant always runs right after the same one: the one
+after reads the statistics the one before brought into the caches):
 
 - A, before: the relevance weighs every content sharing a term
   (``Relevance(..., complete=True)``, kept for the hybrid ranking) and the
@@ -25,7 +27,18 @@ new question of three variants, in rotating order:
   word streams' entries, as a walk of every stream needs, not
   ``_index._Union``); ``split`` (the relevance weighs each content of a
   visited term one by one, not once per part of ``_ranking.split``);
-  C / D, paired, is printed too.
+  ``take`` (a stream walked by factor whose bases tie pushes each entry
+  it gives back with its own bound, as any other stream does, instead of
+  giving it at once); ``weighed`` (the sort by factor splits every stream
+  by the message's other terms, not reading the shares the relevance
+  weighed already); ``by-length`` (the statistics make a term's contents
+  by length when a relevance first visits it, not all at once as the
+  store does when it builds its index: D has statistics and an index of
+  its own); C / D, paired, is printed too.
+- D, with ``--against FILE``: C's relevance and statistics, the recall
+  index of another ``_index.py`` (e.g. ``git show
+  REV:memory/poolsplit_memory/_index.py > /tmp/before.py``): an A/B of
+  the index's code before and after a change.
 
 Every turn the variants' recalls are checked equal; in the five untimed turns
 the relevances' ``best``, and every counted content's ``share`` and
@@ -42,7 +55,9 @@ pytest never collects this. Needs poolsplit-memory installed.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
+import sys
 import time
 from datetime import datetime, timezone
 from typing import Any
@@ -61,7 +76,9 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 VARIANTS = "ABC"
 
 
-def namespace(size: int, shape: str) -> tuple[Statistics, Index, list[Any]]:
+def namespace(
+    size: int, shape: str, *, by_length: bool = True
+) -> tuple[Statistics, Index, list[Any]]:
     """The counted entries, their index and the default pools."""
     entries = []
     made = spread_entries(size, "spread") if shape == "spread" else memories(size)
@@ -72,8 +89,35 @@ def namespace(size: int, shape: str) -> tuple[Statistics, Index, list[Any]]:
     stats = Statistics(entries)
     index = Index(terms=stats.streams_of)
     index.add_many(list(enumerate(entries)))
+    if by_length:  # as the store's snapshot does once it builds its index
+        stats.by_length_of_every_term()
     types = {str(entry["type"]) for entry in entries}
     return stats, index, default_pools(types)
+
+
+def other_index(path: str, stats: Statistics, size: int, shape: str) -> Any:
+    """``--against``: the recall index of the ``_index.py`` at ``path``,
+    filled with the namespace's entries over ``stats``."""
+    spec = importlib.util.spec_from_file_location("poolsplit_memory._against", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    _, index, _ = namespace(size, shape, by_length=False)  # its entries
+    other = module.Index(terms=stats.streams_of)
+    other.add_many([(key, index.entry(key)) for key in range(len(index))])
+    return other
+
+
+def untied(index: Index) -> Any:
+    """``--off take``: ``index._by_factor`` that never marks a stream tied."""
+    by_factor = Index._by_factor
+
+    def sorted_by_factor(stream: Any, call: Any) -> None:
+        by_factor(index, stream, call)
+        stream.tied = False
+
+    return sorted_by_factor
 
 
 def by_base(index: Index) -> Any:
@@ -146,8 +190,13 @@ def turn(
     elif variant == "D" and off == "union":
         index._call = without(index, off)
     shipped_visit = Relevance._visit
+    shipped_weighed = Relevance.weighed_shares
     if variant == "D" and off == "split":
         Relevance._visit = each_visit
+    elif variant == "D" and off == "take":
+        index._by_factor = untied(index)
+    elif variant == "D" and off == "weighed":
+        Relevance.weighed_shares = property(lambda self: {})
     try:
         started = time.process_time()
         relevance = Relevance(stats, message, NOW, complete=variant == "A")
@@ -163,6 +212,8 @@ def turn(
     finally:
         index._call = shipped
         Relevance._visit = shipped_visit
+        Relevance.weighed_shares = shipped_weighed
+        vars(index).pop("_by_factor", None)
     return weighed - started, done - started, relevance, got
 
 
@@ -186,28 +237,51 @@ def same(stats: Statistics, a: Relevance, b: Relevance) -> bool:
     return True
 
 
+def d_namespace(
+    args: argparse.Namespace, stats: Statistics, index: Index, shape: str
+) -> tuple[Statistics, Any]:
+    """D's statistics and index: C's, or their own (``--off by-length``,
+    ``--against``)."""
+    if args.off == "by-length":
+        made, own, _ = namespace(args.entries, shape, by_length=False)
+        return made, own
+    if args.against:
+        return stats, other_index(args.against, stats, args.entries, shape)
+    return stats, index
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
     parser.add_argument("--turns", type=int, default=41)
-    parser.add_argument("--off", choices=("union", "split"), default="")
+    parser.add_argument(
+        "--off",
+        choices=("union", "split", "take", "weighed", "by-length"),
+        default="",
+    )
+    parser.add_argument("--against", metavar="FILE", default="")
     shapes = parser.add_mutually_exclusive_group()
     shapes.add_argument("--aged", action="store_true")
     shapes.add_argument("--spread", action="store_true")
     args = parser.parse_args()
     shape = "spread" if args.spread else "aged" if args.aged else "same age"
     stats, index, pools = namespace(args.entries, shape)
+    other = d_namespace(args, stats, index, shape)
     asked = questions(args.turns + 5, seed=3)
     if args.spread:
         asked = [MESSAGES[n % len(MESSAGES)] for n in range(args.turns + 5)]
-    variants = VARIANTS + ("D" if args.off else "")
+    variants = VARIANTS + ("D" if args.off or args.against else "")
     weighing: dict[str, list[float]] = {v: [] for v in variants}
     whole: dict[str, list[float]] = {v: [] for v in variants}
     for number, message in enumerate(asked):
         got: dict[str, Any] = {}
         turned = number % len(variants)
-        for variant in variants[turned:] + variants[:turned]:
-            got[variant] = turn(stats, index, pools, message, variant, args.off)
+        order = variants[turned:] + variants[:turned]
+        if number // len(variants) % 2:  # each variant after each other one
+            order = order[::-1]
+        for variant in order:
+            own_stats, own_index = other if variant == "D" else (stats, index)
+            got[variant] = turn(own_stats, own_index, pools, message, variant, args.off)
         ids = {
             variant: [[e["id"] for e in found[3][p.name]] for p in pools]
             for variant, found in got.items()
@@ -222,6 +296,16 @@ def main() -> None:
             weighing[variant].append(got[variant][0])
             whole[variant].append(got[variant][1])
     print(f"{args.entries} entries ({shape}), {len(whole['A'])} turns, CPU ms")
+    report(variants, weighing, whole, args)
+
+
+def report(
+    variants: str,
+    weighing: dict[str, list[float]],
+    whole: dict[str, list[float]],
+    args: argparse.Namespace,
+) -> None:
+    """Each variant's medians and paired ratio to A; C / D with a D."""
     for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
         cells = []
         for variant in variants:
@@ -231,14 +315,15 @@ def main() -> None:
             )
             cells.append(f"{variant} {ms:7.2f} ({paired:.2f}x A)")
         print(f"{title:19} " + "  ".join(cells))
-    if args.off:
+    if "D" in variants:
         for title, samples in (("relevance", weighing), ("relevance + recall", whole)):
             paired = statistics.median(
                 c / d if d else 1.0 for c, d in zip(samples["C"], samples["D"])
             )
             total = sum(samples["C"]) / sum(samples["D"])
+            without = f"without {args.off}" if args.off else f"{args.against}'s index"
             print(
-                f"C / D (without {args.off}), {title}, paired: {paired:.2f}"
+                f"C / D ({without}), {title}, paired: {paired:.2f}"
                 f", of the totals: {total:.2f}"
             )
 

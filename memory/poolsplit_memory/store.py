@@ -820,6 +820,10 @@ class _Snapshot:
                 else Index(terms=self.stats.streams_of)
             )
             index.add_many(builtins.list(self._held.items()))
+            if self._ranking != "core":
+                # What a relevance reads of each term it visits, made once
+                # here rather than at each term's first visit by a recall.
+                self.stats.by_length_of_every_term()
             self._index = index
         return self._index
 

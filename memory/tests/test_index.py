@@ -1120,3 +1120,76 @@ def test_a_stream_sorted_by_factor_mid_walk_bounds_every_entry_left(
                     continue
                 bound = _index._widened(_index.weighed(stream.top, factor * tags))
                 assert bound >= score(entry, context, now=now)
+
+
+# Memories written at one time, at the default priority: every word stream's
+# bases tie (store_scale.py's shape), tags on some.
+tied_entries_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(("note", "fact")),
+            "content": st.lists(st.sampled_from(LEXICAL_WORDS), max_size=4).map(
+                " ".join
+            ),
+            "created": st.just((NOW - timedelta(days=3)).isoformat()),
+            "tags": st.lists(st.sampled_from(TAGS), max_size=2),
+        }
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.one_of(tied_entries_st, aged_entries_st, lexical_entries_st),
+    lexical_context_st,
+    st.integers(1, 12),
+)
+@example(  # a tag of the call: the untagged entry's own bound is lower
+    [
+        {"type": "note", "content": "billing", "created": "2026-05-29T00:00:00+00:00"},
+        {
+            "type": "note",
+            "content": "billing",
+            "created": "2026-05-29T00:00:00+00:00",
+            "tags": ["api"],
+        },
+    ],
+    {"message": "billing", "tags": ["api"], "project": None},
+    1,
+)
+def test_an_entry_taken_at_its_streams_bound_is_what_pushing_it_back_takes(
+    entries: list[dict[str, Any]], context: dict[str, Any], wanted: int
+) -> None:
+    """A stream walked by factor whose bases tie offers an entry at the bound
+    of its own shares (no tags in the call): the walk takes it at once
+    instead of pushing it back with that bound. Each pool's walk adds the
+    same entries and returns the same threshold as the walk that pushes
+    every offered entry back with ``_boosted_bound`` (the README's bound)."""
+    index, stats, _ = lexical_index(entries, [])
+    relevance = stats.relevance(context["message"])
+    pools = floored(named([(100, 3, ("note",), None), (100, 2, None, None)]), relevance)
+    walks = []
+    for shortcut in (True, False):
+        call = index._call(context, NOW, relevance, pools)
+        assert call is not None
+        taken = []
+        by_factor = _index.Index._by_factor
+
+        def sorted_by_factor(
+            self: _index.Index, stream: Any, call: Any, shortcut: bool = shortcut
+        ) -> None:
+            by_factor(self, stream, call)
+            stream.tied = stream.tied and shortcut
+
+        _index.Index._by_factor = sorted_by_factor  # type: ignore[method-assign]
+        try:
+            for pool in pools:
+                subset: set[int] = set()
+                threshold = index._take(pool, wanted, call, subset, 10**9)
+                taken.append((subset, threshold))
+        finally:
+            _index.Index._by_factor = by_factor  # type: ignore[method-assign]
+        walks.append(taken)
+    assert walks[0] == walks[1]

@@ -303,16 +303,22 @@ def test_a_common_term_no_content_can_win_with_is_not_visited():
     entries=st.lists(entry, min_size=1, max_size=12),
     removed=st.lists(st.integers(0, 11), max_size=12),
     context=contexts,
+    at_once=st.booleans(),
 )
 def test_property_add_and_remove_keep_what_a_rebuild_computes(
-    entries, removed, context
+    entries, removed, context, at_once
 ):
     stats = Statistics()
     half = len(entries) // 2
     for e in entries[:half]:
         stats.add(e)
-    for term in list(stats._postings)[::2]:  # made: then kept by the writes
+    # made (every other term one by one, or every term in one pass, some
+    # made already): then kept by the writes
+    for term in list(stats._postings)[::2]:
         stats.by_length(term)
+    if at_once:
+        stats.by_length_of_every_term()
+        assert stats._by_length.keys() == stats._postings.keys()
     for e in entries[half:]:
         stats.add(e)
     gone = {i % len(entries) for i in removed}
