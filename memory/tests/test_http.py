@@ -61,8 +61,10 @@ class Server:
 
 
 @contextmanager
-def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0"):
-    """``poolsplit-mcp --http ADDRESS`` over ``db``; stopped by SIGTERM."""
+def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0", healthz=True):
+    """``poolsplit-mcp --http ADDRESS`` over ``db``; stopped by SIGTERM.
+    ``healthz=False``: no /healthz before the test's first request (a
+    /healthz opens the worker's store)."""
     log = tmp_path / f"server-{uuid.uuid4().hex[:6]}.err"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
@@ -85,8 +87,8 @@ def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0"):
             time.sleep(0.1)
         assert base is not None, log.read_text()
         server = Server(proc, base, log)
-        pids = worker_pids(server, workers)
-        assert pids, server.stderr()
+        if healthz:
+            assert worker_pids(server, workers), server.stderr()
         yield server
     finally:
         if proc.poll() is None:
@@ -1214,6 +1216,25 @@ def test_http_a_tool_error_names_the_cause_not_the_database(tmp_path):
         assert name in server.stderr()  # the operator's log keeps the database
     finally:
         drop_pg_database(url, admin)
+
+
+def test_http_a_store_that_cannot_open_names_the_cause_not_the_path(tmp_path):
+    """The first call of a namespace opens its store; when that open fails
+    (the folder is gone) the tenant reads the cause and the namespace, and
+    only the operator's log names the path."""
+    folder = tmp_path / "data-folder-x7"
+    folder.mkdir()
+    token = add_token(tmp_path, "ada", "ada")
+    tokens = tmp_path / "tokens.json"
+    with serve(tmp_path, folder / "m.db", "--tokens", tokens, healthz=False) as s:
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()  # before the worker opened its store
+        text = tool_error(rpc(s.base, "list", {}, token))
+    cause, _, where = text.partition(": ")
+    assert where == "namespace 'ada'", text
+    assert cause and "data-folder-x7" not in text, text
+    assert "data-folder-x7" in s.stderr()  # the operator's log keeps the path
 
 
 def test_http_a_403_is_logged_with_the_tokens_name(tmp_path):
