@@ -151,8 +151,8 @@ def open_backends() -> int:
 # The snapshots, within a memory budget
 # ===========================================================================
 
-# 256 MiB: about 40 namespaces of 1,000 short memories (~6.5 MB each) per
-# process (store.py estimates a snapshot's bytes; memory/README.md's "Many
+# 256 MiB: about 20 namespaces of 1,000 chat turns (~13 MB each, estimated)
+# per process (store.py estimates a snapshot's bytes; memory/README.md's "Many
 # tenants, several instances").
 DEFAULT_SNAPSHOT_BUDGET: Final = 256 * 1024 * 1024
 

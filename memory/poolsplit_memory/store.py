@@ -221,12 +221,18 @@ _ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
 # A snapshot's estimated bytes: a fixed part per entry plus a part per byte
-# of its stored JSON (the parsed dict, the index's and the ranking's
-# structures). Fitted to tracemalloc over 1,000 entries of 107, 190 and 989
-# JSON bytes (4.8, 6.9 and 14-17 KB an entry retained; the estimate gives
-# 5.4, 6.5 and 16.9): an estimate, not an account.
-_SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 13
-_SNAPSHOT_BYTES_PER_ENTRY: Final = 4_000
+# of its stored JSON (the parsed dict, the ranking's statistics with every
+# term's contents by length, and the recall index its second recall builds).
+# Fitted to what dropping a snapshot frees after three recalls (tracemalloc;
+# benchmarks/snapshot_bytes.py) at 1,000 entries of 103, 203 and 1,003 JSON
+# bytes (3.8, 11.3 and 53.6 KB an entry; the estimate gives 6.4, 12.1 and
+# 57.7) and of LoCoMo's turns, 222 bytes (12.0 KB; 13.2): at or above every
+# row, and up to 2x over at 10,000 entries, whose terms are shared by more
+# entries (3.2-36 KB). Under the retained bytes the budget would hold more
+# than it says, so the line covers the costliest rows: an estimate, not an
+# account.
+_SNAPSHOT_BYTES_PER_BODY_BYTE: Final = 57
+_SNAPSHOT_BYTES_PER_ENTRY: Final = 500
 # Held while a snapshot is built from a whole read (Store._snapshot).
 _WHOLE_READS: Final = threading.Lock()
 
