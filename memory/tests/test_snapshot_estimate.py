@@ -29,7 +29,7 @@ ENTRIES = 1000
 MOST = 1.5  # the estimate over what is retained (here: 1.20 and 1.32)
 
 PROBE = """
-import gc, io, json, os, random, sys, tempfile, tracemalloc
+import gc, io, json, os, random, sys, tracemalloc
 from poolsplit_memory import open_store
 from poolsplit_memory import store as store_module
 
@@ -53,7 +53,7 @@ for k in range(entries):
                      else rng.choices(vocab, weights=weights)[0])
     entry["content"] = " ".join(words)
     lines.append(json.dumps(entry) + "\\n")
-path = os.path.join(tempfile.mkdtemp(), "memory.db")
+path = os.path.join(os.getcwd(), "memory.db")  # the test's tmp_path
 with open_store(path, namespace="one") as filling:
     filling.import_jsonl(io.StringIO("".join(lines)))
 store = open_store(path, namespace="one")
