@@ -1270,9 +1270,9 @@ class _Ranking:
         wanted: Wanted,
         taken: list[bool],
     ) -> list[tuple[float, TieKey]]:
-        """Score the run's entries the pool may take (each once per call) and
-        return its boosted ones (exact score not the first) as heap items; the
-        others share one exact score and stay in place, in tie order."""
+        """Score the run's untaken entries of the pool's types (each once per
+        call; a non-str content only if its entry may fit) and return the
+        boosted ones that fit as heap items; the others stay, in tie order."""
         order, store, exact, query = self._order, self._store, self._exact, self._query
         assert query is not None  # only the default scorer is bounded
         first = self._base[order[start]]
