@@ -1270,32 +1270,25 @@ class _Ranking:
         wanted: Wanted,
         taken: list[bool],
     ) -> list[tuple[float, TieKey]]:
-        """Score the run's entries the pool may take (each once per call) and
-        return its boosted ones (exact score not the first) as heap items; the
-        others share one exact score and stay in place, in tie order."""
-        order, exact = self._order, self._exact
+        """Score the run's untaken entries of the pool's types (each once per
+        call; a non-str content only if its entry may fit) and return the
+        boosted ones that fit as heap items; the others stay, in tie order."""
+        order, store, exact, query = self._order, self._store, self._exact, self._query
+        assert query is not None  # only the default scorer is bounded
         first = self._base[order[start]]
         boosted = []
         for index in order[start:end]:
             if taken[index] or (wanted is not None and keys[index] not in wanted):
                 continue  # never this pool's (a bounded walk is not exhaustive)
-            if index not in exact and self._cannot_fit(index):
-                continue
-            score = self._score(index)
+            score = exact.get(index)
+            if score is None:  # scored at most once; a str content reads safely
+                entry = store[index]
+                if type(entry.get("content")) is not str and self._cannot_fit(index):
+                    continue
+                score = exact[index] = _score_from(first, entry, query, index)
             if score != first and not self._cannot_fit(index):
                 boosted.append((-score, self._tie(index)))
         return boosted
-
-    def _score(self, index: int) -> float:
-        """The exact score of the entry at ``index``, computed at most once."""
-        score = self._exact.get(index)
-        if score is None:
-            query = self._query
-            assert query is not None  # only the default scorer is bounded
-            entry = self._store[index]
-            score = _score_from(self._base[index], entry, query, index)
-            self._exact[index] = score
-        return score
 
     def _may_take(
         self, index: int, keys: list[object], wanted: Wanted, taken: list[bool]
