@@ -227,3 +227,18 @@ def test_an_unusual_value_after_a_usual_one_is_read_by_its_reader():
     )
     assert scan.scores[:3] == [4 * (1 - 0.7 * 30 / 90) * 1.5] * 3
     assert scan.scores[3] == math.inf
+
+
+class Untextable:
+    """A content whose str() fails."""
+
+    def __str__(self):
+        raise TypeError("no text")
+
+
+def test_explain_names_the_position_of_a_content_that_cannot_become_text():
+    """explain() scores exactly in the scan (a message, every score final):
+    a content whose str() fails there is named by its position and id."""
+    store = [{"id": "a"}, {"id": "b", "content": Untextable(), "token_count": 5}]
+    with pytest.raises(TypeError, match=r"^entries\[1\] \(id='b'\): no text$"):
+        poolsplit.explain(store, [poolsplit.Pool("p", 100, 1)], {"message": "deploy"})
