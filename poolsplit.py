@@ -442,13 +442,8 @@ def _priority(entry: Entry, index: int | None) -> float:
     """``base_priority`` as a float, default 5; a non-number or NaN raises."""
     value: Any = entry.get("base_priority")
     kind = type(value)
-    if kind is float and not math.isnan(value):  # the usual cases first
+    if kind is float and not math.isnan(value):  # the usual case first
         return float(value)
-    if kind is int:
-        try:
-            return float(value)
-        except OverflowError:  # beyond the float range: _to_float's +-inf
-            return _to_float(value)
     if value is None:
         return DEFAULT_PRIORITY
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
@@ -844,17 +839,13 @@ def _base_score(
     """:func:`base_score` of the entry's fields, read and checked, and the
     ``created`` instant (read once per call: the tie order needs it too)."""
     priority = _priority(entry, index)
-    tags = entry.get("tags")
-    if tags is not None:  # None reads as no tags, in _tags and base_score alike
-        try:
-            tags = _tags(tags, "tags")
-        except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
-            raise _entry_error(exc, index, entry, "tags") from exc
+    try:
+        tags = _tags(entry.get("tags"), "tags")
+    except (TypeError, ValueError) as exc:  # not a list, or a tag's str() failed
+        raise _entry_error(exc, index, entry, "tags") from exc
     project = entry.get("project")
-    created = entry.get("created")  # a str's cached instant read here, not called
-    hit = _parse_iso.new.get(created) if type(created) is str else None
     try:  # a created or project whose own offset or comparison fails
-        seconds = hit[0] if hit else None if created is None else parse_created(created)
+        seconds = parse_created(entry.get("created"))
         score = base_score(
             priority, seconds, tags, project, query.now, query.tags, query.project
         )
@@ -1061,57 +1052,65 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     ``duplicates`` and left out: it is one entry.
     """
     count = len(store)
-    keys: list[object] = [None] * count  # entry_type is never None
-    always: list[int] = []
-    ranked: list[int] = []
-    scores: list[float] = []
-    instants: list[float | None] = [None] * count
-    duplicates: dict[int, int] = {}
-    unadmitted: list[int] = []
-    near_always: list[int] = []
+    scan = _Scan([None] * count, [], [], [], [None] * count, {}, [], [])
+    keys, ranked, scores, instants = scan.keys, scan.ranked, scan.scores, scan.instants
     accepted = None  # every type some pool admits; None: one admits every type
     if all(pool.types is not None for pool in call.pools):
         accepted = frozenset(kind for pool in call.pools for kind in pool.types or ())
-    is_active = call.is_active
-    query = call.query
+    is_active, query = call.is_active, call.query
+    plain = is_active is default_is_active
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
     # Repeats are looked for per entry only if the ids, counted in C, show some.
-    seen = None if len(set(map(id, store))) == count else dict[int, int]()
-    # The hottest loop of a turn, one pass over the whole store: the lists
-    # are bound to locals, so no attribute is read per entry.
+    seen = None if len(dict.fromkeys(map(id, store))) == count else dict[int, int]()
+    # The hottest loop of a turn: the lists are bound to locals, and the usual
+    # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
         if type(entry) is not dict and not isinstance(entry, Mapping):
             raise _not_a_mapping(index, entry)
-        kind = entry_type(entry)
-        if not is_active(entry):
+        kind = entry.get("type")
+        if not (
+            plain and entry.get("status") is None and not entry.get("superseded_by")
+        ) and not is_active(entry):
             continue
         if seen is not None and (first := seen.setdefault(id(entry), index)) != index:
-            duplicates[index] = first
+            scan.duplicates[index] = first
             continue
-        key = keys[index] = kind if type(kind) is str else _type_key(kind)
+        key = keys[index] = kind if type(kind) is str else _type_key(entry_type(entry))
         admitted = accepted is None or key in accepted
         # Read once here: most entries have no scope, and then neither the
         # always rule nor the near-miss check costs a call.
         scope = entry.get("scope")
         if scope is not None and is_always(entry):
-            always.append(index)
+            scan.always.append(index)
             if not admitted:
-                unadmitted.append(index)
+                scan.unadmitted.append(index)
             continue
         if scope is not None and _almost(scope, ALWAYS_SCOPE):
-            near_always.append(index)  # competes; retrieve_pools warns
+            scan.near_always.append(index)  # competes; retrieve_pools warns
         if admitted:
             ranked.append(index)
             if query is None:
                 scores.append(_scorer_score(entry, index, call))
                 continue
-            score, instants[index] = _base_score(entry, query, index)
+            try:  # a TypeError, ValueError or OverflowError: _base_score's to name
+                raw = entry.get("base_priority")
+                priority = float(raw) if type(raw) is int else _priority(entry, index)
+                tags = entry.get("tags")
+                tags = tags if tags is None or type(tags) is list else _tags(tags, "")
+                "".join(tags or ())  # a tag that is not a str: _tags converts it
+                project, when = entry.get("project"), entry.get("created")
+                hit = _parse_iso.new.get(when) if type(when) is str else None
+                at = hit[0] if hit else None if when is None else parse_created(when)
+                score = base_score(
+                    priority, at, tags, project, query.now, query.tags, query.project
+                )
+            except (TypeError, ValueError, OverflowError):
+                score, at = _base_score(entry, query, index)
+            instants[index] = at
             scores.append(_score_from(score, entry, query, index) if finish else score)
-    return _Scan(
-        keys, always, ranked, scores, instants, duplicates, unadmitted, near_always
-    )
+    return scan
 
 
 TieKey = tuple[SortKey, SortKey, int]  # (created, id, input index)

@@ -1,10 +1,10 @@
-"""The scan's reads of an entry's fields (issue 35, core38).
+"""The readers of an entry's fields behind the scan (issue 35, core38).
 
-``_base_score`` reads a str ``created`` from the timestamp cache itself and
-passes ``tags: None`` to ``base_score`` without calling the tag reader; both
-are shortcuts past a call whose result is known. These properties pin them to
-what the README says the fields mean (the oracle) and to the public readers,
-with the cache cold and warm.
+``_base_score`` reads the fields through ``_priority``, ``_tags`` and
+``parse_created``; the scan reads their usual kinds in place and hands every
+other value to it (scan39: tests/test_scan_fast.py pins the two together).
+These properties pin it to what the README says the fields mean (the oracle)
+and to the public readers, with the timestamp cache cold and warm.
 """
 
 from datetime import date, datetime, timedelta, timezone
