@@ -1019,6 +1019,11 @@ def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
 _UNHASHABLE: Final = object()
+# The kinds of value _scan reads itself: a priority, then tags, project, created.
+_NUMBERS: Final = (int, float, type(None))
+_USUAL_KINDS: Final = frozenset(
+    itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
+)
 
 
 def _type_key(kind: object) -> object:
@@ -1071,7 +1076,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             raise _not_a_mapping(index, entry)
         kind = entry.get("type")
         if not (
-            plain and entry.get("status") is None and not entry.get("superseded_by")
+            plain and entry.get("status") is None and entry.get("superseded_by") is None
         ) and not is_active(entry):
             continue
         if seen is not None and (first := seen.setdefault(id(entry), index)) != index:
@@ -1084,8 +1089,6 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
         scope = entry.get("scope")
         if scope is not None and is_always(entry):
             scan.always.append(index)
-            if not admitted:
-                scan.unadmitted.append(index)
             continue
         if scope is not None and _almost(scope, ALWAYS_SCOPE):
             scan.near_always.append(index)  # competes; retrieve_pools warns
@@ -1094,22 +1097,28 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             if query is None:
                 scores.append(_scorer_score(entry, index, call))
                 continue
-            try:  # a TypeError, ValueError or OverflowError: _base_score's to name
-                raw = entry.get("base_priority")
+            raw, tags = entry.get("base_priority"), entry.get("tags")
+            project, when = entry.get("project"), entry.get("created")
+            try:  # the usual kinds of value read here, running none of their code
+                if (
+                    type(raw) not in _NUMBERS
+                    or (type(tags), type(project), type(when)) not in _USUAL_KINDS
+                ):
+                    raise LookupError
+                "".join(tags or ())  # a tag that is not a str: TypeError
                 priority = float(raw) if type(raw) is int else _priority(entry, index)
-                tags = entry.get("tags")
-                tags = tags if tags is None or type(tags) is list else _tags(tags, "")
-                "".join(tags or ())  # a tag that is not a str: _tags converts it
-                project, when = entry.get("project"), entry.get("created")
-                hit = _parse_iso.new.get(when) if type(when) is str else None
+                hit = _parse_iso.new.get(when) if when else None
                 at = hit[0] if hit else None if when is None else parse_created(when)
                 score = base_score(
                     priority, at, tags, project, query.now, query.tags, query.project
                 )
-            except (TypeError, ValueError, OverflowError):
-                score, at = _base_score(entry, query, index)
+            except (LookupError, TypeError, ValueError, OverflowError):
+                score, at = _base_score(entry, query, index)  # reads and names it
             instants[index] = at
             scores.append(_score_from(score, entry, query, index) if finish else score)
+    scan.unadmitted += [
+        i for i in scan.always if accepted is not None and keys[i] not in accepted
+    ]
     return scan
 
 

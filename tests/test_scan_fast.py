@@ -1,11 +1,13 @@
 """The scan's in-place reads (issue 35, scan39).
 
-``_scan`` reads the usual kinds of value itself, past a call to their reader:
-an int ``base_priority``, a list ``tags`` of str, a cached str ``created``, a
-str ``type``, and, with the default ``is_active``, an entry without
-``status`` or ``superseded_by``; every other value, and every TypeError,
-ValueError or OverflowError on the way, goes to the readers
-(``_base_score``, ``entry_type``, ``is_active``). These properties pin the
+``_scan`` reads the usual kinds of value itself, past a call to their reader,
+running none of their own code: an int, float or None ``base_priority``,
+None or a list of str ``tags``, a str or None ``project`` and ``created``, a
+str ``type``, and, with the default ``is_active``, an entry whose ``status``
+and ``superseded_by`` are None; every other kind of value, and every
+TypeError, ValueError or OverflowError on the way, goes to the readers
+(``_base_score``, ``entry_type``, ``is_active``), which read it once
+(tests/test_review39.py). These properties pin the
 scan, entry by entry, to the readers and to the README's oracle, on messy
 values, with the timestamp cache cold and warm, and pin its errors (type,
 message, position) to the readers' own.
