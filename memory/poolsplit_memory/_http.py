@@ -1119,6 +1119,9 @@ def _run(config: HttpConfig, where: str, app: str) -> int:
             f"{_PROG}: error: cannot bind {config.host}:{config.port}", file=sys.stderr
         )
         return 2
+    # Listening before the line below is printed: a client that connects on
+    # reading it waits in the backlog for a worker instead of being refused.
+    sock.listen(uv.backlog)
     port = sock.getsockname()[1]
     host = f"[{config.host}]" if ":" in config.host else config.host
     if config.verifier is not None:
