@@ -1020,7 +1020,7 @@ def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
 _UNHASHABLE: Final = object()
 # The kinds of value _scan reads itself: a priority, then tags, project, created.
-_NUMBERS: Final = (int, float, type(None))
+_USUAL_PRIORITIES: Final = (int, float, type(None))
 _USUAL_KINDS: Final = frozenset(
     itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
 )
@@ -1101,7 +1101,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             project, when = entry.get("project"), entry.get("created")
             try:  # the usual kinds of value read here, running none of their code
                 if (
-                    type(raw) not in _NUMBERS
+                    type(raw) not in _USUAL_PRIORITIES
                     or (type(tags), type(project), type(when)) not in _USUAL_KINDS
                 ):
                     raise LookupError
