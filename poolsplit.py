@@ -992,8 +992,10 @@ def _not_a_mapping(index: int, entry: object) -> EntryTypeError:
     )
 
 
-def _check_score(value: object, index: int, entry: Entry) -> float:
-    """A scorer result as a float; NaN or a non-number names the entry."""
+def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
+    """The caller's scorer's result as a float; NaN or a non-number names the
+    entry, and the scorer's own errors propagate."""
+    value = call.scorer(entry, call.context, now=call.now)
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise EntryTypeError(
             f"scorer must return a real number, got {type(value).__name__} "
@@ -1009,12 +1011,6 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
             entry_id=entry.get("id"),
         )
     return score
-
-
-def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
-    """The caller's scorer's result, checked; its own errors propagate."""
-    value = call.scorer(entry, call.context, now=call.now)
-    return _check_score(value, index, entry)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
