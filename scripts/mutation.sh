@@ -99,7 +99,7 @@ CORE=(
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x__entry_lines x_render
     # the misconfiguration warnings (issue 21)
-    x__near_always_warning x__unread_context_keys x__context_warning
+    x__near_always_warning x__context_warnings
     x__warn_misconfigured
 )
 
