@@ -2376,20 +2376,17 @@ def _text_problems(entry: Entry) -> Found:
             f"matches a str project and scores the 0.5 mismatch factor"
         )
         yield "warning", "project", message
-    status = entry.get("status")
-    if _almost(status, ACTIVE_STATUS):
-        message = (
-            f"is {status!r}, not exactly {ACTIVE_STATUS!r}: the entry is "
-            f"inactive and will never load"
-        )
-        yield "error", "status", message
-    scope = entry.get("scope")
-    if _almost(scope, ALWAYS_SCOPE):
-        message = (
-            f"is {scope!r}, not exactly {ALWAYS_SCOPE!r}: the entry competes "
-            f"for room instead of loading unconditionally"
-        )
-        yield "error", "scope", message
+    for field, meant, effect in (
+        ("status", ACTIVE_STATUS, "the entry is inactive and will never load"),
+        (
+            "scope",
+            ALWAYS_SCOPE,
+            "the entry competes for room instead of loading unconditionally",
+        ),
+    ):
+        value = entry.get(field)
+        if _almost(value, meant):
+            yield "error", field, f"is {value!r}, not exactly {meant!r}: {effect}"
 
 
 @lru_cache(maxsize=1024)
