@@ -992,8 +992,10 @@ def _not_a_mapping(index: int, entry: object) -> EntryTypeError:
     )
 
 
-def _check_score(value: object, index: int, entry: Entry) -> float:
-    """A scorer result as a float; NaN or a non-number names the entry."""
+def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
+    """The caller's scorer's result as a float; NaN or a non-number names the
+    entry, and the scorer's own errors propagate."""
+    value = call.scorer(entry, call.context, now=call.now)
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise EntryTypeError(
             f"scorer must return a real number, got {type(value).__name__} "
@@ -1009,12 +1011,6 @@ def _check_score(value: object, index: int, entry: Entry) -> float:
             entry_id=entry.get("id"),
         )
     return score
-
-
-def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
-    """The caller's scorer's result, checked; its own errors propagate."""
-    value = call.scorer(entry, call.context, now=call.now)
-    return _check_score(value, index, entry)
 
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
@@ -1588,9 +1584,9 @@ def _near_always_warning(store: list[Entry], scan: _Scan) -> PoolsplitWarning:
 _CONTEXT_KEYS: Final = ("message", "tags", "project")
 
 
-def _unread_context_keys(call: _Call) -> list[str]:
-    """With the default scorer, each context key it does not read, with the
-    nearest key it does: a misspelled key would silently score as absent."""
+def _context_warnings(call: _Call) -> list[PoolsplitWarning]:
+    """With the default scorer, a warning naming each context key it does not
+    read and the nearest one it does: a misspelled key silently scores as absent."""
     if call.query is None or call.context is None:  # a custom scorer reads any
         return []
     import difflib
@@ -1600,24 +1596,22 @@ def _unread_context_keys(call: _Call) -> list[str]:
         if key not in _CONTEXT_KEYS:
             nearest = difflib.get_close_matches(str(key), _CONTEXT_KEYS, 1, 0.0)
             unread.append(f"{key!r} (nearest: {(nearest or _CONTEXT_KEYS)[0]!r})")
-    return unread
-
-
-def _context_warning(unread: list[str]) -> PoolsplitWarning:
-    return PoolsplitWarning(
+    if not unread:
+        return []
+    message = (
         f"context key {', '.join(unread)} is not read by the default scorer, "
         f"which reads only {', '.join(map(repr, _CONTEXT_KEYS))}; the call "
         f"scored as if it were absent"
     )
+    return [PoolsplitWarning(message)]
 
 
 def _warn_misconfigured(store: list[Entry], call: _Call, scan: _Scan) -> None:
     """Warn, once per call each, of what retrieval silently reads otherwise
     than meant: an unread context key, a near-miss ``scope``. stacklevel 3:
     the caller of retrieve_pools or retrieve."""
-    unread = _unread_context_keys(call)
-    if unread:
-        warnings.warn(_context_warning(unread), stacklevel=3)
+    for warning in _context_warnings(call):
+        warnings.warn(warning, stacklevel=3)
     if scan.near_always:
         warnings.warn(_near_always_warning(store, scan), stacklevel=3)
 
@@ -2115,9 +2109,7 @@ def _explain_warnings(
                 f"pool {p.name!r} had {p.left_out} eligible entries and selected "
                 f"none" + ("" if why is None else f"; {why}")
             )
-    unread = _unread_context_keys(call)
-    if unread:
-        found.append(str(_context_warning(unread)))
+    found.extend(map(str, _context_warnings(call)))
     always_tokens = sum(p.always_tokens for p in summaries)
     budget = sum(p.max_tokens for p in call.pools)
     if always_tokens > budget:
@@ -2384,20 +2376,17 @@ def _text_problems(entry: Entry) -> Found:
             f"matches a str project and scores the 0.5 mismatch factor"
         )
         yield "warning", "project", message
-    status = entry.get("status")
-    if _almost(status, ACTIVE_STATUS):
-        message = (
-            f"is {status!r}, not exactly {ACTIVE_STATUS!r}: the entry is "
-            f"inactive and will never load"
-        )
-        yield "error", "status", message
-    scope = entry.get("scope")
-    if _almost(scope, ALWAYS_SCOPE):
-        message = (
-            f"is {scope!r}, not exactly {ALWAYS_SCOPE!r}: the entry competes "
-            f"for room instead of loading unconditionally"
-        )
-        yield "error", "scope", message
+    for field, meant, effect in (
+        ("status", ACTIVE_STATUS, "the entry is inactive and will never load"),
+        (
+            "scope",
+            ALWAYS_SCOPE,
+            "the entry competes for room instead of loading unconditionally",
+        ),
+    ):
+        value = entry.get(field)
+        if _almost(value, meant):
+            yield "error", field, f"is {value!r}, not exactly {meant!r}: {effect}"
 
 
 @lru_cache(maxsize=1024)

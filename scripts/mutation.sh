@@ -94,12 +94,12 @@ CORE=(
     x_default_scorer
     # the engine
     x__check_pools x__check_call x__with_context x__as_list x__not_a_mapping
-    x__check_score x__scorer_score x__type_key x__scan "xǁ_Rankingǁ*"
+    x__scorer_score x__type_key x__scan "xǁ_Rankingǁ*"
     x__take_always x__take_ranked x__select
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x__entry_lines x_render
     # the misconfiguration warnings (issue 21)
-    x__near_always_warning x__unread_context_keys x__context_warning
+    x__near_always_warning x__context_warnings
     x__warn_misconfigured
 )
 
