@@ -1,0 +1,106 @@
+"""An object listed twice is one entry, on the path that does not look for
+repeats up front (issue 35).
+
+With a message (a bounded walk) and the default token counter, ``_scan``
+looks for repeats only among entries with a ``scope`` (an always-scope
+object loads once, a near-miss one warns once); a repeat without one is
+ranked, and ``_take_ranked`` passes over an object already taken. Scoring
+or costing such a repeat twice is unseen with the default hooks; a custom
+counter still has every repeat found up front. These tests pin the result
+to the README's oracle and to the rule "each object at most once".
+"""
+
+import warnings
+
+import pytest
+from conftest import NOW
+from hypothesis import given
+from hypothesis import strategies as st
+from test_properties import assert_agrees, pool_lists, stores
+
+from poolsplit import Pool, explain, retrieve, retrieve_pools
+
+MESSAGE = {"message": "deploy the cluster alpha"}
+IGNORE_WARNINGS = pytest.mark.filterwarnings("ignore::poolsplit.PoolsplitWarning")
+
+
+def ids(chosen):
+    return [entry["id"] for entry in chosen]
+
+
+@IGNORE_WARNINGS
+@given(
+    stores(),
+    pool_lists(),
+    st.sampled_from(["deploy cluster", "alpha beta gamma", "Cafe\u0301 DEPLOY"]),
+    st.lists(st.integers(0, 24), min_size=1, max_size=10),
+)
+def test_repeats_under_a_message_agree_with_the_oracle(store, pools, message, picks):
+    """Every call here takes the path without the up-front look: the result
+    equals the oracle's, and no object is in it twice."""
+    repeated = store + [store[i % len(store)] for i in picks] if store else []
+    result = assert_agrees(repeated[::-1], pools, {"message": message})
+    if result is not None:
+        chosen = [id(entry) for entries in result.values() for entry in entries]
+        assert len(chosen) == len(set(chosen))
+
+
+def test_an_object_listed_twice_under_a_message_lands_in_one_pool_once():
+    a = {"id": "a", "content": "deploy the cluster"}
+    b = {"id": "b", "content": "other words"}
+    pools = [Pool("one", 100, 1), Pool("two", 100, 5)]
+    assert retrieve_pools([a, a, b, a], pools, MESSAGE, now=NOW) == {
+        "one": [a],
+        "two": [b],
+    }
+
+
+def test_a_repeat_under_a_message_spends_no_room():
+    """[a, a, b] with a costing 4 and b 6 in a 10-token pool: a and b; had
+    the repeat been taken too, b would not have fit."""
+    a = {"id": "a", "content": "deploy cluster", "token_count": 4}
+    b = {"id": "b", "content": "alpha", "token_count": 6}
+    assert ids(retrieve([a, a, b], Pool("p", 10, 5), MESSAGE, now=NOW)) == ["a", "b"]
+
+
+def test_an_always_object_listed_twice_under_a_message_loads_once():
+    a = {"id": "a", "scope": "always", "content": "deploy"}
+    b = {"id": "b", "content": "cluster"}
+    assert ids(retrieve([a, b, a], Pool("p", 100, 5), MESSAGE, now=NOW)) == ["a", "b"]
+
+
+def test_a_near_miss_scope_listed_twice_under_a_message_is_counted_once():
+    twice = {"id": "dup", "scope": "Always", "content": "deploy"}
+    store = [{"id": "one", "scope": "Always"}, twice, twice]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = retrieve(store, Pool("p", 100, 5), MESSAGE, now=NOW)
+    assert ids(got) == ["dup", "one"]
+    assert [str(w.message)[:33] for w in caught] == [
+        "2 active entries have a scope tha"
+    ]
+
+
+def test_a_custom_counter_under_a_message_still_costs_a_repeat_once():
+    """Only the default counter's double count is unseen: with a caller's
+    counter, repeats are found up front, so one whose answer changes cannot
+    let the repeat in where its first position did not fit."""
+    counted = []
+
+    def counter(text):
+        counted.append(text)
+        return 100 if len(counted) == 1 else 1
+
+    entry = {"id": "x", "content": "deploy cluster"}
+    pool = Pool("p", 10, 5)
+    assert retrieve([entry, entry], pool, MESSAGE, token_counter=counter) == []
+    assert counted == ["deploy cluster"]
+
+
+def test_explain_under_a_message_still_names_the_repeat():
+    a = {"id": "a", "content": "deploy"}
+    report = explain([a, a], [Pool("p", 100, 5)], MESSAGE, now=NOW)
+    assert [(d.index, d.outcome, d.reason) for d in report.decisions] == [
+        (0, "selected", None),
+        (1, "duplicate", "entries[0]"),
+    ]
