@@ -412,3 +412,11 @@ def test_explain_scores_with_the_message_as_retrieval_does():
     ]
     assert report.decisions[0].score == 10.0  # 4 x 2.5: both words found
     assert report.selected() == {"p": [store[0]]}
+
+
+def test_an_entry_below_the_floor_is_not_costed_in_its_decision():
+    """A pool turns an entry away for its score before it costs it: the
+    decision reports no cost."""
+    store = [{"id": "low", "content": "x" * 40, "base_priority": 1}]
+    report = explain(store, [Pool("p", 100, 5, min_score=3)], now=NOW)
+    assert [(d.outcome, d.cost) for d in report.decisions] == [("below_floor", None)]

@@ -196,3 +196,15 @@ def test_a_callers_counter_is_not_called_for_a_tied_entry_never_reached():
         store, Pool("p", 100, 1), {"message": "alpha"}, token_counter=counter, now=NOW
     )
     assert ids(got) == ["a"]
+
+
+def test_an_unreadable_entry_past_the_room_a_take_left_is_not_read():
+    """A takes 8 of the pool's 10 tokens; B ranks below it and costs 5, more
+    than the 2 left, so it is passed over unread though the pool's whole
+    budget would hold it (README, the lazy read)."""
+    store = [
+        {"id": "a", "content": "deploy", "base_priority": 9, "token_count": 8},
+        {"id": "b", "content": Unreadable(), "base_priority": 1, "token_count": 5},
+    ]
+    got = retrieve(store, Pool("p", 10, 5), {"message": "deploy"}, now=NOW)
+    assert ids(got) == ["a"]

@@ -128,6 +128,19 @@ def test_every_unread_context_key_is_named_in_one_warning():
     )
 
 
+def test_an_unread_key_far_from_every_key_still_names_the_nearest():
+    """'pj' is far from every key the scorer reads (difflib's ratio 0.44 with
+    'project', under its usual 0.6 cutoff): the nearest is still named."""
+    _, messages = caught_messages(
+        lambda: retrieve([{"id": "t"}], WORK, {"pj": "p"}, now=NOW)
+    )
+    assert messages == [
+        "context key 'pj' (nearest: 'project') is not read by the default "
+        "scorer, which reads only 'message', 'tags', 'project'; the call scored "
+        "as if it were absent"
+    ]
+
+
 def test_known_context_keys_and_no_context_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
