@@ -1035,7 +1035,7 @@ def _type_key(kind: object) -> object:
 class _Scan:
     """One pass over the store: what each entry is, and who may be ranked."""
 
-    keys: list[object]  # the type as a set member; None: inactive or repeated
+    keys: list[object]  # the type as a set member; None: inactive or left out
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
     scores: list[float]  # each ranked entry's first score (see _scan)
@@ -1050,7 +1050,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
 
     One pass, in input order: the first entry with a problem (not a Mapping,
     a bad value) is the one reported. An object listed again is one entry:
-    recorded in ``duplicates`` and left out, or ranked (see ``lazy``).
+    recorded in ``duplicates`` and left out, or ranked (see ``at_take``).
     """
     count = len(store)
     scan = _Scan([None] * count, [], [], [], [None] * count, {}, [], [])
@@ -1063,11 +1063,11 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
-    # Repeats are looked for per entry only if the ids, counted in C, show some;
-    # with a bounded walk and the default counter, only among scoped entries (an
-    # always-scope object loads once): _take_ranked passes over the others.
-    lazy = not exact and call.token_counter is default_token_counter
-    seen = dict[int, int]() if lazy or len(set(map(id, store))) != count else None
+    # Repeats are looked for per entry if the ids, counted in C, show some; on
+    # a bounded walk with the default counter, only where a scope or a non-str
+    # content could tell (_take_ranked passes over the others once taken).
+    at_take = not exact and call.token_counter is default_token_counter
+    seen = dict[int, int]() if at_take or len(set(map(id, store))) != count else None
     # The hottest loop of a turn: the lists are bound to locals, and the usual
     # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
@@ -1080,7 +1080,7 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             continue
         scope = entry.get("scope")  # most have none: no scope rule runs for them
         if (
-            (scope is not None or not lazy)
+            (scope is not None or not at_take or type(entry.get("content")) is not str)
             and seen is not None
             and (first := seen.setdefault(id(entry), index)) != index
         ):
@@ -1460,7 +1460,7 @@ class _Fill:
     ranking: _Ranking
     taken: list[bool]
     steps: list[Step] | None
-    held: set[int] = dataclasses.field(default_factory=set)  # ids of those taken
+    held: set[int] = dataclasses.field(default_factory=set)  # ids ranked, taken
 
 
 def _take_always(

@@ -104,3 +104,49 @@ def test_explain_under_a_message_still_names_the_repeat():
         (0, "selected", None),
         (1, "duplicate", "entries[0]"),
     ]
+
+
+class Unprintable:
+    """A content whose ``str()`` fails, counting its calls."""
+
+    calls = 0
+
+    def __str__(self):
+        Unprintable.calls += 1
+        raise ValueError("no str")
+
+
+def test_an_unreadable_repeat_is_named_at_its_first_position():
+    """review41: pool A puts k ahead in the tied run, which moved the repeat
+    of i ahead of i itself; pool B then read the repeat first and the error
+    named entries[2]. A content that is not a str is looked for up front."""
+    i = {"id": "c", "type": "y", "content": Unprintable()}
+    m = {"id": "b", "type": "x", "content": "m text"}
+    k = {"id": "a", "type": "x", "content": "k text"}
+    pools = [Pool("A", 100, 1, types=["x"]), Pool("B", 100, 5, types=["y"])]
+    with pytest.raises(ValueError) as caught:
+        retrieve_pools([i, m, i, k], pools, {"message": "hello world"}, now=NOW)
+    assert (caught.value.index, str(caught.value)) == (0, "entries[0] (id='c'): no str")
+
+
+def test_a_repeated_content_that_is_not_a_str_is_read_as_often_as_once():
+    """The repeat of an object with such a content is left out in the scan, so
+    its ``str()`` runs no more often than for the object listed once."""
+
+    class Text:
+        calls = 0
+
+        def __str__(self):
+            Text.calls += 1
+            return "deploy the cluster"
+
+    counts = []
+    for times in (1, 2, 3):
+        Text.calls = 0
+        entry = {"id": "e", "content": Text()}
+        got = retrieve(
+            [entry] * times, Pool("p", 100, 5), {"message": "deploy"}, now=NOW
+        )
+        assert got == [entry]
+        counts.append(Text.calls)
+    assert counts[0] == counts[1] == counts[2] > 0
