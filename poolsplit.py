@@ -1035,7 +1035,7 @@ def _type_key(kind: object) -> object:
 class _Scan:
     """One pass over the store: what each entry is, and who may be ranked."""
 
-    keys: list[object]  # the type as a set member; None: inactive or left out
+    keys: list[object]  # the type as a set member; None: inactive or repeated
     always: list[int]  # positions of active always-scope entries
     ranked: list[int]  # positions of the other active entries some pool admits
     scores: list[float]  # each ranked entry's first score (see _scan)
@@ -1049,8 +1049,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry and score each one that some pool may rank.
 
     One pass, in input order: the first entry with a problem (not a Mapping,
-    a bad value) is the one reported. An object listed again is one entry:
-    recorded in ``duplicates`` and left out, or ranked (see ``at_take``).
+    a bad value) is the one reported. An object listed again is recorded in
+    ``duplicates`` and left out: it is one entry.
     """
     count = len(store)
     scan = _Scan([None] * count, [], [], [], [None] * count, {}, [], [])
@@ -1063,11 +1063,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
     finish = exact and query is not None and bool(query.words)
-    # Repeats are looked for per entry if the ids, counted in C, show some; on
-    # a bounded walk with the default counter, only where a scope or a non-str
-    # content could tell (_take_ranked passes over the others once taken).
-    at_take = not exact and call.token_counter is default_token_counter
-    seen = dict[int, int]() if at_take or len(set(map(id, store))) != count else None
+    # Repeats are looked for per entry only if the ids, counted in C, show some.
+    seen = None if len(dict.fromkeys(map(id, store))) == count else dict[int, int]()
     # The hottest loop of a turn: the lists are bound to locals, and the usual
     # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
@@ -1078,16 +1075,14 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             plain and entry.get("status") is None and entry.get("superseded_by") is None
         ) and not is_active(entry):
             continue
-        scope = entry.get("scope")  # most have none: no scope rule runs for them
-        if (
-            (scope is not None or not at_take or type(entry.get("content")) is not str)
-            and seen is not None
-            and (first := seen.setdefault(id(entry), index)) != index
-        ):
+        if seen is not None and (first := seen.setdefault(id(entry), index)) != index:
             scan.duplicates[index] = first
             continue
         key = keys[index] = kind if type(kind) is str else _type_key(entry_type(entry))
         admitted = accepted is None or key in accepted
+        # Read once here: most entries have no scope, and then neither the
+        # always rule nor the near-miss check costs a call.
+        scope = entry.get("scope")
         if scope is not None and is_always(entry):
             scan.always.append(index)
             continue
@@ -1460,7 +1455,6 @@ class _Fill:
     ranking: _Ranking
     taken: list[bool]
     steps: list[Step] | None
-    held: set[int] = dataclasses.field(default_factory=set)  # ids ranked, taken
 
 
 def _take_always(
@@ -1499,8 +1493,8 @@ def _take_ranked(
     ranking.room = pool.max_tokens
     for index, score in ranking.walk(fill.scan.keys, wanted, taken):
         cost: int | None = None
-        if taken[index] or id(fill.store[index]) in fill.held:
-            outcome = _TAKEN_EARLIER  # yielded when tracing, or a repeat (_scan)
+        if taken[index]:  # only yielded when tracing
+            outcome = _TAKEN_EARLIER
         elif floor is not None and score < floor:
             if steps is None:  # scores come best first: no later one reaches it
                 break
@@ -1512,7 +1506,6 @@ def _take_ranked(
                 outcome = _ENTRY_CAP if over else _OVER_TOKENS
             elif used + cost <= pool.max_tokens:
                 taken[index] = True
-                fill.held.add(id(fill.store[index]))
                 used += cost
                 chosen.append(fill.store[index])
                 ranking.room = pool.max_tokens - used

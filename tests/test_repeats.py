@@ -1,13 +1,13 @@
-"""An object listed twice is one entry, on the path that does not look for
-repeats up front (issue 35).
+"""An object listed twice is one entry, on the bounded path (issue 35).
 
-With a message (a bounded walk) and the default token counter, ``_scan``
-looks for repeats only among entries with a ``scope`` (an always-scope
-object loads once, a near-miss one warns once); a repeat without one is
-ranked, and ``_take_ranked`` passes over an object already taken. Scoring
-or costing such a repeat twice is unseen with the default hooks; a custom
-counter still has every repeat found up front. These tests pin the result
-to the README's oracle and to the rule "each object at most once".
+With a message (a bounded walk) and the default token counter, every
+repeat is found by the scan and left out, whatever its scope or content;
+the fill never sees it. These tests pin that path to the README's oracle
+and to the rule "each object at most once", including the two cases
+review41 found when an experiment (lazy41, measured and reverted: see
+benchmarks/README.md) ranked unscoped repeats and passed over them at take
+time: an unreadable content's error named the repeat's position, and a
+content's own ``str()`` ran once per repeat.
 """
 
 import warnings
@@ -36,8 +36,8 @@ def ids(chosen):
     st.lists(st.integers(0, 24), min_size=1, max_size=10),
 )
 def test_repeats_under_a_message_agree_with_the_oracle(store, pools, message, picks):
-    """Every call here takes the path without the up-front look: the result
-    equals the oracle's, and no object is in it twice."""
+    """Every call here takes the bounded path: the result equals the
+    oracle's, and no object is in it twice."""
     repeated = store + [store[i % len(store)] for i in picks] if store else []
     result = assert_agrees(repeated[::-1], pools, {"message": message})
     if result is not None:
@@ -82,9 +82,8 @@ def test_a_near_miss_scope_listed_twice_under_a_message_is_counted_once():
 
 
 def test_a_custom_counter_under_a_message_still_costs_a_repeat_once():
-    """Only the default counter's double count is unseen: with a caller's
-    counter, repeats are found up front, so one whose answer changes cannot
-    let the repeat in where its first position did not fit."""
+    """With a caller's counter, one whose answer changes cannot let the
+    repeat in where its first position did not fit."""
     counted = []
 
     def counter(text):
@@ -117,9 +116,9 @@ class Unprintable:
 
 
 def test_an_unreadable_repeat_is_named_at_its_first_position():
-    """review41: pool A puts k ahead in the tied run, which moved the repeat
-    of i ahead of i itself; pool B then read the repeat first and the error
-    named entries[2]. A content that is not a str is looked for up front."""
+    """review41: when repeats were ranked, pool A put k ahead in the tied run,
+    which moved the repeat of i ahead of i itself; pool B then read the
+    repeat first and the error named entries[2]."""
     i = {"id": "c", "type": "y", "content": Unprintable()}
     m = {"id": "b", "type": "x", "content": "m text"}
     k = {"id": "a", "type": "x", "content": "k text"}
@@ -130,8 +129,8 @@ def test_an_unreadable_repeat_is_named_at_its_first_position():
 
 
 def test_a_repeated_content_that_is_not_a_str_is_read_as_often_as_once():
-    """The repeat of an object with such a content is left out in the scan, so
-    its ``str()`` runs no more often than for the object listed once."""
+    """A repeat is left out in the scan, so a content's own ``str()`` runs no
+    more often than for the object listed once."""
 
     class Text:
         calls = 0
