@@ -151,7 +151,7 @@ def bench_size(
     """
     # As in a process of its own (issue 35: one process per row): the caches
     # start empty, not full of the previous row group's contents, which left
-    # a later shape's turns evicting and recomputing (few: 12.5 x floor, 9.8 alone).
+    # a later shape's turns evicting and recomputing (benchmarks/README.md).
     poolsplit.clear_caches()
     gc.collect()
     store = generate.make_store(n, seed, shape)
