@@ -93,18 +93,26 @@ def sentence(rng: random.Random) -> str:
     return " ".join(part for part in parts if part) + "."
 
 
-def memories(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """``n`` entries as ``remember`` writes them in conversation (ids unique)."""
-    rng = random.Random(seed)
+def dated(n: int, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """``n`` entries with unique ids, a type and ``created`` a few minutes to
+    a few hours after the previous one, as in a chat; the content is left
+    empty for the caller, who draws it from ``rng`` next."""
     created = START
     for number in range(n):
         created += timedelta(minutes=rng.randint(1, 240))
-        entry: dict[str, Any] = {
+        yield {
             "id": f"m{number:06d}",
             "type": rng.choice(TYPES),
-            "content": sentence(rng),
+            "content": "",
             "created": created.isoformat(),
         }
+
+
+def memories(n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """``n`` entries as ``remember`` writes them in conversation (ids unique)."""
+    rng = random.Random(seed)
+    for number, entry in enumerate(dated(n, rng)):
+        entry["content"] = sentence(rng)
         if number < len(CORRECTIONS):
             entry.update(type="correction", scope="always", content=CORRECTIONS[number])
         yield entry

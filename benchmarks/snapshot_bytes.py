@@ -53,13 +53,14 @@ import sys
 import tempfile
 import tracemalloc
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from itertools import accumulate
 from typing import Any
 
+from conversation import START, dated
+
 LOCOMO = "/work/shared/data/locomo/locomo-dev.json"
 KINDS = {"short": 100, "medium": 200, "long": 1000}  # target JSON bytes
-START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 STOPWORDS = (
     "the", "and", "to", "of", "a", "in", "was", "it", "with", "for", "my",
     "on", "that", "is", "we", "at", "but", "so", "have", "this",
@@ -68,7 +69,6 @@ SYLLABLES = (
     "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "po", "qu", "dra",
     "be", "fi", "gu", "ha", "je", "ly", "no", "pe", "ri", "su", "to", "wa",
 )  # fmt: skip
-TYPES = ("fact", "episode", "episode", "fact", "note", "task")
 
 
 def vocabulary(size: int = 20_000, seed: int = 0) -> list[str]:
@@ -85,15 +85,7 @@ def synthetic(n: int, target: int, seed: int = 0) -> Iterator[dict[str, Any]]:
     rng = random.Random(seed)
     vocab = vocabulary()
     weights = list(accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))
-    created = START
-    for number in range(n):
-        created += timedelta(minutes=rng.randint(1, 240))
-        entry: dict[str, Any] = {
-            "id": f"m{number:06d}",
-            "type": rng.choice(TYPES),
-            "content": "",
-            "created": created.isoformat(),
-        }
+    for entry in dated(n, rng):
         room = target - len(json.dumps(entry, separators=(",", ":")))
         words: list[str] = []
         while sum(map(len, words)) + len(words) < room:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -156,3 +158,18 @@ def execute_raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
     with conn:
         conn.execute(sql, params)
     conn.close()
+
+
+def run_probe(script: str, args: list[str], cwd: Any) -> Any:
+    """Run ``script`` in a fresh interpreter (its memory is then its own to
+    measure) with ``args``, and return the JSON it prints; a failure shows
+    its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,  # a guard against a hang, not a measurement
+        cwd=cwd,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

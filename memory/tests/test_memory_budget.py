@@ -12,9 +12,7 @@ allocations move its RSS; it reports, the test asserts.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from conftest import run_probe
 
 TENANTS = 50
 ENTRIES = 150  # per tenant: ~1 MB of snapshot each, ~45 MB for all of them
@@ -62,16 +60,8 @@ print(json.dumps({"base": base, "after": rss_mb(), "over": over,
 
 
 def probe(tmp_path, budget: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(TENANTS), str(ENTRIES), str(budget)]
-        + [str(tmp_path / "memory.db")],
-        capture_output=True,
-        text=True,
-        timeout=600,  # a guard against a hang, not a measurement
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    args = [str(TENANTS), str(ENTRIES), str(budget), str(tmp_path / "memory.db")]
+    return run_probe(PROBE, args, tmp_path)
 
 
 def test_many_tenants_stay_within_the_snapshot_budget_and_rss_with_it(tmp_path):

@@ -19,11 +19,8 @@ that covers these rows over-counts those (benchmarks/README.md, est39).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
+from conftest import run_probe
 
 ENTRIES = 1000
 MOST = 1.5  # the estimate over what is retained (here: 1.20 and 1.32)
@@ -74,15 +71,7 @@ print(json.dumps({"estimate": estimate, "retained": freed, "alive": alive}))
 
 
 def probe(tmp_path, target: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(ENTRIES), str(target)],
-        capture_output=True,
-        text=True,
-        timeout=600,  # a guard against a hang, not a measurement
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_probe(PROBE, [str(ENTRIES), str(target)], tmp_path)
 
 
 @pytest.mark.parametrize("target", [200, 1000], ids=["chat", "long"])
