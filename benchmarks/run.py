@@ -220,9 +220,10 @@ def bench_size(
 
 
 def interleaved_growth(
-    small: int, large: int, repeat: int, seed: int
+    small: int, large: int, repeat: int, seed: int, shape: str = "spread"
 ) -> dict[str, float]:
-    """Warm-turn growth from ``small`` to ``large`` entries, turns alternated.
+    """Warm-turn growth from ``small`` to ``large`` entries of ``shape``,
+    turns alternated, the caches emptied first (as for each row group).
 
     The machine's speed drifts over a run (these machines are shared), and
     medians taken minutes apart can differ by more than the growth itself;
@@ -234,7 +235,9 @@ def interleaved_growth(
     growth is what one pass over a store this size costs on this machine's
     memory, the line to read poolsplit's growth against.
     """
-    stores = {n: generate.make_store(n, seed) for n in (small, large)}
+    poolsplit.clear_caches()  # as in a process of its own (bench_size)
+    gc.collect()
+    stores = {n: generate.make_store(n, seed, shape) for n in (small, large)}
     keys = {n: floor_keys(n) for n in (small, large)}
     pools = generate.make_pools()
     # The warm rows' messages (seed 7): the growth depends on the messages,
@@ -260,13 +263,15 @@ def interleaved_growth(
     return {"poolsplit": growth(times), "floor": growth(floors)}
 
 
+GROWTH_TARGET = 12.0  # warm turn at 100,000 over 10,000, every shape
+Growth = dict[str, dict[str, float]]  # shape -> {"poolsplit": x, "floor": x}
 # The targets (reported, not asserted): (label, unit, at most). Each is
 # measured at 100,000 entries, on the spread shape unless it names another;
 # "1M" ones at 1,000,000 entries (--huge).
 TARGETS = (
     ("warm turn, 5 pools", "x floor", 10.0),
     ("cold, 5 pools", "x floor", 30.0),
-    ("growth 10k -> 100k, turns alternated", "x", 12.0),
+    ("growth 10k -> 100k, turns alternated", "x", GROWTH_TARGET),
     ("cache kept/entry", "B", 1024.0),
 )
 SHAPE_TARGET = 10.0  # warm turn x floor, every shape, 100,000 entries
@@ -286,7 +291,7 @@ def target(label: str, unit: str, limit: float, value: float | None) -> dict[str
 
 
 def measured_targets(
-    rows: list[dict[str, Any]], growth: dict[str, float] | None
+    rows: list[dict[str, Any]], growth: Growth
 ) -> list[dict[str, Any]]:
     """Each target with the value this run measured, or None when not run.
 
@@ -298,13 +303,17 @@ def measured_targets(
     if row is not None:
         warm, cold = x_floor(row), x_floor(row, "cold")
         cache = row["cache_per_entry"]
-    grown = None if growth is None else growth["poolsplit"]
+    grown = growth["spread"]["poolsplit"] if "spread" in growth else None
     values = (warm, cold, grown, cache)  # in the order of TARGETS
     out = [target(*t, v) for t, v in zip(TARGETS, values)]
     for shape in generate.SHAPES:
         if shape != "spread" and (shape, 100_000) in at:
             value = x_floor(at[shape, 100_000])
             out.append(target(f"warm turn, {shape}", "x floor", SHAPE_TARGET, value))
+    for shape in generate.SHAPES:
+        if shape != "spread" and shape in growth:
+            label = f"growth 10k -> 100k, turns alternated, {shape}"
+            out.append(target(label, "x", GROWTH_TARGET, growth[shape]["poolsplit"]))
     for shape in TIED_SHAPES:
         if row is not None and (shape, 100_000) in at:
             value = x_floor(at[shape, 100_000]) / warm  # type: ignore[operator]
@@ -335,9 +344,7 @@ def fmt_ms(v: float) -> str:
     return f"{v * 1e3:.2f}"
 
 
-def table(
-    rows: list[dict[str, Any]], meta: dict[str, Any], growth: dict[str, float] | None
-) -> str:
+def table(rows: list[dict[str, Any]], meta: dict[str, Any], growth: Growth) -> str:
     head = ["entries", "shape", "scenario", "median ms", "min ms", "x floor"]
     lines = []
     for row in rows:
@@ -379,17 +386,19 @@ def table(
                 for i, (c, w) in enumerate(zip(line, widths))
             )
         )
-    by_n = {r["n"]: r for r in rows if r["shape"] == "spread"}
-    if 10_000 in by_n and 100_000 in by_n:
-        g = statistics.median(by_n[100_000]["warm"]) / statistics.median(
-            by_n[10_000]["warm"]
-        )
-        out.append(f"growth 10k -> 100k (warm, medians above): {g:.1f}x")
-    if growth is not None:
-        out.append(
-            f"growth 10k -> 100k (warm, turns alternated): {growth['poolsplit']:.1f}x"
-            f" (the floor's own: {growth['floor']:.1f}x)"
-        )
+    at = {(r["shape"], r["n"]): r for r in rows}
+    for shape in generate.SHAPES:
+        if (shape, 10_000) in at and (shape, 100_000) in at:
+            g = statistics.median(at[shape, 100_000]["warm"]) / statistics.median(
+                at[shape, 10_000]["warm"]
+            )
+            out.append(f"growth 10k -> 100k, {shape} (warm, medians above): {g:.1f}x")
+        if shape in growth:
+            out.append(
+                f"growth 10k -> 100k, {shape} (warm, turns alternated):"
+                f" {growth[shape]['poolsplit']:.1f}x"
+                f" (the floor's own: {growth[shape]['floor']:.1f}x)"
+            )
     if not any("peer" in r for r in rows):
         out.append("peer pyagent-context: not installed (pip install pyagent-context)")
     out.append(
@@ -1105,9 +1114,10 @@ def main(argv: list[str] | None = None) -> int:
         bench_size(n, rep, turns, crep, a.seed, shape, full)
         for n, rep, turns, crep, shape, full in plan(a.quick, a.huge, a.shape)
     ]
-    growth = None
-    if not a.quick and (a.shape is None or "spread" in a.shape):
-        growth = interleaved_growth(10_000, 100_000, 21, a.seed)
+    growth: Growth = {}
+    if not a.quick:  # on every shape timed, after all the rows
+        for shape in dict.fromkeys(a.shape or generate.SHAPES):
+            growth[shape] = interleaved_growth(10_000, 100_000, 21, a.seed, shape)
     m = meta()
     if a.json:
         targets = measured_targets(rows, growth)
