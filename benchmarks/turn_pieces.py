@@ -4,21 +4,24 @@
                                      [--turns 30] [--file poolsplit.py]
 
 Builds one store of ``--entries`` of each shape (benchmarks/generate.py),
-runs ten untimed warm calls (``retrieve_pools``, the five pools), then times
-``--turns`` turns, each with the process time spent inside ``_scan``,
-``_Ranking.__init__``, ``_Ranking._score_run``, ``_Ranking._frontier`` and
-``_Ranking._plain_from``, and prints their medians beside the turn's and the
-floor's (run.py's ``floor_pass``). The wrappers add a call each, so the
-pieces read a little high; read them against each other. It also counts, in
-one turn, the runs scored, the positions they span over all pools and the
-contents whose message factor was computed. ``--file`` loads another
-poolsplit.py (an A/B variant). Nothing is asserted.
+empties the caches (each shape as if in a process of its own, as run.py's
+row groups), runs ten untimed warm calls (``retrieve_pools``, the five
+pools), then times ``--turns`` turns, each with the process time inside
+``_scan``, ``_Ranking.__init__``, ``_Ranking._score_run``,
+``_Ranking._frontier`` and ``_Ranking._plain_from``, and prints their
+medians beside the turn's and the floor's (run.py's ``floor_pass``). The
+wrappers add a call each, so the pieces read a little high; read them
+against each other. It also counts, in one turn, the runs scored, the
+positions they span over all pools and the contents whose message factor was
+computed. ``--file`` loads another poolsplit.py (an A/B variant). Nothing is
+asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import importlib.util
 import os
 import statistics
@@ -71,6 +74,8 @@ def counting(counts: dict[str, int], name: str, fn: Callable[..., Any]) -> Any:
 
 
 def shape_row(module: Any, shape: str, entries: int, turns: int) -> None:
+    module.clear_caches()  # each shape as in a process of its own (run.py)
+    gc.collect()
     store = generate.make_store(entries, 1, shape)
     pools = [
         module.Pool(p.name, p.max_tokens, p.max_entries, p.types)
