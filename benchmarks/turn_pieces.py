@@ -22,13 +22,11 @@ from __future__ import annotations
 import argparse
 import collections
 import gc
-import importlib.util
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,19 +35,10 @@ sys.path.insert(0, HERE)
 
 import generate  # noqa: E402
 import run  # noqa: E402
+from engine_ab import load  # noqa: E402
 
 PIECES = ("_scan", "__init__", "_score_run", "_frontier", "_plain_from")
 LABELS = ("scan", "init", "score", "front", "plain")  # the columns, in order
-
-
-def load(path: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("poolsplit_pieces", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path!r} as a module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["poolsplit_pieces"] = module  # dataclasses look it up
-    spec.loader.exec_module(module)
-    return module
 
 
 def timing(spent: dict[str, float], name: str, fn: Callable[..., Any]) -> Any:
@@ -134,7 +123,7 @@ def main() -> None:
         "--file", default=os.path.join(os.path.dirname(HERE), "poolsplit.py")
     )
     args = p.parse_args()
-    module = load(args.file)
+    module = load(args.file, 0)
     print(f"{args.file}, {args.entries:,} entries, medians of {args.turns} turns (ms)")
     names = "  ".join(f"{name:>7s}" for name in LABELS)
     print(f"{'shape':8s} {'turn':>7s}  {names}  {'floor':>7s}")
