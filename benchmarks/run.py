@@ -59,6 +59,15 @@ def floor_pass(store: list[dict[str, Any]], keys: list[float]) -> None:
     sorted(keys)
 
 
+def as_own_process(module: Any = poolsplit) -> None:
+    """Empty ``module``'s caches and collect, as if the next rows ran in a
+    process of their own (issue 35 measures one process per row): otherwise a
+    shape's turns start with the caches full of the previous shape's contents
+    and timestamps, and evict and recompute them (benchmarks/README.md)."""
+    module.clear_caches()
+    gc.collect()
+
+
 def floor_keys(n: int) -> list[float]:
     """The N precomputed floats the floor sorts: a fixed shuffle of 0..n-1."""
     return [float(i * 7919 % n) for i in range(n)]
@@ -149,11 +158,7 @@ def bench_size(
     both see the same machine; ``full`` adds the single retrieve, the naive
     baseline and the peer.
     """
-    # As in a process of its own (issue 35: one process per row): the caches
-    # start empty, not full of the previous row group's contents, which left
-    # a later shape's turns evicting and recomputing (benchmarks/README.md).
-    poolsplit.clear_caches()
-    gc.collect()
+    as_own_process()
     store = generate.make_store(n, seed, shape)
     pools = generate.make_pools()
     contexts = generate.make_contexts(turns + 1, seed=7)
@@ -235,8 +240,7 @@ def interleaved_growth(
     growth is what one pass over a store this size costs on this machine's
     memory, the line to read poolsplit's growth against.
     """
-    poolsplit.clear_caches()  # as in a process of its own (bench_size)
-    gc.collect()
+    as_own_process()
     stores = {n: generate.make_store(n, seed, shape) for n in (small, large)}
     keys = {n: floor_keys(n) for n in (small, large)}
     pools = generate.make_pools()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gc
 import os
 import statistics
 import sys
@@ -63,8 +62,7 @@ def counting(counts: dict[str, int], name: str, fn: Callable[..., Any]) -> Any:
 
 
 def shape_row(module: Any, shape: str, entries: int, turns: int) -> None:
-    module.clear_caches()  # each shape as in a process of its own (run.py)
-    gc.collect()
+    run.as_own_process(module)
     store = generate.make_store(entries, 1, shape)
     pools = [
         module.Pool(p.name, p.max_tokens, p.max_entries, p.types)
