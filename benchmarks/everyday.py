@@ -62,7 +62,7 @@ class Question:
     message: str
     now: datetime
     want: tuple[str, ...]
-    unwanted: tuple[str, ...]  # the set's ``not``
+    not_wanted: tuple[str, ...]  # the set's ``not``
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def load(path: Path = PERSONA) -> Persona:
             message=q["message"],
             now=_instant(q["now"]) if "now" in q else now,
             want=tuple(q["want"]),
-            unwanted=tuple(q["not"]),
+            not_wanted=tuple(q["not"]),
         )
         for q in data["questions"]
     ]
@@ -113,20 +113,24 @@ class Result:
 
     @property
     def loaded(self) -> tuple[str, ...]:
+        """Every id loaded, always-scope ones included, pool by pool."""
         return tuple(i for ids in self.pools.values() for i in ids)
 
     @property
     def missing(self) -> tuple[str, ...]:
+        """The wanted ids that did not load."""
         loaded = set(self.loaded)
         return tuple(i for i in self.question.want if i not in loaded)
 
     @property
     def unwanted(self) -> tuple[str, ...]:
+        """The ``not`` ids that loaded."""
         loaded = set(self.loaded)
-        return tuple(i for i in self.question.unwanted if i in loaded)
+        return tuple(i for i in self.question.not_wanted if i in loaded)
 
     @property
     def passed(self) -> bool:
+        """Every wanted id loaded and no unwanted one."""
         return not self.missing and not self.unwanted
 
 
