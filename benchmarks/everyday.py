@@ -134,6 +134,24 @@ class Result:
         return not self.missing and not self.unwanted
 
 
+def _import(store: Any, entries: Sequence[dict[str, Any]], path: Path) -> None:
+    """The entries as one JSONL file, in the order written; then a check that
+    each one's ``created`` is the instant the set gives."""
+    lines = [json.dumps(entry, ensure_ascii=False) for entry in entries]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store.import_jsonl(str(path))
+    for entry in entries:
+        stored = store.get(entry["id"])
+        kept = None if stored is None else stored.get("created")
+        if kept is None or poolsplit.parse_created(kept) != poolsplit.parse_created(
+            entry["created"]
+        ):
+            raise RuntimeError(
+                f"entry {entry['id']!r}: created {entry['created']!r} stored as "
+                f"{kept!r}"
+            )
+
+
 def run(ranking: str, persona: Path = PERSONA) -> list[Result]:
     """Every question of the set, recalled by a fresh store ranked so.
 
@@ -167,55 +185,53 @@ def run(ranking: str, persona: Path = PERSONA) -> list[Result]:
     return results
 
 
-def _import(store: Any, entries: Sequence[dict[str, Any]], path: Path) -> None:
-    """The entries as one JSONL file, in the order written; then a check that
-    each one's ``created`` is the instant the set gives."""
-    lines = [json.dumps(entry, ensure_ascii=False) for entry in entries]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    store.import_jsonl(str(path))
-    for entry in entries:
-        stored = store.get(entry["id"])
-        kept = None if stored is None else stored.get("created")
-        if kept is None or poolsplit.parse_created(kept) != poolsplit.parse_created(
-            entry["created"]
-        ):
-            raise RuntimeError(
-                f"entry {entry['id']!r}: created {entry['created']!r} stored as "
-                f"{kept!r}"
-            )
-
-
 # ===========================================================================
 # Reports
 # ===========================================================================
 
 
-def table(results: Sequence[Result]) -> list[str]:
-    """Per ranking and kind: passed/total, mean loaded and always-scope."""
-    head = ["ranking", "kind", "passed", "loaded/recall", "always/recall"]
-    rows = [head]
+def _mean(values: Iterable[int]) -> float:
+    found = list(values)
+    return sum(found) / len(found)
+
+
+def summary(results: Sequence[Result]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per ranking, per kind and for ``all``: questions passed and total, and
+    the mean entries loaded per recall (always-scope ones included) and of
+    those always-scope. A kind with no question is left out."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for ranking in dict.fromkeys(r.ranking for r in results):
         mine = [r for r in results if r.ranking == ranking]
+        out[ranking] = {}
         for kind in (*KINDS, "all"):
             group = [r for r in mine if kind in ("all", r.question.kind)]
-            if not group:
-                continue
+            if group:
+                out[ranking][kind] = {
+                    "passed": sum(r.passed for r in group),
+                    "total": len(group),
+                    "loaded_per_recall": _mean(len(r.loaded) for r in group),
+                    "always_per_recall": _mean(len(r.always) for r in group),
+                }
+    return out
+
+
+def table(results: Sequence[Result]) -> list[str]:
+    """:func:`summary` as aligned rows."""
+    head = ["ranking", "kind", "passed", "loaded/recall", "always/recall"]
+    rows = [head]
+    for ranking, kinds in summary(results).items():
+        for kind, s in kinds.items():
             rows.append(
                 [
                     ranking,
                     kind,
-                    f"{sum(r.passed for r in group)}/{len(group)}",
-                    f"{_mean(len(r.loaded) for r in group):.2f}",
-                    f"{_mean(len(r.always) for r in group):.2f}",
+                    f"{s['passed']}/{s['total']}",
+                    f"{s['loaded_per_recall']:.2f}",
+                    f"{s['always_per_recall']:.2f}",
                 ]
             )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-
-
-def _mean(values: Iterable[int]) -> float:
-    found = list(values)
-    return sum(found) / len(found)
 
 
 def failures(results: Sequence[Result]) -> list[str]:
@@ -237,25 +253,19 @@ def failures(results: Sequence[Result]) -> list[str]:
 def as_json(results: Sequence[Result]) -> dict[str, Any]:
     """The results, machine-readable: per ranking, the summary per kind and
     every question."""
+    kinds = summary(results)
     out: dict[str, Any] = {}
-    for ranking in dict.fromkeys(r.ranking for r in results):
+    for ranking in kinds:
         mine = [r for r in results if r.ranking == ranking]
-        kinds = {}
-        for kind in KINDS:
-            group = [r for r in mine if r.question.kind == kind]
-            kinds[kind] = {
-                "passed": sum(r.passed for r in group),
-                "total": len(group),
-                "loaded_per_recall": _mean(len(r.loaded) for r in group),
-                "always_per_recall": _mean(len(r.always) for r in group),
-            }
         out[ranking] = {
-            "kinds": kinds,
+            "kinds": kinds[ranking],
             "questions": [
                 {
                     "kind": r.question.kind,
                     "message": r.question.message,
                     "now": r.question.now.isoformat(),
+                    "want": list(r.question.want),
+                    "not": list(r.question.not_wanted),
                     "passed": r.passed,
                     "missing": list(r.missing),
                     "unwanted": list(r.unwanted),
