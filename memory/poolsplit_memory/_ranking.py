@@ -383,6 +383,11 @@ class Statistics:
         self._length_counts: dict[int, int] = {}
         self.add_many(entries)
 
+    @property
+    def types(self) -> Iterable[object]:
+        """The types of the counted entries (an unhashable one as its repr)."""
+        return self._types.keys()
+
     def frequency(self, term: str) -> int:
         """How many counted entries hold ``term``."""
         return self._frequency.get(term, 0)

@@ -150,6 +150,13 @@ class Vectors:
         self.embedder = embedder
         self.entries = entries
         self.matrix = rows
+        self._rows: dict[int, int] | None = None
+
+    def rows(self) -> dict[int, int]:
+        """id() of each entry -> its row (made once)."""
+        if self._rows is None:
+            self._rows = {id(entry): at for at, entry in enumerate(self.entries)}
+        return self._rows
 
 
 class Kept:
@@ -213,11 +220,15 @@ class Hybrid(Relevance):
         message: str,
         vectors: Vectors,
         now: datetime | None = None,
+        *,
+        query: Any = None,
     ) -> None:
         super().__init__(stats, message, now, complete=True)  # every lexical r
         lexical = self._share
         top = max(lexical.values(), default=0.0)
-        cosines = vectors.matrix @ vectors.embedder.query(message)
+        if query is None:  # (a recall embeds its message once for every pool)
+            query = vectors.embedder.query(message)
+        cosines = vectors.matrix @ query
         low, high = (
             (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)
         )

@@ -120,8 +120,8 @@ from poolsplit_memory import (
     not_loaded,
 )
 from poolsplit_memory._entries import Prepared, prepare
-from poolsplit_memory._index import Index
-from poolsplit_memory._ranking import Statistics, floored
+from poolsplit_memory._pooled import Parts, lexical, owners
+from poolsplit_memory.store import pool_owners
 
 __all__ = [
     "METADATA_KEY",
@@ -268,11 +268,15 @@ def _filled(
         results = retrieve_pools(read.entries, read.pools, context, now=now)
         return results, read
     at = datetime.now(timezone.utc) if now is None else now
-    stats = Statistics(read.entries)
-    relevance = stats.relevance(message, at)
-    scorer = stats.scorer(context, relevance=relevance)
-    pools = floored(read.pools, relevance)
-    results = retrieve_pools(read.entries, pools, context, scorer=scorer, now=at)
+    parts = Parts(owners(read.pools), ranking)
+    parts.enter(enumerate(read.entries))
+    results = parts.recall(
+        read.pools,
+        context,
+        now=at,
+        token_counter=default_token_counter,
+        relevance=lexical(message, at),
+    )
     return results, read
 
 
@@ -663,10 +667,9 @@ class _Loaded:
         self.checked_at: datetime | None = None
         self.stamps: dict[str, datetime] = {}  # key -> updated_at, per item read
         self.prefix: dict[_Pair, None] = {}  # every item under the prefix
-        self.stats = Statistics()
-        self.index = (
-            Index() if ranking == "core" else Index(terms=self.stats.streams_of)
-        )
+        # The loaded items split by the pool that owns their type, each
+        # part with its statistics and recall index (every pool its room).
+        self.parts = Parts(pool_owners(pools), ranking)
         self._values: dict[str, tuple[int, Any]] = {}  # key -> (seq, copy)
         self._in_place = _InPlace([])  # InMemoryStore's items, as read
         self._seq = 0  # the last seq given, in order of arrival
@@ -804,14 +807,12 @@ class _Loaded:
         if entry is None:
             return False
         seq = entry[0]
-        if self.index.has(seq):
-            loaded = self.index.entry(seq)
+        if self.parts.has(seq):
+            loaded = self.parts.leave(seq)
             kind = loaded.get("type", "note")
             self._types[kind] -= 1
             if not self._types[kind]:
                 del self._types[kind]
-            self.stats.remove(loaded)
-            self.index.remove(seq)
         self._skipped.pop(seq, None)
         return self._always.pop(seq, None) is not None
 
@@ -840,8 +841,7 @@ class _Loaded:
         entered = [(by_object[id(entry)], entry) for entry in found.entries]
         for _, entry in entered:
             self._types[entry.get("type", "note")] += 1
-            self.stats.add(entry)
-        self.index.add_many(entered)
+        self.parts.enter(entered)
         by_key = dict(zip(keys, seqs))
         for skipped in found.skipped:
             self._skipped[by_key[skipped.id]] = {
@@ -887,14 +887,12 @@ class _Loaded:
         a few entries per pool)."""
         read = self.report()
         at = datetime.now(timezone.utc) if now is None else now
-        relevance = None if ranking == "core" else self.stats.relevance(message, at)
-        pools = read.pools if relevance is None else floored(read.pools, relevance)
-        results = self.index.recall(
-            pools,
+        results = self.parts.recall(
+            read.pools,
             {"message": message},
             now=at,
             token_counter=default_token_counter,
-            relevance=relevance,
+            relevance=None if ranking == "core" else lexical(message, at),
         )
         return results, read
 

@@ -107,21 +107,17 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import poolsplit
 from poolsplit import (
     Pool,
-    Scorer,
     TokenCounter,
     default_is_active,
     default_token_counter,
 )
 
-from ._index import Index, recall_whole
+from ._pooled import Owners, Part, Parts, lexical, owners
 from ._postgres import PostgresBackend
 from ._ranking import (
     FLOOR,
     RELEVANCE_RATE,
     Relevance,
-    Statistics,
-    floored,
-    recall_by_scores,
     terms,
 )
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
@@ -203,6 +199,13 @@ def default_pools(types: Iterable[str]) -> list[Pool]:
     named = {kind for pool in DEFAULT_POOLS for kind in pool.types or ()}
     other = tuple(sorted(set(types) - named))
     return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
+
+
+def pool_owners(pools: Sequence[Pool] | None) -> Owners:
+    """The pool each type is ranked in (``_pooled.owners``): for ``pools``,
+    the first admitting it; for the default pools (None), its pool in
+    :data:`DEFAULT_POOLS`, else the spill-over pool."""
+    return owners([*DEFAULT_POOLS, Pool(*SPILL_OVER)] if pools is None else pools)
 
 
 # The remember tool's description, for the MCP server and the LangGraph tool
@@ -763,16 +766,12 @@ class _Snapshot:
     without one was deleted or is no candidate any more), forgets what it
     knew of those seqs and loads the rows by ``loadable``. Entries enter and
     leave in one place each (:meth:`_enter`, :meth:`_leave`), which also
-    keeps the ranking's statistics and, once built, the recall index up to
-    date. The index is built when a recall asks for it the second time
-    (:meth:`recall_index`): a snapshot's first recall is served without it,
-    by the same rule on every entry (``_index.recall_whole``), as building
-    it costs ten of those recalls (about 200 ms at 10,000 entries) and
-    a process's first recall should not wait for it. The
-    always-scope state (the budget warning,
-    the always-scope rows not loaded) depends on all always-scope rows
-    together, so it is recomputed from them, few by that rule's own cap,
-    whenever one of them changes. Not thread-safe: the store changes and
+    keeps ``parts`` up to date: the entries split by the pool that owns
+    their type, each with its ranking's statistics and, from its second
+    recall, its recall index (``_pooled.Part``). The always-scope state
+    (the budget warning, the always-scope rows not loaded) depends on all
+    always-scope rows together, so it is recomputed from them, few by that
+    rule's own cap, whenever one of them changes. Not thread-safe: the store changes and
     reads it under its lock.
     """
 
@@ -780,12 +779,11 @@ class _Snapshot:
         self._pools = pools
         self.signal: object = None  # the backend's version when last checked
         self.position = 0  # the change log's position applied
-        self.stats = Statistics()  # the lexical ranking's, of the entries
-        self._ranking = ranking
+        # The entries split by the pool that owns their type, each part
+        # with its own statistics and recall index (_pooled.py).
+        self.parts = Parts(pool_owners(pools), ranking)
         self._held: dict[int, dict[str, Any]] = {}  # seq -> entry
         self._ordered: builtins.list[dict[str, Any]] | None = []  # by seq
-        self._index: Index | None = None  # built by recall_index
-        self._asked = False  # whether a recall asked for the index
         # The semantic ranking's: the entries' vectors (None once a change
         # is applied), and the stored vectors read so far, so that a change
         # reads and hashes only the changed entries'.
@@ -810,28 +808,6 @@ class _Snapshot:
 
     def __len__(self) -> int:
         return len(self._held)
-
-    def recall_index(self) -> Index | None:
-        """The recall index of the entries; None the first time a recall
-        asks (serve it by ``_index.recall_whole``), built the next time."""
-        if self._index is None:
-            if not self._asked:
-                self._asked = True
-                return None
-            # The index's word streams: the ranking's terms (its statistics
-            # hold each entry's, computed once as it entered), or the core's.
-            index = (
-                Index()
-                if self._ranking == "core"
-                else Index(terms=self.stats.streams_of)
-            )
-            index.add_many(builtins.list(self._held.items()))
-            if self._ranking != "core":
-                # What a relevance reads of each term it visits, made once
-                # here rather than at each term's first visit by a recall.
-                self.stats.by_length_of_every_term()
-            self._index = index
-        return self._index
 
     @property
     def types(self) -> frozenset[str]:
@@ -899,12 +875,10 @@ class _Snapshot:
         In batches, with no (seq, entry) pair kept per entry: a 10,000-row
         load allocates few objects the garbage collector tracks besides
         those it keeps, and each 700 of them costs a collection."""
-        self.stats.add_many(entries)
+        self.parts.enter(zip(seqs, entries))
         self._held.update(zip(seqs, entries))
         self._types.update(entry.get("type", "note") for entry in entries)
         self._ordered = None
-        if self._index is not None:
-            self._index.add_many(builtins.list(zip(seqs, entries)))
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
@@ -914,9 +888,7 @@ class _Snapshot:
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
-        self.stats.remove(entry)
-        if self._index is not None:
-            self._index.remove(seq)
+        self.parts.leave(seq)
 
 
 def _copied(value: Any) -> Any:
@@ -1035,6 +1007,22 @@ def _recalled(got: Mapping[str, Sequence[dict[str, Any]]], snap: _Snapshot) -> R
     return _Recalled(got, snap)
 
 
+def _part_vectors(whole: Vectors, part: Part) -> Vectors:
+    """The rows of ``whole`` (the snapshot's vectors) of ``part``'s entries,
+    kept on the part until either changes."""
+    kept = part.vectors
+    if kept is None or kept[0] is not whole:
+        rows = whole.rows()
+        found = Vectors(
+            whole.embedder,
+            part.entries,
+            whole.matrix[[rows[id(entry)] for entry in part.entries]],
+        )
+        kept = part.vectors = (whole, found)
+    vectors: Vectors = kept[1]
+    return vectors
+
+
 def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     if not isinstance(message, str):
         raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
@@ -1049,24 +1037,34 @@ _RELEVANCE_ROWS: Final = 20
 
 
 def _relevance_lines(
-    relevance: Relevance, snap: _Snapshot, report: poolsplit.Explanation
+    relevances: Mapping[str | None, Relevance],
+    snap: _Snapshot,
+    report: poolsplit.Explanation,
 ) -> str:
-    """The relevance factor of the entries explain reports that have an
-    ``r`` (semantic: ``w``) above 0 (every other entry's is the same,
-    ``unmatched``), best first, at most 20."""
+    """Each pool's best ``r`` (semantic: ``w``), then the relevance factor of
+    the entries explain reports that have one above 0 (every other entry's
+    is its pool's ``unmatched``), best first, at most 20."""
     rows = []
+    owner = snap.parts.owner
     for decision in report.decisions:
         entry = snap.entries[decision.index]
+        relevance = relevances[owner(entry)]
         if relevance.share(entry) > 0.0:
             factor = relevance.factor(entry)
             shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
-    s = relevance.symbol  # r, or the semantic ranking's w
+    s = next(iter(relevances.values())).symbol  # r, or the semantic ranking's w
+    bests = ", ".join(
+        f"{name} {relevance.best:.3f}"
+        + ("" if relevance.unmatched == 0.0 else " (no match: the others x1)")
+        for name, relevance in relevances.items()
+    )
     lines = [
         f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "
-        f"below {FLOOR:g} x the best {s} ({relevance.best:.3f}); {len(rows)} "
-        f"entries with {s} > 0 (the others: x{relevance.unmatched:g}), with "
+        f"below {FLOOR:g} x the best {s} of the entry's pool (each pool its "
+        f"own; the best {s}: {bests}); {len(rows)} entries with {s} > 0 (the "
+        "others: x0, or x1 in a pool the message matches nowhere), with "
         "their shared terms"
     ]
     lines += [
@@ -1627,41 +1625,18 @@ class Store:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
             now = datetime.now(timezone.utc) if now is None else now
-            relevance = None
-            if self.ranking != "core":
-                relevance = self._relevance(snap, context, now)
-            if relevance is not None:  # a factor of 0 is "not loaded"
-                pools_now = floored(pools_now, relevance)
-            if self.ranking != "semantic":
-                # The index's walk, bounded by the lexical relevance's
-                # factors (1 or 0 for an entry sharing no term); the same
-                # result on every entry while the index is not built.
-                index = snap.recall_index()
-                walk = (
-                    functools.partial(recall_whole, snap.entries)
-                    if index is None
-                    else index.recall
-                )
-                got = walk(
-                    pools_now,
-                    context,
-                    token_counter=self._token_counter,
-                    now=now,
-                    relevance=relevance,
-                )
-            else:
-                # The hybrid factor is above 1 for nearly every entry: no
-                # index skips any, so one loop scores them all.
-                assert relevance is not None
-                got = recall_by_scores(
-                    snap.stats,
-                    snap.entries,
-                    pools_now,
-                    context,
-                    token_counter=self._token_counter,
-                    now=now,
-                    relevance=relevance,
-                )
+            # Each pool over its own part: lexical by the part's recall
+            # index, bounded by its relevance's factors; semantic by one
+            # loop over the part (its hybrid factor is above 1 for nearly
+            # every entry: no index skips any).
+            got = snap.parts.recall(
+                pools_now,
+                context,
+                now=now,
+                token_counter=self._token_counter,
+                relevance=self._relevance(snap, context, now),
+                scan=self.ranking == "semantic",
+            )
             return _recalled(got, snap)
 
     def explain(
@@ -1701,14 +1676,12 @@ class Store:
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
-            ranked = None
-            if self.ranking != "core":
-                at = datetime.now(timezone.utc) if now is None else now
-                ranked = self._relevance(snap, context, at)
-            scorer: Scorer = poolsplit.default_scorer
-            if ranked is not None:  # recall's pools and scorer
-                pools = floored(pools, ranked)
-                scorer = snap.stats.scorer(context, relevance=ranked)
+            at = datetime.now(timezone.utc) if now is None else now
+            make = self._relevance(snap, context, at)
+            ranked = {} if make is None else snap.parts.relevances(make)
+            # recall's pools and scorer: each entry by its own pool's part
+            pools = snap.parts.floored(pools, ranked)
+            scorer = snap.parts.scorer(context, ranked)
             report = poolsplit.explain(
                 snap.entries,
                 pools,
@@ -1721,7 +1694,7 @@ class Store:
                 outcomes=filters["outcomes"],
             )
             relevance = ""
-            if ranked is not None:
+            if ranked:
                 relevance = _relevance_lines(ranked, snap, report)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
@@ -1746,13 +1719,26 @@ class Store:
 
     def _relevance(
         self, snap: _Snapshot, context: Mapping[str, Any], now: datetime
-    ) -> Relevance:
+    ) -> Callable[[Part], Relevance] | None:
         """The message's relevance at ``now`` (the time it names is read
-        against it): lexical, or hybrid with the vectors."""
-        stats = snap.stats
+        against it), per part: lexical, or hybrid with the part's vectors
+        (the message embedded once); None for the core ranking."""
+        message = context["message"]
+        if self.ranking == "core":
+            return None
         if self.ranking != "semantic":
-            return stats.relevance(context["message"], now)
-        return Hybrid(stats, context["message"], self._vectors(snap), now)
+            return lexical(message, now)
+        whole = self._vectors(snap)
+        query: list[Any] = []  # the message's vector, embedded on first use
+
+        def hybrid(part: Part) -> Relevance:
+            if not query:
+                query.append(whole.embedder.query(message))
+            return Hybrid(
+                part.stats, message, _part_vectors(whole, part), now, query=query[0]
+            )
+
+        return hybrid
 
     def _vectors(self, snap: _Snapshot) -> Vectors:
         """The snapshot's vectors (made again after any change it applied):

@@ -49,15 +49,29 @@ PREFIX_PAIRS = [("ada", "ada/archive"), ("user:1", "user:10")]
 
 def ranked(entries, pools, context, ranking="lexical"):
     """What a recall must return: retrieve_pools on the loadable entries with
-    the ranking's scorer (the lexical one over those entries' statistics;
-    test_ranking.py checks that scorer against the README's formula)."""
+    the ranking's scorer, each pool (these admit disjoint types) over its own
+    entries: the lexical scorer over those entries' statistics, and the
+    store's floor when the message matches one of them (test_ranking.py
+    checks that scorer against the README's formula)."""
     if ranking == "core":
         return poolsplit.retrieve_pools(entries, pools, context, now=NOW)
-    stats = Statistics(entries)
-    relevance = stats.relevance(context["message"], NOW)
-    scorer = stats.scorer(context, relevance=relevance)
-    pools = floored(pools, relevance)  # the store's floor when the message matches
-    return poolsplit.retrieve_pools(entries, pools, context, scorer=scorer, now=NOW)
+    got = {}
+    for pool in pools:
+        own = [
+            e
+            for e in entries
+            if pool.types is None or poolsplit.entry_type(e) in pool.types
+        ]
+        stats = Statistics(own)
+        relevance = stats.relevance(context["message"], NOW)
+        got[pool.name] = poolsplit.retrieve_pools(
+            own,
+            floored([pool], relevance),
+            context,
+            scorer=stats.scorer(context, relevance=relevance),
+            now=NOW,
+        )[pool.name]
+    return got
 
 
 def fresh() -> str:
@@ -706,7 +720,9 @@ def test_recall_renders_the_pools_and_reports_ids(open_):
     assert list(ids) == [p.name for p in DEFAULT_POOLS] + [SPILL_OVER[0]]
     assert ids["corrections"] == [rule.id]
     assert ids["tasks"] == [task.id]
-    assert ids["other"] == []  # shares nothing with a message that matches
+    # every pool its own floor: the message matches nothing in "other", so
+    # that pool loads as for a vague message (its freshest)
+    assert ids["other"] == [note.id]
     assert recall.text == poolsplit.render(recall.pools)
     assert recall.to_dict() == {"pools": ids, "skipped": [], "warnings": []}
     assert store.recall("anything new?", now=NOW).ids()["other"] == [note.id]

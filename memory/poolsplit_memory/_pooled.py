@@ -1,0 +1,334 @@
+"""Every pool its own room: a recall ranks each pool over its own entries.
+
+The lexical ranking's statistics (a term's idf, the average length), its
+relevance floor (``FLOOR x best``: ``best`` is the pool's best match) and
+the semantic ranking's normalisation (the cosines' range, the largest
+``r``) are each taken over the entries one pool admits, never over the
+namespace. So what a pool loads never depends on entries it does not
+admit: a flood of matching tasks cannot empty the facts pool, and a word
+that matches a fact cannot set the floor of the tasks pool
+(memory/tests/test_pooled.py proves it on random stores, pools and
+messages).
+
+An entry is ranked in its *owner's* part: the first pool, in order, whose
+types admit its type (:func:`owners`). When the pools admit disjoint types
+(the store's defaults, and most pool lists) each pool reads exactly its
+own part, through the part's own recall index. A pool that admits a type
+an earlier pool admits too takes what that pool leaves (the core's rule),
+so it depends on that pool by design: those pool lists are ranked by one
+call of the core over every entry, each entry scored by its owner's
+relevance (:meth:`Parts.scorer`), the same scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Optional
+
+import poolsplit
+from poolsplit import Context, Pool, Scorer, TokenCounter
+
+from ._index import Entry, Index, recall_whole
+from ._ranking import Relevance, Statistics, floored, recall_by_scores
+
+__all__ = ["Owners", "Part", "Parts", "lexical", "owners", "separate"]
+
+# A type's owner: the name of the first pool admitting it (None: no pool).
+Owners = Callable[[object], Optional[str]]
+
+
+def owners(pools: Sequence[Pool]) -> Owners:
+    """The owner of each type for ``pools``: the first pool admitting it.
+
+    >>> owner = owners([Pool("a", 10, 1, ("x",)), Pool("b", 10, 1)])
+    >>> owner("x"), owner("y"), owner(["unhashable"])
+    ('a', 'b', 'b')
+    """
+    named: dict[str, str] = {}
+    every: str | None = None
+    for pool in pools:
+        if pool.types is None:
+            every = pool.name
+            break
+        for kind in pool.types:
+            named.setdefault(kind, pool.name)
+
+    def owner(kind: object) -> str | None:
+        if isinstance(kind, str):
+            return named.get(kind, every)
+        return every
+
+    return owner
+
+
+def lexical(message: str, now: datetime) -> Callable[[Part], Relevance]:
+    """The lexical ranking's relevance of ``message`` at ``now``, per part."""
+
+    def make(part: Part) -> Relevance:
+        return part.stats.relevance(message, now)
+
+    return make
+
+
+def _admits(pool: Pool, kind: object) -> bool:
+    return pool.types is None or (isinstance(kind, str) and kind in pool.types)
+
+
+def separate(pools: Sequence[Pool]) -> bool:
+    """Whether no type is admitted by two of ``pools`` (each reads its part)."""
+    seen: set[str] = set()
+    for pool in pools:
+        if pool.types is None:
+            return len(pools) == 1
+        if not seen.isdisjoint(pool.types):
+            return False
+        seen.update(pool.types)
+    return True
+
+
+class Part:
+    """The entries one pool owns: their statistics and, from the second
+    recall that asks, their recall index (built then: a first recall is
+    served by the same rule on every entry, ``_index.recall_whole``, as
+    building it costs about ten of those). Entries are known by a key (the
+    store's ``seq``), and the key order is the order the core is given
+    them in. Not thread-safe: the owner changes and reads it under a lock.
+    """
+
+    def __init__(self, ranking: str) -> None:
+        self.stats = Statistics()
+        self._ranking = ranking
+        self._held: dict[int, Entry] = {}
+        self._ordered: list[Entry] | None = []
+        self._index: Index | None = None
+        self._asked = False
+        self.vectors: Any = None  # the semantic ranking's (the store's)
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The part's entries, in key order."""
+        ordered = self._ordered
+        if ordered is None:
+            held = self._held
+            ordered = self._ordered = [held[key] for key in sorted(held)]
+        return ordered
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def recall_index(self) -> Index | None:
+        """The recall index; None the first time a recall asks."""
+        if self._index is None:
+            if not self._asked:
+                self._asked = True
+                return None
+            index = (
+                Index()
+                if self._ranking == "core"
+                else Index(terms=self.stats.streams_of)
+            )
+            index.add_many(list(self._held.items()))
+            if self._ranking != "core":
+                # What a relevance reads of each term it visits, made once
+                # here rather than at each term's first visit by a recall.
+                self.stats.by_length_of_every_term()
+            self._index = index
+        return self._index
+
+    def enter(self, items: Sequence[tuple[int, Entry]]) -> None:
+        self.stats.add_many(entry for _, entry in items)
+        self._held.update(items)
+        self._ordered = None
+        self.vectors = None
+        if self._index is not None:
+            self._index.add_many(items)
+
+    def leave(self, key: int) -> Entry:
+        entry = self._held.pop(key)
+        self._ordered = None
+        self.vectors = None
+        self.stats.remove(entry)
+        if self._index is not None:
+            self._index.remove(key)
+        return entry
+
+
+class Parts:
+    """A namespace's entries split by owner (:func:`owners` of the pools
+    they are recalled with), each :class:`Part` kept entry by entry."""
+
+    def __init__(self, owner: Owners, ranking: str) -> None:
+        self._owner = owner
+        self._ranking = ranking
+        self.parts: dict[str | None, Part] = {}
+        self._where: dict[int, str | None] = {}  # key -> its part
+
+    def owner(self, entry: Entry) -> str | None:
+        return self._owner(poolsplit.entry_type(entry))
+
+    def enter(self, items: Iterable[tuple[int, Entry]]) -> None:
+        """Add (key, entry) pairs under keys no entry holds."""
+        grouped: dict[str | None, list[tuple[int, Entry]]] = {}
+        for key, entry in items:
+            name = self.owner(entry)
+            grouped.setdefault(name, []).append((key, entry))
+        for name, batch in grouped.items():
+            part = self.parts.get(name)
+            if part is None:
+                part = self.parts[name] = Part(self._ranking)
+            part.enter(batch)
+            self._where.update(dict.fromkeys((key for key, _ in batch), name))
+
+    def leave(self, key: int) -> Entry:
+        """Remove the entry under ``key`` (KeyError if none); return it."""
+        name = self._where.pop(key)
+        part = self.parts[name]
+        entry = part.leave(key)
+        if not len(part):
+            del self.parts[name]
+        return entry
+
+    def has(self, key: int) -> bool:
+        return key in self._where
+
+    def entry(self, key: int) -> Entry:
+        return self.parts[self._where[key]]._held[key]
+
+    def entries(self) -> list[Entry]:
+        """Every entry, in key order."""
+        found = [
+            (key, entry)
+            for part in self.parts.values()
+            for key, entry in part._held.items()
+        ]
+        found.sort(key=lambda item: item[0])
+        return [entry for _, entry in found]
+
+    def relevances(
+        self, make: Callable[[Part], Relevance]
+    ) -> dict[str | None, Relevance]:
+        """Each part's relevance, by owner."""
+        return {name: make(part) for name, part in self.parts.items()}
+
+    def recall(
+        self,
+        pools: Sequence[Pool],
+        context: Context,
+        *,
+        now: datetime,
+        token_counter: TokenCounter,
+        relevance: Callable[[Part], Relevance] | None = None,
+        scan: bool = False,
+    ) -> dict[str, list[Entry]]:
+        """The pools for ``context``: each pool over its own part, with its
+        part's relevance (``relevance(part)``; None: the core's scorer),
+        through the part's index, or with ``scan`` by one loop scoring every
+        entry of the part (the semantic ranking's: no index bounds it).
+
+        The result is ``poolsplit.retrieve_pools`` of every entry with
+        :meth:`scorer` and :meth:`floored` pools (the property tests'
+        statement of it)."""
+        if not separate(pools):
+            relevances = {} if relevance is None else self.relevances(relevance)
+            return poolsplit.retrieve_pools(
+                self.entries(),
+                self.floored(pools, relevances),
+                context,
+                scorer=self.scorer(context, relevances),
+                token_counter=token_counter,
+                now=now,
+            )
+        got: dict[str, list[Entry]] = {}
+        for pool in pools:
+            part = self.parts.get(pool.name)
+            if part is None:
+                got[pool.name] = []
+                continue
+            got[pool.name] = _one(
+                part, pool, context, now, token_counter, relevance, scan
+            )[pool.name]
+        return got
+
+    def floored(
+        self, pools: Sequence[Pool], relevances: Mapping[str | None, Relevance]
+    ) -> list[Pool]:
+        """``pools``, each with a floor above 0 when a part it admits is
+        matched by the message (``Relevance.unmatched`` is 0: a factor of 0
+        is then "not loaded"). For separate pools, a pool's own part."""
+        owner = self._owner
+        out = []
+        for pool in pools:
+            admitted = [
+                relevance
+                for name, relevance in relevances.items()
+                if name == pool.name
+                or (
+                    not separate(pools)
+                    and any(
+                        owner(kind) == name and _admits(pool, kind)
+                        for kind in relevance.statistics.types
+                    )
+                )
+            ]
+            matched = next((r for r in admitted if r.unmatched == 0.0), None)
+            out.append(pool if matched is None else floored([pool], matched)[0])
+        return out
+
+    def scorer(
+        self, context: Context | None, relevances: Mapping[str | None, Relevance]
+    ) -> Scorer:
+        """Each entry scored by its owner part's relevance (the core's
+        scorer when there is none)."""
+        scorers = {
+            name: relevance.scorer(context) for name, relevance in relevances.items()
+        }
+        owner = self._owner
+        default = poolsplit.default_scorer
+
+        def score(
+            entry: Mapping[str, Any], given: Context | None, /, *, now: datetime
+        ) -> float:
+            found = scorers.get(owner(poolsplit.entry_type(entry)))
+            if found is None:
+                return default(entry, given, now=now)
+            return found(entry, given, now=now)
+
+        return score
+
+
+def _one(
+    part: Part,
+    pool: Pool,
+    context: Context,
+    now: datetime,
+    token_counter: TokenCounter,
+    relevance: Callable[[Part], Relevance] | None,
+    scan: bool,
+) -> dict[str, list[Entry]]:
+    """One pool over its own part."""
+    ranked = None if relevance is None else relevance(part)
+    pools = [pool] if ranked is None else floored([pool], ranked)
+    if scan and ranked is not None:
+        return recall_by_scores(
+            part.stats,
+            part.entries,
+            pools,
+            context,
+            token_counter=token_counter,
+            now=now,
+            relevance=ranked,
+        )
+    index = part.recall_index()
+    if index is None:
+        return recall_whole(
+            part.entries,
+            pools,
+            context,
+            now=now,
+            token_counter=token_counter,
+            relevance=ranked,
+        )
+    return index.recall(
+        pools, context, now=now, token_counter=token_counter, relevance=ranked
+    )
