@@ -615,15 +615,17 @@ def test_store_recall_uses_the_index_and_matches_the_core(
     want = {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
     with open_store(os.fspath(tmp_path / "m.db"), ranking="core") as store:
         store.import_jsonl(io.StringIO(lines))
+        # every pool its own room: an index per pool's part, 80 entries each
+        parts = len(TYPES)
         for turn in range(3):
             got = store.recall(message, now=NOW).ids()
             assert got == want
-            assert used == [400] * turn
-            assert len(built) == min(turn, 1)
+            assert used == [400 // parts] * parts * turn
+            assert len(built) == min(turn, 1) * parts
         store.remember("a note", type="note")
         store.recall(message, now=NOW)
-        assert used[-1] == 401
-        assert len(built) == 1  # the write changed the index, never rebuilt it
+        assert sorted(used[-parts:]) == [80] * (parts - 1) + [81]
+        assert len(built) == parts  # the write changed an index, never rebuilt it
 
 
 # --- the lexical ranking through the index -------------------------------------
@@ -931,27 +933,26 @@ def test_a_content_that_is_not_a_string_is_scored_as_text_on_the_index(
     ]
     whole: list[int] = []
     monkeypatch.setattr(_index.Index, "_whole", lambda *args: whole.append(1))
-    pools = [Pool("facts", 10**6, 3, ("fact",)), Pool("notes", 10**6, 4)]
+    pools = [Pool("facts", 10**6, 3, ("fact",)), Pool("notes", 10**6, 4, ("note",))]
     with open_store(os.fspath(tmp_path / "m.db"), pools=pools) as store:
         store.import_jsonl(io.StringIO("".join(json.dumps(r) + "\n" for r in rows)))
         for message in ("4711", "deploy 4711", "billing", "2.5 cache", "zebra"):
             context = {"message": message, "tags": ["api"], "project": None}
             got = store.recall(message, tags=["api"], now=NOW).ids()
-            scorer = readme_scorer(rows, context)
-            matched = readme_terms(message) & {
-                t for r in rows for t in readme_terms(readme_text(r))
-            }
-            floor = math.ulp(0.0) if matched else None
-            expected = poolsplit.retrieve_pools(
-                rows,
-                [dataclasses.replace(p, min_score=floor) for p in pools],
-                context,
-                scorer=scorer,
-                now=NOW,
-            )
-            assert got == {
-                name: [e["id"] for e in chosen] for name, chosen in expected.items()
-            }
+            for pool in pools:  # each pool over its own entries (README)
+                own = [r for r in rows if r["type"] in (pool.types or ())]
+                matched = readme_terms(message) & {
+                    t for r in own for t in readme_terms(readme_text(r))
+                }
+                floor = math.ulp(0.0) if matched else None
+                expected = poolsplit.retrieve_pools(
+                    own,
+                    [dataclasses.replace(pool, min_score=floor)],
+                    context,
+                    scorer=readme_scorer(own, context),
+                    now=NOW,
+                )[pool.name]
+                assert got[pool.name] == [e["id"] for e in expected]
         assert store.recall("4711", now=NOW).ids()["notes"] == ["number"]
     assert not whole  # every recall walked the index
 

@@ -20,6 +20,8 @@ from urllib.parse import unquote
 import poolsplit
 import pytest
 
+from poolsplit_memory._pooled import lexical
+
 if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
     pytest.importorskip("langgraph", reason="pip install 'poolsplit-memory[langgraph]'")
     pytest.importorskip("langchain", reason="pip install 'poolsplit-memory[langgraph]'")
@@ -1387,11 +1389,13 @@ def test_every_always_scope_entry_is_injected_first_at_10000_entries():
         results, _ = adapter._filled(loaded, "billing note 5", "lexical", TURN_NOW)
         assert [e["id"] for e in results["core"]] == always
         assert len(results["notes"]) == 3
+        parts = loaded.parts  # each pool over its own part (memory/README.md)
+        relevances = parts.relevances(lexical("billing note 5", TURN_NOW))
         assert results == poolsplit.retrieve_pools(
-            loaded.index.entries,
-            pools,
+            parts.entries(),
+            parts.floored(pools, relevances),
             {"message": "billing note 5"},
-            scorer=loaded.stats.scorer({"message": "billing note 5"}),
+            scorer=parts.scorer({"message": "billing note 5"}, relevances),
             now=TURN_NOW,
         )
         key = f"c{5 + turn}"

@@ -117,7 +117,12 @@ def test_every_correction_survives_forced_truncation(demo_db, priority, where):
     assert words(tight) < words(roomy)  # context entries were dropped
     for pool in POOLS:  # every pool still represented
         assert f"## {pool.name}\n" in tight
-    assert "URGENT" in roomy  # the flood is in the store and competes
+    # The flood is in the store and competes: its tasks are ranked with the
+    # others (each pool over its own entries, the better matches of these
+    # questions win the work pool's room over the urgent alerts).
+    with open_store(demo_db, namespace="ada", pools=POOLS) as store:
+        ranked = store.explain(TURNS[-1], now=DEMO_NOW, types=["task"])
+    assert "flood-" in ranked
 
 
 def test_the_default_truncation_would_drop_the_corrections(demo_db):

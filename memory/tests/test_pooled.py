@@ -14,8 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import DEMO_NOW, Pool, demo_store
-from poolsplit_memory._pooled import Parts, lexical, owners, separate
 from test_ranking import VOCABULARY, oracle_factor, oracle_r
+
+from poolsplit_memory._pooled import Parts, lexical, owners, separate
+from poolsplit_memory.store import pool_owners
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 TYPES = ["fact", "task", "skill", "note"]
@@ -65,6 +67,23 @@ def recall(entries, pools, message, ranking="lexical"):
         relevance=None if ranking == "core" else lexical(message, NOW),
     )
     return {name: [e["id"] for e in chosen] for name, chosen in got.items()}
+
+
+def pooled_core(entries, store_pools, pools, context, now):
+    """``retrieve_pools`` of every entry, each entry scored by, and each pool
+    floored by, the lexical relevance of its owner's entries (the first of
+    the store's pools, ``store_pools``, None: the defaults, admitting its
+    type), counted anew: what a store's recall must give (_pooled.py)."""
+    parts = Parts(pool_owners(store_pools), "lexical")
+    parts.enter(enumerate(entries))
+    relevances = parts.relevances(lexical(context["message"], now))
+    return poolsplit.retrieve_pools(
+        entries,
+        parts.floored(pools, relevances),
+        context,
+        scorer=parts.scorer(context, relevances),
+        now=now,
+    )
 
 
 def ided(entries, prefix):

@@ -26,6 +26,7 @@ from conftest import execute_raw, plant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
+from test_pooled import pooled_core
 
 from poolsplit_memory import (
     InvalidInput,
@@ -35,7 +36,7 @@ from poolsplit_memory import (
     _subset,
     open_store,
 )
-from poolsplit_memory._ranking import Statistics, floored, terms
+from poolsplit_memory._ranking import Statistics, terms
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
 LATEST = len(_sqlite.MIGRATIONS)  # the schema version a store writes
@@ -170,17 +171,8 @@ def same_as_fresh(store: Any, url: str, message: str) -> None:
                 snap = fresh._snapshot(pools)
                 chosen = fresh._pools_for(snap, pools)
                 context = {"message": message, "tags": [], "project": None}
-                # The default ranking's scorer over statistics counted anew.
-                stats = Statistics(snap.entries)
-                relevance = stats.relevance(message, NOW)
-                scorer = stats.scorer(context, relevance=relevance)
-                core = poolsplit.retrieve_pools(
-                    snap.entries,
-                    floored(chosen, relevance),
-                    context,
-                    scorer=scorer,
-                    now=NOW,
-                )
+                # The default ranking, each pool's statistics counted anew.
+                core = pooled_core(snap.entries, pools, chosen, context, NOW)
             assert got.ids() == {k: [e["id"] for e in v] for k, v in core.items()}
     finally:
         fresh.close()
@@ -211,10 +203,12 @@ def check_statistics(store: Any) -> None:
     for pools in (None, POOLS):
         with store._cache_lock:
             snap = store._snapshot(pools)
-            count, total, frequency = counted_from_scratch(snap.entries)
-            stats = snap.stats
-            assert (stats.count, stats.total_length) == (count, total)
-            assert stats._frequency == frequency
+            assert sum(len(part) for part in snap.parts.parts.values()) == len(snap)
+            for part in snap.parts.parts.values():  # each pool's own
+                count, total, frequency = counted_from_scratch(part.entries)
+                stats = part.stats
+                assert (stats.count, stats.total_length) == (count, total)
+                assert stats._frequency == frequency
 
 
 def kept(stats: Statistics) -> list[Any]:
@@ -382,22 +376,17 @@ def test_the_first_recall_is_served_without_the_index_and_equals_it(
             first = store.recall(message, now=NOW)
             assert built == []  # served without an index
             second = store.recall(message, now=NOW)
-            assert built == [1]
+            assert built == [1] * len(TYPES)  # one index per pool's part
             assert first.to_dict() == second.to_dict()
             assert first.text == second.text
             with store._cache_lock:
                 snap = store._snapshot()
                 entries, pools = snap.entries, store._pools_for(snap)
             context = {"message": message, "tags": [], "project": None}
-            scorer: Any = poolsplit.default_scorer
-            if ranking == "lexical":
-                stats = Statistics(entries)  # counted anew
-                relevance = stats.relevance(message, NOW)
-                pools = floored(pools, relevance)
-                scorer = stats.scorer(context, relevance=relevance)
-            core = poolsplit.retrieve_pools(
-                entries, pools, context, scorer=scorer, now=NOW
-            )
+            if ranking == "lexical":  # each pool's statistics counted anew
+                core = pooled_core(entries, None, pools, context, NOW)
+            else:
+                core = poolsplit.retrieve_pools(entries, pools, context, now=NOW)
             want = {k: [e["id"] for e in v] for k, v in core.items()}
             assert first.ids() == want
 
