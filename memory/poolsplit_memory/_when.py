@@ -1045,12 +1045,25 @@ def _candidates(message: str, ctx: _Now) -> list[_Found]:
 
 
 def _longest_first(found: list[_Found]) -> list[_Found]:
-    """The matches that overlap no longer (or equal and earlier) one, in order."""
-    found = sorted(found, key=lambda f: (f[0] - f[1], f[0]))
+    """The matches that overlap no longer (or equal and earlier) one, in order.
+
+    Taken longest first (the earlier on a tie, then the earlier rule), each
+    kept unless it overlaps one kept before. A kept match is at least as
+    long, so it cannot lie strictly inside the one at hand: they overlap
+    exactly when the one at hand's first or last character is claimed.
+    Each kept match claims its characters once (kept matches are disjoint),
+    so the cost is the sort's, O(n log n), plus O(len(message)); comparing
+    every pair was O(n^2): 8.4 s for "yesterday " * 12000 (issue 48).
+    """
+    ordered = sorted(found, key=lambda f: (f[0] - f[1], f[0]))
+    claimed = bytearray(max((f[1] for f in found), default=0))
     chosen: list[_Found] = []
-    for item in found:
-        if all(item[1] <= c[0] or c[1] <= item[0] for c in chosen):
-            chosen.append(item)
+    for item in ordered:
+        begin, end = item[0], item[1]
+        if claimed[begin] or claimed[end - 1]:
+            continue
+        claimed[begin:end] = b"\x01" * (end - begin)
+        chosen.append(item)
     return sorted(chosen, key=lambda f: f[0])
 
 
