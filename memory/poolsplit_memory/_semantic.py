@@ -213,8 +213,11 @@ class Hybrid(Relevance):
         message: str,
         vectors: Vectors,
         now: datetime | None = None,
+        *,
+        windows: Sequence[tuple[float, float]] | None = None,
     ) -> None:
-        super().__init__(stats, message, now, complete=True)  # every lexical r
+        # every lexical r
+        super().__init__(stats, message, now, complete=True, windows=windows)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         cosines = vectors.matrix @ vectors.embedder.query(message)
