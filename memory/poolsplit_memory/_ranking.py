@@ -60,12 +60,14 @@ __all__ = [
     "DELTA",
     "FLOOR",
     "K1",
+    "MESSAGE_CHARS",
     "RELEVANCE_RATE",
     "TIME_FACTOR",
     "TIME_SLACK",
     "B",
     "Relevance",
     "Statistics",
+    "read_part",
     "recall_by_scores",
     "relevance_factor",
     "stem",
@@ -117,6 +119,15 @@ TIME_FACTOR: Final = math.exp(RELEVANCE_RATE * 0.2)
 # 0.607 in each). LoCoMo's turns are written during what they tell, so it
 # cannot show the week's slack paying; it shows its cost at 0.002.
 TIME_SLACK: Final = timedelta(days=7)
+# How much of a message relevance reads, its terms and the times it names
+# alike: the first MESSAGE_CHARS characters. A message is an agent's
+# question (e5, the semantic ranking's model, reads at most 512 tokens of
+# it, about 2,000 characters of English); read whole, "yesterday " * 12000
+# cost 8.4 s and 1 MiB minutes. With 4,096 a 1 MiB recall costs 2-3 times
+# a 100-byte question's at 3,000 entries, as with 8,192 (the noise is
+# larger than the gap), but half the worst case of reading times:
+# benchmarks/long_message.py, figures in benchmarks/README.md.
+MESSAGE_CHARS: Final = 4096
 # The best an entry can do per shared term: its length-normalised part at
 # its largest (a length of 0) plus delta is below this (b < 1).
 _TERM_CEILING: Final = K1 + 1.0 + DELTA
@@ -266,6 +277,12 @@ def stem(word: str) -> str:
     return _step5(_step4(word))
 
 
+def read_part(message: str) -> str:
+    """The part of ``message`` relevance reads: its first
+    :data:`MESSAGE_CHARS` characters (the one place the cap is applied)."""
+    return message[:MESSAGE_CHARS]
+
+
 def time_slack(start: datetime, end: datetime) -> timedelta:
     """How long after a window ``[start, end)`` an entry still counts as
     created in it: :data:`TIME_SLACK` after a window of more than a day and
@@ -285,14 +302,15 @@ def time_windows(message: str, now: datetime) -> tuple[tuple[float, float], ...]
     slack (:func:`time_slack`), as ``(start, end)`` seconds: sorted, and
     those that overlap or touch joined, so that an entry is in at most one
     (and boosted once). One window per expression ("March 2020 and last
-    summer" is two, not the three years between). O(len(message)) and
-    O(k log k) for k expressions.
+    summer" is two, not the three years between). Reads
+    :func:`read_part` of the message; O(its length) and O(k log k) for k
+    expressions.
 
     Raises:
         TypeError: ``now`` is not a datetime.
     """
     spans = []
-    for found in _time_windows(message, now):
+    for found in _time_windows(read_part(message), now):
         start = poolsplit.parse_created(found.start)
         end = poolsplit.parse_created(found.end + time_slack(found.start, found.end))
         assert start is not None and end is not None  # aware datetimes
@@ -691,7 +709,8 @@ class Relevance:
     however many windows hold it. ``windows`` is then each window's
     ``(start, end)`` in seconds, sorted and disjoint, else ``()``; a
     caller that computed them already (the store, outside its lock) passes
-    ``windows=`` and ``now`` is not read.
+    ``windows=`` and ``now`` is not read. Only :func:`read_part` of the
+    message is read, for its terms as for its times.
     """
 
     symbol: ClassVar[str] = "r"  # what explain calls an entry's share
@@ -713,7 +732,7 @@ class Relevance:
         # the date too (stripping them: 0.613 dated, 0.609 undated).
         self.windows: tuple[tuple[float, float], ...] = tuple(windows)
         self._starts = [start for start, _end in self.windows]
-        weights = {t: stats.idf(t) for t in sorted(terms(message))}
+        weights = {t: stats.idf(t) for t in sorted(terms(read_part(message)))}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
         self._average = stats.total_length / stats.count if stats.count else 0.0

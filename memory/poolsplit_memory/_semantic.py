@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Final
 
 from poolsplit import Entry
 
-from ._ranking import Relevance, Statistics
+from ._ranking import Relevance, Statistics, read_part
 
 __all__ = [
     "ALPHA",
@@ -220,7 +220,7 @@ class Hybrid(Relevance):
         super().__init__(stats, message, now, complete=True, windows=windows)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
-        cosines = vectors.matrix @ vectors.embedder.query(message)
+        cosines = vectors.matrix @ vectors.embedder.query(read_part(message))
         low, high = (
             (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)
         )

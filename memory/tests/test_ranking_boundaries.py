@@ -20,9 +20,11 @@ from poolsplit import Pool
 
 from poolsplit_memory import _subset
 from poolsplit_memory._ranking import (
+    MESSAGE_CHARS,
     TIME_FACTOR,
     Statistics,
     floored,
+    read_part,
     recall_by_scores,
     relevance_factor,
     time_slack,
@@ -282,7 +284,7 @@ def test_an_entry_left_out_at_the_floor_still_loads(monkeypatch):
     assert got == _core(stats, entries, pools, context)
 
 
-# --- issue 48: each expression its own window, slack by unit ------------------
+# --- issue 48: each expression its own window, slack by unit, a read cap -------
 
 
 def dinners(**created):
@@ -373,6 +375,18 @@ def test_an_entry_in_two_windows_is_boosted_once():
     entries = dinners(july="2025-07-10T12:00:00+00:00", may="2024-05-10")
     message = "dinner with Ana in 2025 and in July 2025"
     assert boosted(message, entries) == ["july"]
+
+
+def test_only_the_first_message_chars_are_read():
+    """Terms and times past MESSAGE_CHARS characters are not read (a
+    message of 1 MiB was read whole: seconds of CPU under the lock)."""
+    entries = dinners(sunday="2026-05-31T10:00:00+00:00", old="2026-01-01")
+    filler = "x " * (MESSAGE_CHARS // 2)
+    late = Statistics(entries).relevance(filler + "dinner yesterday", NOW)
+    assert late.windows == () and late.weights == {}
+    early = Statistics(entries).relevance(filler[:-20] + "dinner yesterday", NOW)
+    assert early.windows and "dinner" in early.weights
+    assert len(read_part("y" * 10**6)) == MESSAGE_CHARS
 
 
 def test_windows_given_are_used_and_now_is_not_read():
