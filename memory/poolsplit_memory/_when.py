@@ -123,12 +123,13 @@ from __future__ import annotations
 
 import calendar
 import re
+import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from typing import Final, Optional
 
-__all__ = ["Window", "strip", "window", "windows"]
+__all__ = ["Window", "strip", "time_zone", "window", "windows"]
 
 
 # --- the result ------------------------------------------------------------
@@ -186,6 +187,27 @@ def strip(message: str, found: Window | None) -> str:
         at = end
     parts.append(message[at:])
     return "".join(parts)
+
+
+def time_zone(name: str) -> tzinfo:
+    """The IANA time zone ``name`` names ("Europe/Paris", "UTC"), from the
+    system's database or the ``tzdata`` package (zoneinfo's search order).
+
+    Raises:
+        ValueError: ``name`` is no such zone (the message says what is
+            wrong, without a field name: the caller adds its own).
+    """
+    shown = (
+        repr(name) if len(name) <= 64 else f"{name[:40]!r}... ({len(name)} characters)"
+    )
+    try:
+        if len(name) > 64:  # no IANA name is so long
+            raise ValueError(name)
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(
+            f"must be an IANA time zone name such as 'Europe/Paris', got {shown}"
+        ) from None
 
 
 # --- the calendar ----------------------------------------------------------
