@@ -202,6 +202,7 @@ class HttpConfig:
     pool_size: int = 4  # issue 36: --pool-size, --snapshot-budget (MB), --read-db
     snapshot_mb: int = 256
     read_url: str | None = None
+    tz: str | None = None  # issue 48: --tz, the time zone of a recall's message
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
@@ -238,6 +239,7 @@ class HttpConfig:
             resource_url=data["resource_url"],
             pool_size=data["pool_size"],
             snapshot_mb=data["snapshot_mb"],
+            tz=data.get("tz"),
             read_url=data["read_url"],
         )
 
@@ -925,17 +927,24 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         pool_size=args.pool_size,
         snapshot_mb=args.snapshot_budget,
         read_url=args.read_db,
+        tz=args.tz,
     )
     check_verifier(config)
     return config
+
+
+def worker_config() -> HttpConfig:
+    """A spawned worker's configuration: the file ``$POOLSPLIT_MCP_HTTP_CONFIG``
+    names."""
+    with open(os.environ[ENV_CONFIG], encoding="utf-8") as f:
+        return HttpConfig.from_json(f.read())
 
 
 def worker_app(server: MCPServer[Any]) -> Starlette:
     """The app of one spawned worker (``--workers N``) serving ``server``
     (built over :func:`tenant_store`), from the parent's configuration in
     the file ``$POOLSPLIT_MCP_HTTP_CONFIG`` names."""
-    with open(os.environ[ENV_CONFIG], encoding="utf-8") as f:
-        config = HttpConfig.from_json(f.read())
+    config = worker_config()
     supervisor = os.environ.get(ENV_SUPERVISOR)
     if supervisor is not None and int(supervisor) != os.getpid():
         _exit_with_supervisor(int(supervisor))

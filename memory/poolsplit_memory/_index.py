@@ -432,7 +432,7 @@ class Index:
             self.usable
             # a time in the message boosts entries by their date: no stream
             # bounds that, so one loop scores every entry
-            and (relevance is None or relevance.window is None)
+            and (relevance is None or not relevance.windows)
             and len(self._members) * _GROUP_SHARE <= len(self._entries)
             and _usual(pools, now)
             and self._always_admitted(pools)

@@ -62,11 +62,16 @@ def owners(pools: Sequence[Pool]) -> Owners:
     return owner
 
 
-def lexical(message: str, now: datetime) -> Callable[[Part], Relevance]:
-    """The lexical ranking's relevance of ``message`` at ``now``, per part."""
+def lexical(
+    message: str,
+    now: datetime,
+    windows: Sequence[tuple[float, float]] | None = None,
+) -> Callable[[Part], Relevance]:
+    """The lexical ranking's relevance of ``message`` at ``now`` (with the
+    ``windows`` of its times when read already), per part."""
 
     def make(part: Part) -> Relevance:
-        return part.stats.relevance(message, now)
+        return part.stats.relevance(message, now, windows=windows)
 
     return make
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -53,22 +54,26 @@ from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
 from ._subset import Candidates, TooMany
 from ._subset import recall as subset_recall
-from ._when import window as _time_window
+from ._when import windows as _time_windows
 
 __all__ = [
     "DELTA",
     "FLOOR",
     "K1",
+    "MESSAGE_CHARS",
     "RELEVANCE_RATE",
     "TIME_FACTOR",
     "TIME_SLACK",
     "B",
     "Relevance",
     "Statistics",
+    "read_part",
     "recall_by_scores",
     "relevance_factor",
     "stem",
     "terms",
+    "time_slack",
+    "time_windows",
 ]
 
 # BM25+'s parameters: Robertson's k1 and b as Lucene sets them, and Lv and
@@ -103,7 +108,26 @@ FLOOR: Final = 0.2
 # without the rule, 0.623 at 0.2; temporal 0.782, 0.788 at 0.4). With the
 # words stripped it was 62-70 (0.613 at 0.2), and undated fell to 0.609.
 TIME_FACTOR: Final = math.exp(RELEVANCE_RATE * 0.2)
+# The slack after a window (time_slack): TIME_SLACK after a weekend or a
+# week, where the memory of it is often written in the days after (the
+# rule as first measured gave every window 7 days); none after a day
+# ("yesterday" must not boost today's entries) nor after a month, season
+# or year. Development file, dated, hit@5 / in 200 tokens: 7 days after
+# every window 0.623 / 0.625; none after a day 0.623 / 0.625; also none
+# after a month or longer (this rule) 0.623 / 0.628; none at all 0.623 /
+# 0.630; min(the window's length, 30 days) 0.621 / 0.625 (undated 0.618 /
+# 0.607 in each). LoCoMo's turns are written during what they tell, so it
+# cannot show the week's slack paying; it shows its cost at 0.002.
 TIME_SLACK: Final = timedelta(days=7)
+# How much of a message relevance reads, its terms and the times it names
+# alike: the first MESSAGE_CHARS characters. A message is an agent's
+# question (e5, the semantic ranking's model, reads at most 512 tokens of
+# it, about 2,000 characters of English); read whole, "yesterday " * 12000
+# cost 8.4 s and 1 MiB minutes. With 4,096 a 1 MiB recall costs 2-3 times
+# a 100-byte question's at 3,000 entries, as with 8,192 (the noise is
+# larger than the gap), but half the worst case of reading times:
+# benchmarks/long_message.py, figures in benchmarks/README.md.
+MESSAGE_CHARS: Final = 4096
 # The best an entry can do per shared term: its length-normalised part at
 # its largest (a length of 0) plus delta is below this (b < 1).
 _TERM_CEILING: Final = K1 + 1.0 + DELTA
@@ -251,6 +275,54 @@ def stem(word: str) -> str:
     word = _replace(word, _STEP2, 1)
     word = _replace(word, _STEP3, 1)
     return _step5(_step4(word))
+
+
+def read_part(message: str) -> str:
+    """The part of ``message`` relevance reads: its first
+    :data:`MESSAGE_CHARS` characters (the one place the cap is applied)."""
+    return message[:MESSAGE_CHARS]
+
+
+def time_slack(start: datetime, end: datetime) -> timedelta:
+    """How long after a window ``[start, end)`` an entry still counts as
+    created in it: :data:`TIME_SLACK` after a window of more than a day and
+    at most :data:`_WEEK_SIZED` (a weekend, a holiday, a week: a memory of
+    it is often written in the days after it), none after a day or less
+    ("yesterday", "on Friday", "2 days ago", "this morning": today's
+    entries are not yesterday's) nor after a month, season or year."""
+    return TIME_SLACK if _DAY < end - start <= _WEEK_SIZED else timedelta(0)
+
+
+_DAY: Final = timedelta(days=1)
+_WEEK_SIZED: Final = timedelta(days=10)
+
+
+def time_windows(message: str, now: datetime) -> tuple[tuple[float, float], ...]:
+    """The windows the times in ``message`` name at ``now``, each with its
+    slack (:func:`time_slack`), as ``(start, end)`` seconds: sorted, and
+    those that overlap or touch joined, so that an entry is in at most one
+    (and boosted once). One window per expression ("March 2020 and last
+    summer" is two, not the three years between). Reads
+    :func:`read_part` of the message; O(its length) and O(k log k) for k
+    expressions.
+
+    Raises:
+        TypeError: ``now`` is not a datetime.
+    """
+    spans = []
+    for found in _time_windows(read_part(message), now):
+        start = poolsplit.parse_created(found.start)
+        end = poolsplit.parse_created(found.end + time_slack(found.start, found.end))
+        assert start is not None and end is not None  # aware datetimes
+        spans.append((start, end))
+    spans.sort()
+    joined: list[tuple[float, float]] = []
+    for start, end in spans:
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return tuple(joined)
 
 
 def terms(text: str) -> frozenset[str]:
@@ -554,10 +626,17 @@ class Statistics:
             return 0.0
         return math.log(1.0 + (self.count - n + 0.5) / (n + 0.5))
 
-    def relevance(self, message: str, now: datetime | None = None) -> Relevance:
+    def relevance(
+        self,
+        message: str,
+        now: datetime | None = None,
+        *,
+        windows: Sequence[tuple[float, float]] | None = None,
+    ) -> Relevance:
         """The message's terms weighed once, for scoring many entries; with
-        ``now``, the time the message names too (see :class:`Relevance`)."""
-        return Relevance(self, message, now)
+        ``now`` (or ``windows``), the times the message names too (see
+        :class:`Relevance`)."""
+        return Relevance(self, message, now, windows=windows)
 
     def scorer(
         self, context: Context | None, *, relevance: Relevance | None = None
@@ -628,11 +707,15 @@ class Relevance:
     :meth:`complete` visits the rest (a loop reading every entry's ``r``);
     ``complete=True`` does so at once (:class:`_semantic.Hybrid`).
 
-    With ``now``, a time the message names ("last week", "in May 2023",
-    resolved against ``now`` by ``_when.window``) steers: an entry created
-    in that window (or up to :data:`TIME_SLACK` after it:
-    a memory of an event is written at or after it) gets its factor times
-    :data:`TIME_FACTOR`. ``window`` is then ``(start, end)`` in seconds.
+    With ``now``, the times the message names ("last week", "in May 2023",
+    resolved against ``now`` by :func:`time_windows`) steer: an entry
+    created in one of those windows (or in its slack after it:
+    :func:`time_slack`) gets its factor times :data:`TIME_FACTOR`, once
+    however many windows hold it. ``windows`` is then each window's
+    ``(start, end)`` in seconds, sorted and disjoint, else ``()``; a
+    caller that computed them already (the store, outside its lock) passes
+    ``windows=`` and ``now`` is not read. Only :func:`read_part` of the
+    message is read, for its terms as for its times.
     """
 
     symbol: ClassVar[str] = "r"  # what explain calls an entry's share
@@ -644,19 +727,17 @@ class Relevance:
         now: datetime | None = None,
         *,
         complete: bool = False,
+        windows: Sequence[tuple[float, float]] | None = None,
     ) -> None:
         self._stats = stats
         self.message = message
-        self.window: tuple[float, float] | None = None
-        found = None if now is None or not message else _time_window(message, now)
-        if found is not None:
-            start = poolsplit.parse_created(found.start)
-            end = poolsplit.parse_created(found.end + TIME_SLACK)
-            assert start is not None and end is not None  # aware datetimes
-            # The phrase's words stay terms: the turns that answer often say
-            # the date too (stripping them: 0.613 dated, 0.609 undated).
-            self.window = (start, end)
-        weights = {t: stats.idf(t) for t in sorted(terms(message))}
+        if windows is None:
+            windows = () if now is None or not message else time_windows(message, now)
+        # The phrases' words stay terms: the turns that answer often say
+        # the date too (stripping them: 0.613 dated, 0.609 undated).
+        self.windows: tuple[tuple[float, float], ...] = tuple(windows)
+        self._starts = [start for start, _end in self.windows]
+        weights = {t: stats.idf(t) for t in sorted(terms(read_part(message)))}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
         self._average = stats.total_length / stats.count if stats.count else 0.0
@@ -834,20 +915,22 @@ class Relevance:
 
     def factor(self, entry: Entry) -> float:
         """``relevance_factor(r, best)``: ``unmatched`` when no term is shared;
-        times TIME_FACTOR for an entry created in the message's window."""
+        times TIME_FACTOR for an entry created in one of the message's
+        windows."""
         factor = relevance_factor(self.share(entry), self.best)
-        if self.window is not None:
+        if self.windows:
             created = entry.get("created")
             seconds = None if created is None else poolsplit.parse_created(created)
             factor *= self.timed(seconds)
         return factor
 
     def timed(self, seconds: float | None) -> float:
-        """TIME_FACTOR for a creation time in the window, else 1."""
-        window = self.window
-        if window is None or seconds is None:
+        """TIME_FACTOR for a creation time in one of the windows, else 1
+        (O(log windows): they are sorted and disjoint)."""
+        if seconds is None or not self.windows:
             return 1.0
-        return TIME_FACTOR if window[0] <= seconds < window[1] else 1.0
+        at = bisect_right(self._starts, seconds) - 1
+        return TIME_FACTOR if at >= 0 and seconds < self.windows[at][1] else 1.0
 
 
 # ===========================================================================
@@ -933,7 +1016,7 @@ def _fast_scores(
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
     rule = relevance_factor
-    timed = relevance.timed if relevance.window is not None else None
+    timed = relevance.timed if relevance.windows else None
     scores = []
     for at, entry in enumerate(entries):
         found = features.get(id(entry))

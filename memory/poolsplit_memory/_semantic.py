@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Final
 
 from poolsplit import Entry
 
-from ._ranking import Relevance, Statistics
+from ._ranking import Relevance, Statistics, read_part
 
 __all__ = [
     "ALPHA",
@@ -221,13 +221,15 @@ class Hybrid(Relevance):
         vectors: Vectors,
         now: datetime | None = None,
         *,
+        windows: Sequence[tuple[float, float]] | None = None,
         query: Any = None,
     ) -> None:
-        super().__init__(stats, message, now, complete=True)  # every lexical r
+        # every lexical r
+        super().__init__(stats, message, now, complete=True, windows=windows)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         if query is None:  # (a recall embeds its message once for every pool)
-            query = vectors.embedder.query(message)
+            query = vectors.embedder.query(read_part(message))
         cosines = vectors.matrix @ query
         low, high = (
             (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)

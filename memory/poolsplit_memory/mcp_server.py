@@ -78,7 +78,7 @@ import threading
 import traceback
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Final, Optional, Union
 from urllib.parse import quote, unquote
@@ -87,6 +87,7 @@ import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
 from poolsplit_memory._jsonrpc import invalid_id
+from poolsplit_memory._when import time_zone
 from poolsplit_memory.store import (
     DEFAULT_POOL_SIZE,
     RANKINGS,
@@ -278,10 +279,26 @@ def _guarded(fn: Callable[..., CallToolResult]) -> Callable[..., CallToolResult]
     return tool
 
 
+@dataclass(frozen=True)
+class _Held:
+    """What the server holds for its tools: the resolver of each request's
+    store, and the time zone a recall reads its message in when the call
+    names none (``--tz``; None: UTC)."""
+
+    resolve: StoreResolver
+    tz: str | None
+
+
 def _store(ctx: Context[Any, Any]) -> Store:
     """The store of this request, from the resolver the server holds."""
-    resolve: StoreResolver = ctx.request_context.lifespan_context
-    return resolve(ctx)
+    held: _Held = ctx.request_context.lifespan_context
+    return held.resolve(ctx)
+
+
+def _tz(ctx: Context[Any, Any], tz: str | None) -> str | None:
+    """The call's time zone, else the server's default."""
+    held: _Held = ctx.request_context.lifespan_context
+    return held.tz if tz is None else tz
 
 
 # ---------------------------------------------------------------------------
@@ -335,6 +352,11 @@ elif _MCP_MISSING is None:
     ]
 
 _NUMBER_NOTE = ' (a number, or a string spelling one: "9")'
+_TZ_NOTE = (
+    'the user\'s time zone, an IANA name such as "Europe/Paris": times in the '
+    "message (\"yesterday\") are the user's; null: the server's (UTC unless "
+    "started with --tz)"
+)
 _LIST_NOTE = " (a list, or a JSON string of one: '[\"a\"]')"
 
 
@@ -442,10 +464,13 @@ def recall(
         list[str], Field(description="tags of the current context" + _LIST_NOTE)
     ] = [],  # noqa: B006 (the schema's default; never mutated)
     project: Annotated[_Text, Field(description="the current project")] = None,
+    tz: Annotated[_Text, Field(description=_TZ_NOTE)] = None,
 ) -> Annotated[CallToolResult, RecallResult]:
     """The entries to inject for this context, per pool, each with its id
     ([id]) to update or forget it, then any warnings."""
-    got = _store(ctx).recall(message, tags=tuple(tags), project=project)
+    got = _store(ctx).recall(
+        message, tags=tuple(tags), project=project, tz=_tz(ctx, tz)
+    )
     return _result(got.to_dict(), got.chat_text())
 
 
@@ -565,6 +590,7 @@ def explain(
             "pools and the warnings, without a row per entry"
         ),
     ] = True,
+    tz: Annotated[_Text, Field(description=_TZ_NOTE)] = None,
 ) -> Annotated[CallToolResult, ExplainResult]:
     """Why entries were or were not selected, per pool: a summary by
     default; filter by ids, types or outcomes with summary=false for rows.
@@ -578,6 +604,7 @@ def explain(
         types=types,
         outcomes=outcomes,
         summary=summary,
+        tz=_tz(ctx, tz),
     )
     text, cut = _bounded(table, EXPLAIN_LIMIT)
     return _result({"table": text, "cut": cut}, text)
@@ -1042,8 +1069,21 @@ def _holding(store: Store | None) -> StoreResolver:
     return resolve
 
 
+def _check_tz(tz: str | None, name: str) -> None:
+    """Raise ValueError naming ``name`` (the parameter or flag) when ``tz``
+    names no time zone."""
+    if tz is not None:
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ValueError(f"{name} {exc}") from None
+
+
 def build_server(
-    store: Store | None = None, *, resolve: StoreResolver | None = None
+    store: Store | None = None,
+    *,
+    resolve: StoreResolver | None = None,
+    tz: str | None = None,
 ) -> MCPServer[Any]:
     """The MCP server: the seven memory tools, each entry as a resource
     (``memory://{namespace}/{id}``) and the ``recall`` prompt.
@@ -1051,17 +1091,21 @@ def build_server(
     Give ``store`` (the one store every request uses, as over stdio) or
     ``resolve``, called once per tool call with its ``Context`` to find the
     request's store (a transport with tenants maps the caller to theirs).
+    ``tz`` (an IANA name) is the time zone ``recall`` and ``explain`` read
+    a message's times in when the call gives none (None: UTC).
 
     Raises:
-        ValueError: neither or both given.
+        ValueError: neither or both given, or ``tz`` names no time zone.
     """
     if (store is None) == (resolve is None):
         raise ValueError("build_server needs store or resolve, not both")
-    resolver = resolve if resolve is not None else _holding(store)
+    _check_tz(tz, "tz")
+    held = _Held(resolve if resolve is not None else _holding(store), tz)
+    resolver = held.resolve
 
     @asynccontextmanager
-    async def holding(_: MCPServer[Any]) -> AsyncIterator[StoreResolver]:
-        yield resolver
+    async def holding(_: MCPServer[Any]) -> AsyncIterator[_Held]:
+        yield held
 
     tools = _tools()
     logging = _Logging()
@@ -1212,9 +1256,9 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
 def _http_worker_app() -> Any:
     """The ASGI app of one ``--http`` worker (uvicorn calls it in each worker
     process): this module's server over the request's tenant's store."""
-    from poolsplit_memory._http import tenant_store, worker_app
+    from poolsplit_memory._http import tenant_store, worker_app, worker_config
 
-    return worker_app(build_server(tenant_store()))
+    return worker_app(build_server(tenant_store(), tz=worker_config().tz))
 
 
 # ---------------------------------------------------------------------------
@@ -1250,6 +1294,13 @@ def _parser() -> argparse.ArgumentParser:
         help="how recall ranks: lexical (BM25+ with the core's signals, the "
         "default), core (poolsplit's default scorer) or semantic (needs "
         "'poolsplit-memory[semantic]')",
+    )
+    parser.add_argument(
+        "--tz",
+        metavar="NAME",
+        help="the users' time zone, an IANA name such as Europe/Paris, for "
+        "the times a recall's message names when the call gives none "
+        "(default: UTC)",
     )
     parser.add_argument(
         "--ephemeral",
@@ -1374,6 +1425,7 @@ def main(argv: list[str] | None = None) -> int:
                 "for the default pools"
             )
         url = _choose_db(args.db, args.ephemeral)
+        _check_tz(args.tz, "--tz")
         if args.pool_size < 1 or args.snapshot_budget < 1:
             raise ValueError("--pool-size and --snapshot-budget must be at least 1")
         set_snapshot_budget(args.snapshot_budget * 1024 * 1024)
@@ -1413,10 +1465,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
-        return _run_stdio(store)
+        return _run_stdio(store, args.tz)
 
 
-def _run_stdio(store: Store) -> int:
+def _run_stdio(store: Store, tz: str | None = None) -> int:
     """Serve ``store`` over stdio until the client closes it (0) or Ctrl-C
     (130, one line on stderr, no traceback: the first page says Ctrl-C
     stops it)."""
@@ -1424,7 +1476,7 @@ def _run_stdio(store: Store) -> int:
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, _interrupt_early) if main else None
     try:
-        anyio.run(_serve_until_interrupted, build_server(store), interrupted)
+        anyio.run(_serve_until_interrupted, build_server(store, tz=tz), interrupted)
     except BaseException as exc:
         if not _only_interrupts(exc):
             raise _single(exc) from None

@@ -100,7 +100,7 @@ import threading
 import uuid
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from typing import IO, Any, Final, NamedTuple, TypeVar, Union
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -118,7 +118,9 @@ from ._ranking import (
     FLOOR,
     RELEVANCE_RATE,
     Relevance,
+    read_part,
     terms,
+    time_windows,
 )
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._shared import Handle, own_backend, shared_backend, snapshots
@@ -137,6 +139,7 @@ from ._types import (
     StoreUnavailable,
     WriteTx,
 )
+from ._when import time_zone
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
@@ -1033,6 +1036,28 @@ def _context(message: object, tags: object, project: object) -> dict[str, Any]:
     return {"message": message, "tags": _tag_list(tags), "project": project}
 
 
+def _zone(tz: object) -> tzinfo | None:
+    """The IANA time zone ``tz`` names ("Europe/Paris"), None for None."""
+    if tz is None:
+        return None
+    if not isinstance(tz, str):
+        raise InvalidInput("tz", f"must be a str or None, got {type(tz).__name__}")
+    try:
+        return time_zone(tz)
+    except ValueError as exc:
+        raise InvalidInput("tz", str(exc)) from None
+
+
+def _zoned(now: datetime, zone: tzinfo | None) -> datetime:
+    """``now`` in ``zone`` (a naive ``now`` is UTC's), for reading the times
+    a message names; unchanged without a zone."""
+    if zone is None or not isinstance(now, datetime):
+        return now  # (a bad ``now`` is named by the ranking)
+    if now.tzinfo is None or now.utcoffset() is None:
+        now = now.replace(tzinfo=timezone.utc)
+    return now.astimezone(zone)
+
+
 _RELEVANCE_ROWS: Final = 20
 
 
@@ -1609,6 +1634,7 @@ class Store:
         project: str | None = None,
         now: datetime | None = None,
         pools: Sequence[Pool] | None = None,
+        tz: str | None = None,
     ) -> Recall:
         """The entries to inject for this context, per pool, and the text.
 
@@ -1617,14 +1643,21 @@ class Store:
         fail validation are left out and listed in ``skipped``; every other
         entry still loads. A recall with no write since the last one reads
         no entry rows. ``pools`` (None: the store's) fills other pools for
-        this call, cached per list of pools.
+        this call, cached per list of pools. ``tz``, an IANA name such as
+        ``"Europe/Paris"``, is the user's time zone: the times the message
+        names ("yesterday") are the user's days; without it they are read
+        in ``now``'s time zone (UTC when ``now`` is None or naive).
+
+        Raises:
+            InvalidInput: a bad context, ``pools`` or ``tz`` (named).
         """
         context = _context(message, tags, project)
         chosen_pools = self.pools if pools is None else _check_pools(pools)
+        now = datetime.now(timezone.utc) if now is None else now
+        windows = self._windows(message, now, tz)  # parsed before the lock
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
-            now = datetime.now(timezone.utc) if now is None else now
             # Each pool over its own part: lexical by the part's recall
             # index, bounded by its relevance's factors; semantic by one
             # loop over the part (its hybrid factor is above 1 for nearly
@@ -1634,7 +1667,7 @@ class Store:
                 context,
                 now=now,
                 token_counter=self._token_counter,
-                relevance=self._relevance(snap, context, now),
+                relevance=self._relevance(snap, context, now, windows),
                 scan=self.ranking == "semantic",
             )
             return _recalled(got, snap)
@@ -1650,6 +1683,7 @@ class Store:
         types: Iterable[str] | None = None,
         outcomes: Iterable[str] | None = None,
         summary: bool = False,
+        tz: str | None = None,
     ) -> str:
         """``poolsplit.explain``'s table for this context, plus skipped rows.
 
@@ -1658,13 +1692,16 @@ class Store:
         pools and the warnings stay), as in ``poolsplit.explain``. With the
         default pools, a default pool no active entry has the type of (and
         an empty spill-over pool) is left out of the table and named in one
-        line, instead of warning that its types are misspelt.
+        line, instead of warning that its types are misspelt. ``tz`` as in
+        :meth:`recall`.
 
         Raises:
-            InvalidInput: a bad context or filter (named).
+            InvalidInput: a bad context, filter or ``tz`` (named).
         """
         context = _context(message, tags, project)
         filters = _explain_filters(ids, types, outcomes, summary)
+        at = datetime.now(timezone.utc) if now is None else now
+        windows = self._windows(message, at, tz)  # parsed before the lock
         with self._cache_lock:
             snap = self._snapshot()
             pools, unused = self._explained_pools(snap)
@@ -1676,8 +1713,7 @@ class Store:
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
-            at = datetime.now(timezone.utc) if now is None else now
-            make = self._relevance(snap, context, at)
+            make = self._relevance(snap, context, at, windows)
             ranked = {} if make is None else snap.parts.relevances(make)
             # recall's pools and scorer: each entry by its own pool's part
             pools = snap.parts.floored(pools, ranked)
@@ -1717,25 +1753,41 @@ class Store:
         unused = [p.name for p in pools if p not in shown]
         return shown, unused
 
+    def _windows(
+        self, message: str, now: datetime, tz: str | None
+    ) -> tuple[tuple[float, float], ...]:
+        """The windows of the times ``message`` names, read at ``now`` in the
+        time zone ``tz``: before any lock (they need no snapshot, and a
+        message full of times costs milliseconds); none for ``core``."""
+        zone = _zone(tz)
+        if self.ranking == "core":
+            return ()
+        return time_windows(message, _zoned(now, zone))
+
     def _relevance(
-        self, snap: _Snapshot, context: Mapping[str, Any], now: datetime
+        self,
+        snap: _Snapshot,
+        context: Mapping[str, Any],
+        now: datetime,
+        windows: tuple[tuple[float, float], ...],
     ) -> Callable[[Part], Relevance] | None:
-        """The message's relevance at ``now`` (the time it names is read
-        against it), per part: lexical, or hybrid with the part's vectors
-        (the message embedded once); None for the core ranking."""
+        """The message's relevance at ``now`` with the ``windows`` of the
+        times it names, per part: lexical, or hybrid with the part's
+        vectors (the message embedded once); None for the core ranking."""
         message = context["message"]
         if self.ranking == "core":
             return None
         if self.ranking != "semantic":
-            return lexical(message, now)
+            return lexical(message, now, windows)
         whole = self._vectors(snap)
         query: list[Any] = []  # the message's vector, embedded on first use
 
         def hybrid(part: Part) -> Relevance:
             if not query:
-                query.append(whole.embedder.query(message))
+                query.append(whole.embedder.query(read_part(message)))
+            vectors = _part_vectors(whole, part)
             return Hybrid(
-                part.stats, message, _part_vectors(whole, part), now, query=query[0]
+                part.stats, message, vectors, now, windows=windows, query=query[0]
             )
 
         return hybrid

@@ -1677,3 +1677,85 @@ def test_the_lexical_ranking_matches_stems_alike_on_both_backends(open_):
     assert store.recall("painting sunsets", now=NOW).ids()["all"] == ["a", "d"]
     explained = store.explain("painting sunsets", now=NOW)
     assert "- a: x" in explained and "(paint, sunset)" in explained
+
+
+# --- issue 48: the user's time zone, and the times read outside the lock ------
+
+# 20:00 UTC on Tuesday 9 May 2023 is 05:00 on Wednesday 10 May in Tokyo.
+TOKYO_EVENING = datetime(2023, 5, 9, 20, 0, tzinfo=timezone.utc)
+
+
+def walks(open_):
+    """Two walks: "harbour" on Tokyo's yesterday (9 May, 19:00 there; 10:00
+    UTC, UTC's today) and "park" on UTC's yesterday (8 May, 10:00 UTC; 19:00
+    on 8 May in Tokyo, its day before yesterday)."""
+    store = open_("ada", pools=[Pool("all", 1000, 1)])
+    store.import_jsonl(
+        jsonl(
+            {
+                "id": "harbour",
+                "content": "we walked to the harbour",
+                "created": "2023-05-09T10:00:00+00:00",
+            },
+            {
+                "id": "park",
+                "content": "we walked to the park",
+                "created": "2023-05-08T10:00:00+00:00",
+            },
+        )  # fmt: skip
+    )
+    return store
+
+
+def test_yesterday_is_the_users_yesterday_in_their_time_zone(open_):
+    store = walks(open_)
+    message = "where did we walk yesterday?"
+    got = store.recall(message, now=TOKYO_EVENING, tz="Asia/Tokyo")
+    assert got.ids()["all"] == ["harbour"]
+    assert store.recall(message, now=TOKYO_EVENING).ids()["all"] == ["park"]
+    # now's own tzinfo when no tz is given
+    tokyo_now = TOKYO_EVENING.astimezone(timezone(timedelta(hours=9)))
+    assert store.recall(message, now=tokyo_now).ids()["all"] == ["harbour"]
+    explained = store.explain(message, now=TOKYO_EVENING, tz="Asia/Tokyo")
+    assert explained == store.explain(message, now=tokyo_now)
+
+
+@pytest.mark.parametrize(
+    ("tz", "shown"),
+    [
+        ("Mars/Olympus", "'Mars/Olympus'"),
+        ("", "''"),
+        ("../etc/passwd", "'../etc/passwd'"),
+        ("x" * 100, "'" + "x" * 40 + "'... (100 characters)"),
+    ],
+)
+def test_a_bad_time_zone_is_named(open_, tz, shown):
+    store = walks(open_)
+    for call in (store.recall, store.explain):
+        with pytest.raises(InvalidInput) as info:
+            call("yesterday", now=TOKYO_EVENING, tz=tz)
+        assert info.value.field == "tz"
+        assert str(info.value) == (
+            f"tz: must be an IANA time zone name such as 'Europe/Paris', got {shown}"
+        )
+    with pytest.raises(InvalidInput, match="^tz: must be a str or None, got int$"):
+        store.recall("yesterday", tz=9)
+
+
+def test_the_times_in_a_message_are_read_outside_the_namespace_lock(open_, monkeypatch):
+    """A message full of times cost seconds to read, and it was read while
+    the namespace's lock was held, stalling every other recall of it."""
+    from poolsplit_memory import _when
+
+    store = walks(open_)
+    held = []
+    candidates = _when._candidates
+
+    def watched(message, ctx):
+        held.append(store._cache_lock.locked())
+        return candidates(message, ctx)
+
+    monkeypatch.setattr(_when, "_candidates", watched)
+    store.recall("where did we walk yesterday?", now=TOKYO_EVENING)
+    store.explain("where did we walk yesterday?", now=TOKYO_EVENING)
+    assert held == [False, False]

@@ -244,3 +244,73 @@ def test_warnings_reach_a_client_that_asks_for_log_messages(tmp_path):
             assert received[0].level == "warning"
 
         anyio.run(body)
+
+
+# --- issue 48: the user's time zone ---------------------------------------------
+
+
+class Recording:
+    """A real store whose recall and explain note the ``tz`` they are given."""
+
+    def __init__(self, store):
+        self.store = store
+        self.zones = []
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def recall(self, *args, **kwargs):
+        self.zones.append(kwargs["tz"])
+        return self.store.recall(*args, **kwargs)
+
+    def explain(self, *args, **kwargs):
+        self.zones.append(kwargs["tz"])
+        return self.store.explain(*args, **kwargs)
+
+
+@pytest.mark.parametrize("tool", ["recall", "explain"])
+def test_a_tool_reads_the_calls_time_zone_else_the_servers(tmp_path, tool):
+    """ "yesterday" is the user's: the call's tz, else poolsplit-mcp --tz's
+    (build_server's tz), else none (the store reads UTC)."""
+    with open_store(str(tmp_path / "m.db")) as store:
+        recording = Recording(store)
+
+        async def body():
+            for default in (None, "Europe/Paris"):
+                server = build_server(recording, tz=default)
+                async with Client(server) as client:
+                    message = {"message": "what did we do yesterday?"}
+                    for extra in ({}, {"tz": "Asia/Tokyo"}):
+                        got = await client.call_tool(tool, {**message, **extra})
+                        assert not got.is_error, got
+
+        anyio.run(body)
+    assert recording.zones == [None, "Asia/Tokyo", "Europe/Paris", "Asia/Tokyo"]
+
+
+@pytest.mark.parametrize("tool", ["recall", "explain"])
+def test_a_bad_time_zone_is_a_tool_error_naming_tz(tmp_path, tool):
+    with open_store(str(tmp_path / "m.db")) as store:
+        got = call(store, tool, {"message": "yesterday", "tz": "Mars/Olympus"})
+    assert error_line(got) == (
+        "tz: must be an IANA time zone name such as 'Europe/Paris', got 'Mars/Olympus'"
+    )
+
+
+def test_a_bad_default_time_zone_is_refused(tmp_path, capsys):
+    from poolsplit_memory.mcp_server import main
+
+    with pytest.raises(ValueError, match="^tz must be an IANA .* got 'Mars/Olympus'$"):
+        build_server(Failing(RuntimeError()), tz="Mars/Olympus")
+    assert main(["--ephemeral", "--tz", "Mars/Olympus"]) == 2
+    assert capsys.readouterr().err == (
+        "poolsplit-mcp: error: --tz must be an IANA time zone name such as "
+        "'Europe/Paris', got 'Mars/Olympus'\n"
+    )
+
+
+def test_the_http_workers_get_the_default_time_zone():
+    from poolsplit_memory._http import HttpConfig
+
+    config = HttpConfig(url="m.db", tz="Asia/Tokyo")
+    assert HttpConfig.from_json(config.to_json()).tz == "Asia/Tokyo"

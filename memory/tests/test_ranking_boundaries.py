@@ -20,10 +20,15 @@ from poolsplit import Pool
 
 from poolsplit_memory import _subset
 from poolsplit_memory._ranking import (
+    MESSAGE_CHARS,
+    TIME_FACTOR,
     Statistics,
     floored,
+    read_part,
     recall_by_scores,
     relevance_factor,
+    time_slack,
+    time_windows,
 )
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -143,10 +148,11 @@ def test_a_bare_string_tag_is_one_tag():
 
 
 def test_the_time_window_is_half_open_with_its_slack():
-    """ "last month" on 1 June is [1 May, 1 June) and 7 days of slack: an
-    entry created at 1 May or a second before 8 June is boosted by
-    exp(30 x 0.2); one created at 8 June itself, or before 1 May, is not."""
-    may = datetime(2026, 5, 1, tzinfo=timezone.utc)
+    """ "last week" on Monday 1 June is [25 May, 1 June) and 7 days of
+    slack: an entry created at 25 May or a second before 8 June is boosted
+    by exp(30 x 0.2); one created at 8 June itself, or before 25 May, is
+    not."""
+    may = datetime(2026, 5, 25, tzinfo=timezone.utc)
     end = datetime(2026, 6, 8, tzinfo=timezone.utc)
     created = {
         "first": may,
@@ -158,7 +164,7 @@ def test_the_time_window_is_half_open_with_its_slack():
         {"id": name, "content": "dinner with Ana", "created": when.isoformat()}
         for name, when in created.items()
     ]
-    relevance = Statistics(entries).relevance("dinner with Ana last month", NOW)
+    relevance = Statistics(entries).relevance("dinner with Ana last week", NOW)
     base = relevance_factor(relevance.share(entries[0]), relevance.best)
     boost = math.exp(30 * 0.2)
     assert [relevance.factor(e) for e in entries] == [
@@ -276,3 +282,116 @@ def test_an_entry_left_out_at_the_floor_still_loads(monkeypatch):
     got = _recall(stats, entries, pools, context)
     assert [e["id"] for e in got["p"]] == ["a", "b"]
     assert got == _core(stats, entries, pools, context)
+
+
+# --- issue 48: each expression its own window, slack by unit, a read cap -------
+
+
+def dinners(**created):
+    return [
+        {"id": name, "content": "dinner with Ana", "created": when}
+        for name, when in created.items()
+    ]
+
+
+def boosted(message, entries, now=NOW):
+    """The ids whose factor the time in ``message`` multiplies."""
+    relevance = Statistics(entries).relevance(message, now)
+    base = relevance_factor(relevance.share(entries[0]), relevance.best)
+    factors = {e["id"]: relevance.factor(e) for e in entries}
+    assert set(factors.values()) <= {base, base * TIME_FACTOR}  # once at most
+    return sorted(i for i, f in factors.items() if f == base * TIME_FACTOR)
+
+
+def test_yesterday_does_not_boost_today():
+    """ "yesterday" on Monday 1 June is Sunday 31 May and nothing after it:
+    the 7 days of slack once added to every window boosted today's entries
+    as much as yesterday's."""
+    entries = dinners(
+        sunday="2026-05-31T10:00:00+00:00",
+        today="2026-06-01T09:00:00+00:00",
+        saturday="2026-05-30T23:59:59+00:00",
+    )
+    assert boosted("dinner with Ana yesterday", entries) == ["sunday"]
+
+
+@pytest.mark.parametrize(
+    "phrase", ["on Friday", "2 days ago", "this morning", "the day before yesterday"]
+)
+def test_a_day_sized_window_has_no_slack(phrase):
+    relevance = Statistics(dinners(a="2026-05-01")).relevance(f"dinner {phrase}", NOW)
+    ((start, end),) = relevance.windows
+    assert end - start <= 86400
+
+
+def test_a_week_sized_window_keeps_its_slack():
+    """ "last week" (25-31 May) still takes entries written in the week
+    after it, up to TIME_SLACK."""
+    entries = dinners(
+        week="2026-05-27T12:00:00+00:00",
+        after="2026-06-01T09:00:00+00:00",
+        before="2026-05-24T12:00:00+00:00",
+    )
+    assert boosted("dinner with Ana last week", entries) == ["after", "week"]
+    assert time_slack(
+        datetime(2026, 5, 25, tzinfo=timezone.utc),
+        datetime(2026, 6, 1, tzinfo=timezone.utc),
+    ) == timedelta(days=7)
+
+
+@pytest.mark.parametrize(
+    ("phrase", "boosted_ids"),
+    [
+        ("last month", ["may"]),  # May
+        ("in 2026", ["may", "today"]),  # the year under way
+        ("last spring", ["may"]),  # March to May 2026
+    ],
+)
+def test_a_month_season_or_year_has_no_slack(phrase, boosted_ids):
+    """After a month (or longer) no slack: 1 June is not in "last month"."""
+    entries = dinners(
+        may="2026-05-31T23:00:00+00:00",
+        today="2026-06-01T09:00:00+00:00",
+    )
+    assert boosted(f"dinner with Ana {phrase}", entries) == boosted_ids
+
+
+def test_each_expression_is_its_own_window():
+    """ "March 2020 and last summer" is two windows, not the hull from
+    March 2020 to September 2025: an entry of 2022 is in neither."""
+    entries = dinners(
+        march="2020-03-15T12:00:00+00:00",
+        between="2022-06-01T12:00:00+00:00",
+        summer="2025-07-01T12:00:00+00:00",
+    )
+    message = "dinner with Ana in March 2020 and last summer"
+    assert boosted(message, entries) == ["march", "summer"]
+    assert len(Statistics(entries).relevance(message, NOW).windows) == 2
+
+
+def test_an_entry_in_two_windows_is_boosted_once():
+    """ "in 2025 and in July 2025": an entry of July 2025 is in both; its
+    factor is multiplied by TIME_FACTOR once, not twice."""
+    entries = dinners(july="2025-07-10T12:00:00+00:00", may="2024-05-10")
+    message = "dinner with Ana in 2025 and in July 2025"
+    assert boosted(message, entries) == ["july"]
+
+
+def test_only_the_first_message_chars_are_read():
+    """Terms and times past MESSAGE_CHARS characters are not read (a
+    message of 1 MiB was read whole: seconds of CPU under the lock)."""
+    entries = dinners(sunday="2026-05-31T10:00:00+00:00", old="2026-01-01")
+    filler = "x " * (MESSAGE_CHARS // 2)
+    late = Statistics(entries).relevance(filler + "dinner yesterday", NOW)
+    assert late.windows == () and late.weights == {}
+    early = Statistics(entries).relevance(filler[:-20] + "dinner yesterday", NOW)
+    assert early.windows and "dinner" in early.weights
+    assert len(read_part("y" * 10**6)) == MESSAGE_CHARS
+
+
+def test_windows_given_are_used_and_now_is_not_read():
+    entries = dinners(sunday="2026-05-31T10:00:00+00:00")
+    windows = time_windows("yesterday", NOW)
+    given = Statistics(entries).relevance("dinner yesterday", None, windows=windows)
+    assert given.windows == windows
+    assert given.timed(poolsplit.parse_created(entries[0]["created"])) == TIME_FACTOR
