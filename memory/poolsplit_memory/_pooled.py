@@ -30,7 +30,14 @@ import poolsplit
 from poolsplit import Context, Pool, Scorer, TokenCounter
 
 from ._index import Entry, Index, recall_whole
-from ._ranking import Relevance, Statistics, floored, recall_by_scores
+from ._ranking import (
+    Relevance,
+    Statistics,
+    Times,
+    floored,
+    read_times,
+    recall_by_scores,
+)
 
 __all__ = ["Owners", "Part", "Parts", "lexical", "owners", "separate"]
 
@@ -65,13 +72,15 @@ def owners(pools: Sequence[Pool]) -> Owners:
 def lexical(
     message: str,
     now: datetime,
-    windows: Sequence[tuple[float, float]] | None = None,
+    times: Times | None = None,
 ) -> Callable[[Part], Relevance]:
     """The lexical ranking's relevance of ``message`` at ``now`` (with the
-    ``windows`` of its times when read already), per part."""
+    ``times`` it names when read already), per part."""
+
+    read = read_times(message, now) if times is None else times  # once
 
     def make(part: Part) -> Relevance:
-        return part.stats.relevance(message, now, windows=windows)
+        return part.stats.relevance(message, now, times=read)
 
     return make
 

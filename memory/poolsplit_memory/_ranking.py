@@ -47,13 +47,15 @@ from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from itertools import chain
-from typing import Any, ClassVar, Final, Optional, TypeVar
+from typing import Any, ClassVar, Final, NamedTuple, Optional, TypeVar
 
 import poolsplit
 from poolsplit import Context, Entry, Pool, Scorer, TokenCounter
 
 from ._subset import Candidates, TooMany
 from ._subset import recall as subset_recall
+from ._when import Window
+from ._when import strip as _strip_times
 from ._when import windows as _time_windows
 
 __all__ = [
@@ -67,7 +69,9 @@ __all__ = [
     "B",
     "Relevance",
     "Statistics",
+    "Times",
     "read_part",
+    "read_times",
     "recall_by_scores",
     "relevance_factor",
     "stem",
@@ -297,6 +301,33 @@ _DAY: Final = timedelta(days=1)
 _WEEK_SIZED: Final = timedelta(days=10)
 
 
+class Times(NamedTuple):
+    """What a message says of time, read once (outside any lock): the
+    ``windows`` of :func:`time_windows`, and ``rest``, the message's terms
+    outside its time expressions (a pool none of whose entries holds one
+    of them is asked for a time alone: see :class:`Relevance`)."""
+
+    windows: tuple[tuple[float, float], ...]
+    rest: frozenset[str]
+
+
+def read_times(message: str, now: datetime) -> Times:
+    """The :class:`Times` of ``message`` at ``now`` (its :func:`read_part`).
+
+    >>> from datetime import datetime, timezone
+    >>> read_times("What happened yesterday?",
+    ...            datetime(2026, 5, 2, tzinfo=timezone.utc)).rest
+    frozenset({'happen'})
+    """
+    read = read_part(message)
+    found = _time_windows(read, now)
+    if not found:
+        return Times((), terms(read))
+    spans = tuple(span for window in found for span in window.spans)
+    every = dataclasses.replace(found[0], spans=spans)  # strip reads its spans
+    return Times(_joined(found), terms(_strip_times(read, every)))
+
+
 def time_windows(message: str, now: datetime) -> tuple[tuple[float, float], ...]:
     """The windows the times in ``message`` name at ``now``, each with its
     slack (:func:`time_slack`), as ``(start, end)`` seconds: sorted, and
@@ -309,10 +340,15 @@ def time_windows(message: str, now: datetime) -> tuple[tuple[float, float], ...]
     Raises:
         TypeError: ``now`` is not a datetime.
     """
+    return _joined(_time_windows(read_part(message), now))
+
+
+def _joined(found: Sequence[Window]) -> tuple[tuple[float, float], ...]:
+    """Each window with its slack, in seconds, sorted; overlapping ones joined."""
     spans = []
-    for found in _time_windows(read_part(message), now):
-        start = poolsplit.parse_created(found.start)
-        end = poolsplit.parse_created(found.end + time_slack(found.start, found.end))
+    for window in found:
+        start = poolsplit.parse_created(window.start)
+        end = poolsplit.parse_created(window.end + time_slack(window.start, window.end))
         assert start is not None and end is not None  # aware datetimes
         spans.append((start, end))
     spans.sort()
@@ -631,12 +667,12 @@ class Statistics:
         message: str,
         now: datetime | None = None,
         *,
-        windows: Sequence[tuple[float, float]] | None = None,
+        times: Times | None = None,
     ) -> Relevance:
         """The message's terms weighed once, for scoring many entries; with
         ``now`` (or ``windows``), the times the message names too (see
         :class:`Relevance`)."""
-        return Relevance(self, message, now, windows=windows)
+        return Relevance(self, message, now, times=times)
 
     def scorer(
         self, context: Context | None, *, relevance: Relevance | None = None
@@ -727,18 +763,29 @@ class Relevance:
         now: datetime | None = None,
         *,
         complete: bool = False,
-        windows: Sequence[tuple[float, float]] | None = None,
+        times: Times | None = None,
     ) -> None:
         self._stats = stats
         self.message = message
-        if windows is None:
-            windows = () if now is None or not message else time_windows(message, now)
+        if times is None:
+            times = (
+                Times((), frozenset())
+                if now is None or not message
+                else read_times(message, now)
+            )
         # The phrases' words stay terms: the turns that answer often say
         # the date too (stripping them: 0.613 dated, 0.609 undated).
-        self.windows: tuple[tuple[float, float], ...] = tuple(windows)
+        self.windows: tuple[tuple[float, float], ...] = times.windows
         self._starts = [start for start, _end in self.windows]
         weights = {t: stats.idf(t) for t in sorted(terms(read_part(message)))}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
+        if self.windows and self.weights.keys().isdisjoint(times.rest):
+            # Asked for a time alone (no other term of the message is held
+            # here: "What happened yesterday?"): the window orders the pool,
+            # as the base orders a vague message's, with no floor; a time
+            # word an old entry holds ("yesterday", 40 days ago) must not
+            # floor out the entries written then.
+            self.weights = {}
         self._ceiling = sum(self.weights.values()) * _TERM_CEILING
         self._average = stats.total_length / stats.count if stats.count else 0.0
         postings = stats._postings

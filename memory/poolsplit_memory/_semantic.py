@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Final
 
 from poolsplit import Entry
 
-from ._ranking import Relevance, Statistics, read_part
+from ._ranking import Relevance, Statistics, Times, read_part
 
 __all__ = [
     "ALPHA",
@@ -221,11 +221,11 @@ class Hybrid(Relevance):
         vectors: Vectors,
         now: datetime | None = None,
         *,
-        windows: Sequence[tuple[float, float]] | None = None,
+        times: Times | None = None,
         query: Any = None,
     ) -> None:
         # every lexical r
-        super().__init__(stats, message, now, complete=True, windows=windows)
+        super().__init__(stats, message, now, complete=True, times=times)
         lexical = self._share
         top = max(lexical.values(), default=0.0)
         if query is None:  # (a recall embeds its message once for every pool)

@@ -118,9 +118,10 @@ from ._ranking import (
     FLOOR,
     RELEVANCE_RATE,
     Relevance,
+    Times,
     read_part,
+    read_times,
     terms,
-    time_windows,
 )
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._shared import Handle, own_backend, shared_backend, snapshots
@@ -1654,7 +1655,7 @@ class Store:
         context = _context(message, tags, project)
         chosen_pools = self.pools if pools is None else _check_pools(pools)
         now = datetime.now(timezone.utc) if now is None else now
-        windows = self._windows(message, now, tz)  # parsed before the lock
+        times = self._times(message, now, tz)  # parsed before the lock
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
@@ -1667,7 +1668,7 @@ class Store:
                 context,
                 now=now,
                 token_counter=self._token_counter,
-                relevance=self._relevance(snap, context, now, windows),
+                relevance=self._relevance(snap, context, now, times),
                 scan=self.ranking == "semantic",
             )
             return _recalled(got, snap)
@@ -1701,7 +1702,7 @@ class Store:
         context = _context(message, tags, project)
         filters = _explain_filters(ids, types, outcomes, summary)
         at = datetime.now(timezone.utc) if now is None else now
-        windows = self._windows(message, at, tz)  # parsed before the lock
+        times = self._times(message, at, tz)  # parsed before the lock
         with self._cache_lock:
             snap = self._snapshot()
             pools, unused = self._explained_pools(snap)
@@ -1713,7 +1714,7 @@ class Store:
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
-            make = self._relevance(snap, context, at, windows)
+            make = self._relevance(snap, context, at, times)
             ranked = {} if make is None else snap.parts.relevances(make)
             # recall's pools and scorer: each entry by its own pool's part
             pools = snap.parts.floored(pools, ranked)
@@ -1753,32 +1754,31 @@ class Store:
         unused = [p.name for p in pools if p not in shown]
         return shown, unused
 
-    def _windows(
-        self, message: str, now: datetime, tz: str | None
-    ) -> tuple[tuple[float, float], ...]:
-        """The windows of the times ``message`` names, read at ``now`` in the
-        time zone ``tz``: before any lock (they need no snapshot, and a
-        message full of times costs milliseconds); none for ``core``."""
+    def _times(self, message: str, now: datetime, tz: str | None) -> Times:
+        """What ``message`` says of time (its windows, its other terms), read
+        at ``now`` in the time zone ``tz``: before any lock (it needs no
+        snapshot, and a message full of times costs milliseconds); nothing
+        for ``core``."""
         zone = _zone(tz)
         if self.ranking == "core":
-            return ()
-        return time_windows(message, _zoned(now, zone))
+            return Times((), frozenset())
+        return read_times(message, _zoned(now, zone))
 
     def _relevance(
         self,
         snap: _Snapshot,
         context: Mapping[str, Any],
         now: datetime,
-        windows: tuple[tuple[float, float], ...],
+        times: Times,
     ) -> Callable[[Part], Relevance] | None:
-        """The message's relevance at ``now`` with the ``windows`` of the
-        times it names, per part: lexical, or hybrid with the part's
+        """The message's relevance at ``now`` with the ``times`` it names,
+        per part: lexical, or hybrid with the part's
         vectors (the message embedded once); None for the core ranking."""
         message = context["message"]
         if self.ranking == "core":
             return None
         if self.ranking != "semantic":
-            return lexical(message, now, windows)
+            return lexical(message, now, times)
         whole = self._vectors(snap)
         query: list[Any] = []  # the message's vector, embedded on first use
 
@@ -1787,7 +1787,7 @@ class Store:
                 query.append(whole.embedder.query(read_part(message)))
             vectors = _part_vectors(whole, part)
             return Hybrid(
-                part.stats, message, vectors, now, windows=windows, query=query[0]
+                part.stats, message, vectors, now, times=times, query=query[0]
             )
 
         return hybrid

@@ -25,6 +25,7 @@ from poolsplit_memory._ranking import (
     Statistics,
     floored,
     read_part,
+    read_times,
     recall_by_scores,
     relevance_factor,
     time_slack,
@@ -389,9 +390,55 @@ def test_only_the_first_message_chars_are_read():
     assert len(read_part("y" * 10**6)) == MESSAGE_CHARS
 
 
-def test_windows_given_are_used_and_now_is_not_read():
+def test_times_given_are_used_and_now_is_not_read():
     entries = dinners(sunday="2026-05-31T10:00:00+00:00")
+    times = read_times("dinner yesterday", NOW)
     windows = time_windows("yesterday", NOW)
-    given = Statistics(entries).relevance("dinner yesterday", None, windows=windows)
+    assert times.windows == windows and times.rest == {"dinner"}
+    given = Statistics(entries).relevance("dinner yesterday", None, times=times)
     assert given.windows == windows
     assert given.timed(poolsplit.parse_created(entries[0]["created"])) == TIME_FACTOR
+
+
+def test_a_message_naming_only_a_time_keeps_its_window_past_the_floor():
+    """Issue 48: "What happened yesterday?" floored out both entries written
+    yesterday (they share no term) and loaded a 40-day-old one holding the
+    word "yesterday". When no term of the message but its time's is held
+    by a pool's entries, the window orders that pool, with no floor."""
+    entries = [
+        {"id": "old", "content": "the boiler made a noise yesterday",
+         "created": "2026-04-22T09:00:00+00:00"},
+        {"id": "y1", "content": "paired on the cutover runbook",
+         "created": "2026-05-31T15:00:00+00:00"},
+        {"id": "y2", "content": "went bouldering after work",
+         "created": "2026-05-31T19:00:00+00:00"},
+        {"id": "today", "content": "standup moved to Monday",
+         "created": "2026-06-01T09:00:00+00:00"},
+    ]  # fmt: skip
+    stats = Statistics(entries)
+    relevance = stats.relevance("What happened yesterday?", NOW)
+    assert relevance.windows and relevance.weights == {}  # the time alone
+    pools = floored([Pool("all", 10**6, 2)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        {"message": "What happened yesterday?"},
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["y2", "y1"]
+
+
+def test_a_message_with_another_matching_term_keeps_its_terms():
+    """The rule is for a time alone: "the boiler yesterday" still ranks by
+    "boiler" (held here), with the window's boost on top."""
+    entries = [
+        {"id": "old", "content": "the boiler made a noise",
+         "created": "2026-04-22T09:00:00+00:00"},
+        {"id": "y1", "content": "paired on the cutover runbook",
+         "created": "2026-05-31T15:00:00+00:00"},
+    ]  # fmt: skip
+    relevance = Statistics(entries).relevance("the boiler yesterday", NOW)
+    assert relevance.windows and "boiler" in relevance.weights
