@@ -1081,10 +1081,11 @@ def _relevance_lines(
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
     s = next(iter(relevances.values())).symbol  # r, or the semantic ranking's w
+    order = [pool.name for pool in report.pools if pool.name in relevances]
     bests = ", ".join(
-        f"{name} {relevance.best:.3f}"
-        + ("" if relevance.unmatched == 0.0 else " (no match: the others x1)")
-        for name, relevance in relevances.items()
+        f"{name} {relevances[name].best:.3f}"
+        + ("" if relevances[name].unmatched == 0.0 else " (no match: all x1)")
+        for name in order
     )
     lines = [
         f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "

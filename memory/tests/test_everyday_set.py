@@ -156,3 +156,35 @@ def test_the_runner_answers_every_question_from_the_set():
     for result in results:
         assert set(result.loaded) <= IDS
         assert set(result.always) <= set(result.loaded)
+
+
+# The lexical ranking's passes on the set as of issue 48 (per-pool floors,
+# the window past the floor): a ratchet, so that a change that loses one
+# fails here. The issue's target (every vague and specific question) is not
+# met: benchmarks/README.md's "Everyday questions" says which fail and why.
+LEXICAL_PASSES = {
+    "What's new?",
+    "What happened yesterday?",
+    "How do we deploy the billing service?",
+    "When is the PostgreSQL cutover for ledger?",
+    "Which currencies does the invoice rounding bug affect?",
+    "What's the Kafka topic for invoice events?",
+    "How do I rotate ledger's Stripe API key?",
+    "What's the vet's phone number?",
+    "How are my code reviews coming along?",
+    "How do I keep an eye on the ledger migration while it runs?",
+    "What's still open on the ledger migration?",
+    "How did the migration dry run go?",
+}
+
+
+def test_the_lexical_ranking_keeps_passing_what_it_passes():
+    """Each question above still loads every wanted id and no unwanted one;
+    and with the default pools every pool that has entries loads one (every
+    pool its own room)."""
+    results = load_runner().run("lexical")
+    passed = {r.question.message for r in results if not r.missing and not r.unwanted}
+    assert passed >= LEXICAL_PASSES, sorted(LEXICAL_PASSES - passed)
+    for result in results:
+        empty = [name for name, ids in result.pools.items() if not ids]
+        assert not empty, (result.question.message, empty)
