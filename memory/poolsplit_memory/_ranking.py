@@ -396,26 +396,36 @@ def _content(entry: Entry) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def relevance_factor(share: float, best: float) -> float:
+def relevance_factor(share: float, best: float, timed: bool = False) -> float:
     """The message's factor for an entry of relevance ``share`` (``r``) when
-    the recall's best entry has ``best``: the one rule every path (the
+    the pool's best entry has ``best``, ``timed`` when the entry was created
+    in a window of a time the message names: the one rule every path (the
     scorer, the fast loop, the recall index's bounds, explain) derives from.
 
     >>> relevance_factor(0.0, 0.0), relevance_factor(0.05, 0.5)
     (1.0, 0.0)
     >>> round(relevance_factor(0.5, 0.5) / relevance_factor(0.46, 0.5), 2)
     3.32
+    >>> relevance_factor(0.0, 0.5, True) == TIME_FACTOR
+    True
 
     1 for every entry when no entry matches (a vague message: the base
     orders them); 0 below ``FLOOR x best`` (not loaded: the store's pools
     floor above 0); else ``exp(RELEVANCE_RATE x share)``, non-decreasing in
     ``share`` (so a bound of a set of entries is the factor of its best).
+    ``timed``: that times :data:`TIME_FACTOR` (worth 0.2 of ``r``), and
+    never 0: an entry written when the message asks about ("What went on
+    yesterday?") is not floored out by an old entry sharing a word.
     """
     if best <= 0.0:
-        return 1.0
-    if share <= 0.0 or share < FLOOR * best:
+        factor = 1.0
+    elif share > 0.0 and share >= FLOOR * best:
+        factor = math.exp(RELEVANCE_RATE * share)
+    elif timed:
+        factor = math.exp(RELEVANCE_RATE * max(share, 0.0))
+    else:
         return 0.0
-    return math.exp(RELEVANCE_RATE * share)
+    return factor * TIME_FACTOR if timed else factor
 
 
 def weighed(base: float, factor: float) -> float:
@@ -961,23 +971,26 @@ class Relevance:
         return r
 
     def factor(self, entry: Entry) -> float:
-        """``relevance_factor(r, best)``: ``unmatched`` when no term is shared;
-        times TIME_FACTOR for an entry created in one of the message's
-        windows."""
-        factor = relevance_factor(self.share(entry), self.best)
+        """``relevance_factor(r, best, timed)``, ``timed`` for an entry
+        created in one of the message's windows."""
+        timed = False
         if self.windows:
             created = entry.get("created")
             seconds = None if created is None else poolsplit.parse_created(created)
-            factor *= self.timed(seconds)
-        return factor
+            timed = self.in_window(seconds)
+        return relevance_factor(self.share(entry), self.best, timed)
+
+    def in_window(self, seconds: float | None) -> bool:
+        """Whether a creation time is in one of the windows (O(log windows):
+        they are sorted and disjoint)."""
+        if seconds is None or not self.windows:
+            return False
+        at = bisect_right(self._starts, seconds) - 1
+        return at >= 0 and seconds < self.windows[at][1]
 
     def timed(self, seconds: float | None) -> float:
-        """TIME_FACTOR for a creation time in one of the windows, else 1
-        (O(log windows): they are sorted and disjoint)."""
-        if seconds is None or not self.windows:
-            return 1.0
-        at = bisect_right(self._starts, seconds) - 1
-        return TIME_FACTOR if at >= 0 and seconds < self.windows[at][1] else 1.0
+        """TIME_FACTOR for a creation time in one of the windows, else 1."""
+        return TIME_FACTOR if self.in_window(seconds) else 1.0
 
 
 # ===========================================================================
@@ -1063,7 +1076,7 @@ def _fast_scores(
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
     rule = relevance_factor
-    timed = relevance.timed if relevance.windows else None
+    in_window = relevance.in_window if relevance.windows else None
     scores = []
     for at, entry in enumerate(entries):
         found = features.get(id(entry))
@@ -1089,9 +1102,10 @@ def _fast_scores(
         if type(content) is not str:  # None is "", a number its str()
             content = _content(entry)
         r = share.get(content)
-        factor = rule(r, best) if r is not None else unmatched
-        if timed is not None:
-            factor *= timed(seconds)
+        if in_window is not None and in_window(seconds):
+            factor = rule(0.0 if r is None else r, best, True)
+        else:
+            factor = rule(r, best) if r is not None else unmatched
         scores.append(score * factor if factor else 0.0)  # weighed(), inline
     return scores
 

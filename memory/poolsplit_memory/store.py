@@ -117,6 +117,7 @@ from ._postgres import PostgresBackend
 from ._ranking import (
     FLOOR,
     RELEVANCE_RATE,
+    TIME_FACTOR,
     Relevance,
     Times,
     read_part,
@@ -1062,6 +1063,15 @@ def _zoned(now: datetime, zone: tzinfo | None) -> datetime:
 _RELEVANCE_ROWS: Final = 20
 
 
+def _unmatched_note(relevance: Relevance) -> str:
+    """What explain says of a pool the message matches nowhere."""
+    if relevance.unmatched == 0.0:
+        return ""
+    if relevance.windows:  # a time alone, or no term held: the window orders
+        return f" (no match: x1, x{TIME_FACTOR:g} in the message's time)"
+    return " (no match: all x1)"
+
+
 def _relevance_lines(
     relevances: Mapping[str | None, Relevance],
     snap: _Snapshot,
@@ -1083,8 +1093,7 @@ def _relevance_lines(
     s = next(iter(relevances.values())).symbol  # r, or the semantic ranking's w
     order = [pool.name for pool in report.pools if pool.name in relevances]
     bests = ", ".join(
-        f"{name} {relevances[name].best:.3f}"
-        + ("" if relevances[name].unmatched == 0.0 else " (no match: all x1)")
+        f"{name} {relevances[name].best:.3f}" + _unmatched_note(relevances[name])
         for name in order
     )
     lines = [
@@ -1094,6 +1103,11 @@ def _relevance_lines(
         "others: x0, or x1 in a pool the message matches nowhere), with "
         "their shared terms"
     ]
+    if any(relevance.windows for relevance in relevances.values()):
+        lines.append(
+            f"an entry created in the time the message names: x{TIME_FACTOR:g} "
+            "more, and never below the floor"
+        )
     lines += [
         f"- {ident}: x{-f:.4g} ({shared or 'no shared term'})"
         for f, ident, shared in rows[:_RELEVANCE_ROWS]

@@ -442,3 +442,36 @@ def test_a_message_with_another_matching_term_keeps_its_terms():
     ]  # fmt: skip
     relevance = Statistics(entries).relevance("the boiler yesterday", NOW)
     assert relevance.windows and "boiler" in relevance.weights
+
+
+def test_an_entry_written_in_the_window_is_never_below_the_floor():
+    """Review of issue 48: "What went on yesterday?" with an old entry
+    holding "went" floored out both of yesterday's entries (r = 0 below
+    0.2 x best, and the window's boost multiplied 0). An entry created in
+    a window the message names is never below the floor."""
+    entries = [
+        {"id": "y-lunch", "content": "Lunch with Bob at the new ramen place",
+         "created": "2026-05-31T12:30:00+00:00"},
+        {"id": "y-bug", "content": "Fixed the login bug in the billing service",
+         "created": "2026-05-31T16:00:00+00:00"},
+        {"id": "old", "content": "Something went wrong with the incident review",
+         "created": "2026-04-12T09:00:00+00:00"},
+        {"id": "older", "content": "We discussed the outage",
+         "created": "2026-04-02T09:00:00+00:00"},
+    ]  # fmt: skip
+    stats = Statistics(entries)
+    relevance = stats.relevance("What went on yesterday?", NOW)
+    assert "went" in relevance.weights  # not a time alone: "went" is held
+    pools = floored([Pool("all", 10**6, 3)], relevance)
+    got = recall_by_scores(
+        stats,
+        entries,
+        pools,
+        {"message": "What went on yesterday?"},
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    assert [e["id"] for e in got["all"]] == ["old", "y-bug", "y-lunch"]
+    assert relevance.factor(entries[0]) == TIME_FACTOR  # r = 0, in the window
+    assert relevance.factor(entries[3]) == 0.0  # r = 0, outside: floored
