@@ -36,6 +36,7 @@ from ._ranking import (
     Times,
     floored,
     read_times,
+    recall_by_part_scores,
     recall_by_scores,
 )
 
@@ -177,6 +178,7 @@ class Parts:
         self._ranking = ranking
         self.parts: dict[str | None, Part] = {}
         self._where: dict[int, str | None] = {}  # key -> its part
+        self._ordered: list[Entry] | None = []  # every entry, in key order
 
     def owner(self, entry: Entry) -> str | None:
         return self._owner(poolsplit.entry_type(entry))
@@ -193,10 +195,12 @@ class Parts:
                 part = self.parts[name] = Part(self._ranking)
             part.enter(batch)
             self._where.update(dict.fromkeys((key for key, _ in batch), name))
+        self._ordered = None
 
     def leave(self, key: int) -> Entry:
         """Remove the entry under ``key`` (KeyError if none); return it."""
         name = self._where.pop(key)
+        self._ordered = None
         part = self.parts[name]
         entry = part.leave(key)
         if not len(part):
@@ -210,14 +214,16 @@ class Parts:
         return self.parts[self._where[key]]._held[key]
 
     def entries(self) -> list[Entry]:
-        """Every entry, in key order."""
-        found = [
-            (key, entry)
-            for part in self.parts.values()
-            for key, entry in part._held.items()
-        ]
-        found.sort(key=lambda item: item[0])
-        return [entry for _, entry in found]
+        """Every entry, in key order (sorted once after a change)."""
+        if self._ordered is None:
+            found = [
+                (key, entry)
+                for part in self.parts.values()
+                for key, entry in part._held.items()
+            ]
+            found.sort(key=lambda item: item[0])
+            self._ordered = [entry for _, entry in found]
+        return self._ordered
 
     def relevances(
         self, make: Callable[[Part], Relevance]
@@ -244,15 +250,7 @@ class Parts:
         :meth:`scorer` and :meth:`floored` pools (the property tests'
         statement of it)."""
         if not separate(pools):
-            relevances = {} if relevance is None else self.relevances(relevance)
-            return poolsplit.retrieve_pools(
-                self.entries(),
-                self.floored(pools, relevances),
-                context,
-                scorer=self.scorer(context, relevances),
-                token_counter=token_counter,
-                now=now,
-            )
+            return self._shared(pools, context, now, token_counter, relevance)
         got: dict[str, list[Entry]] = {}
         for pool in pools:
             part = self.parts.get(pool.name)
@@ -263,6 +261,37 @@ class Parts:
                 part, pool, context, now, token_counter, relevance, scan
             )[pool.name]
         return got
+
+    def _shared(
+        self,
+        pools: Sequence[Pool],
+        context: Context,
+        now: datetime,
+        token_counter: TokenCounter,
+        relevance: Callable[[Part], Relevance] | None,
+    ) -> dict[str, list[Entry]]:
+        """Pools that admit a type an earlier pool admits: the core over
+        every entry, each scored by its part's relevance (every score in one
+        loop a part, the core on the best: ``recall_by_part_scores``), or
+        by the core's scorer."""
+        entries = self.entries()
+        if relevance is None:
+            return poolsplit.retrieve_pools(
+                entries, pools, context, token_counter=token_counter, now=now
+            )
+        relevances = self.relevances(relevance)
+        parts = [
+            (part.stats, part.entries, relevances[name])
+            for name, part in self.parts.items()
+        ]
+        return recall_by_part_scores(
+            parts,
+            entries,
+            self.floored(pools, relevances),
+            context,
+            token_counter=token_counter,
+            now=now,
+        )
 
     def floored(
         self, pools: Sequence[Pool], relevances: Mapping[str | None, Relevance]
