@@ -920,6 +920,108 @@ class _Walk(Candidates[Entry]):
         )
 
 
+def recall_shared(
+    indexes: Mapping[Any, tuple[Index, Relevance | None]],
+    where: Mapping[int, Any],
+    pools: Sequence[Pool],
+    context: Mapping[str, Any],
+    *,
+    now: datetime,
+    token_counter: TokenCounter,
+) -> dict[str, list[Entry]] | None:
+    """``retrieve_pools`` of the entries of several indexes (``where``: the
+    name of the index holding each key; keys unique across them), each
+    entry scored by its own index's relevance (None: the default scorer):
+    pools that admit a type an earlier pool admits, the entries of each type
+    kept in the index of the first pool admitting it (``_pooled``). Each
+    pool's candidates are each index's best by bound among the entries the
+    pool admits (:meth:`Index._take`), its threshold the largest of theirs;
+    the subset engine checks that they suffice. None when an index does not
+    model its entries or this call (the caller scores every entry)."""
+    if not indexes or not _usual(pools, now):
+        return None
+    calls: dict[Any, tuple[Index, _Call]] = {}
+    for name, (index, relevance) in indexes.items():
+        if not (
+            index.usable
+            and (relevance is None or not relevance.windows)
+            and len(index._members) * _GROUP_SHARE <= len(index._entries)
+            and index._always_admitted(pools)
+        ):
+            return None
+        admitting = [p for p in pools if p.types is None or index._groups(p)]
+        call = index._call(context, now, relevance, admitting)
+        if call is None:
+            return None
+        calls[name] = (index, call)
+    shared = _Shared(calls, where, pools, context, now, token_counter)
+    return subset_recall(shared, pools, token_counter)
+
+
+class _Shared(Candidates[Entry]):
+    """One call's candidates over several indexes (:func:`recall_shared`)."""
+
+    def __init__(
+        self,
+        calls: Mapping[Any, tuple[Index, _Call]],
+        where: Mapping[int, Any],
+        pools: Sequence[Pool],
+        context: Mapping[str, Any],
+        now: datetime,
+        counter: TokenCounter,
+    ) -> None:
+        self._calls, self._where = calls, where
+        self._pools, self._counter = pools, counter
+        self._context, self._now = context, now
+        self.size = sum(len(index) for index, _ in calls.values())
+        self._scorers: dict[int, Scorer] = {}  # id(entry) -> its index's scorer
+
+    def always(self) -> Iterable[int]:
+        return [key for index, _ in self._calls.values() for key in index._special]
+
+    def take(
+        self, pool: Pool, wanted: int, subset: set[int], limit: int
+    ) -> float | None:
+        left: float | None = None
+        for index, call in self._calls.values():
+            bound = index._take(pool, wanted, call, subset, limit)
+            if bound is not None and (left is None or bound > left):
+                left = bound
+        return left
+
+    def core(self, keys: Sequence[int] | None) -> dict[str, list[Entry]]:
+        calls, where = self._calls, self._where
+        chosen = sorted(where) if keys is None else keys
+        entries = []
+        scorers = self._scorers = {}
+        for key in chosen:
+            index, call = calls[where[key]]
+            entry = index._entries[key]
+            entries.append(entry)
+            scorers[id(entry)] = call.scorer
+        return poolsplit.retrieve_pools(
+            entries,
+            self._pools,
+            self._context,
+            scorer=self._score,
+            token_counter=self._counter,
+            now=self._now,
+        )
+
+    def _score(
+        self,
+        entry: Mapping[str, Any],
+        context: Mapping[str, Any] | None,
+        /,
+        *,
+        now: datetime,
+    ) -> float:
+        return self._scorers[id(entry)](entry, context, now=now)
+
+    def score(self, entry: Entry) -> float:
+        return self._score(entry, self._context, now=self._now)
+
+
 def _discard(ranks: list[tuple[Any, ...]], rank: tuple[Any, ...]) -> None:
     """Delete ``rank`` from a sorted list holding it (ranks are unique: the
     key is their last element)."""

@@ -29,7 +29,7 @@ from typing import Any, Optional
 import poolsplit
 from poolsplit import Context, Pool, Scorer, TokenCounter
 
-from ._index import Entry, Index, recall_whole
+from ._index import Entry, Index, recall_shared, recall_whole
 from ._ranking import (
     Relevance,
     Statistics,
@@ -250,7 +250,7 @@ class Parts:
         :meth:`scorer` and :meth:`floored` pools (the property tests'
         statement of it)."""
         if not separate(pools):
-            return self._shared(pools, context, now, token_counter, relevance)
+            return self._shared(pools, context, now, token_counter, relevance, scan)
         got: dict[str, list[Entry]] = {}
         for pool in pools:
             part = self.parts.get(pool.name)
@@ -269,17 +269,37 @@ class Parts:
         now: datetime,
         token_counter: TokenCounter,
         relevance: Callable[[Part], Relevance] | None,
+        scan: bool,
     ) -> dict[str, list[Entry]]:
-        """Pools that admit a type an earlier pool admits: the core over
-        every entry, each scored by its part's relevance (every score in one
-        loop a part, the core on the best: ``recall_by_part_scores``), or
-        by the core's scorer."""
+        """Pools that admit a type an earlier pool admits: each entry scored
+        by its part's relevance (or the core's scorer), by the parts' recall
+        indexes together (``_index.recall_shared``: each pool's candidates
+        from every part it admits), else (``scan``, or an index that does
+        not serve the call) by one loop a part scoring every entry and the
+        core on the best (``recall_by_part_scores``)."""
+        relevances = {} if relevance is None else self.relevances(relevance)
+        floored_pools = self.floored(pools, relevances)
+        indexes = {name: part.recall_index() for name, part in self.parts.items()}
+        if not scan and all(index is not None for index in indexes.values()):
+            got = recall_shared(
+                {
+                    name: (index, relevances.get(name))
+                    for name, index in indexes.items()
+                    if index is not None
+                },
+                self._where,
+                floored_pools,
+                context,
+                now=now,
+                token_counter=token_counter,
+            )
+            if got is not None:
+                return got
         entries = self.entries()
         if relevance is None:
             return poolsplit.retrieve_pools(
                 entries, pools, context, token_counter=token_counter, now=now
             )
-        relevances = self.relevances(relevance)
         parts = [
             (part.stats, part.entries, relevances[name])
             for name, part in self.parts.items()
@@ -287,7 +307,7 @@ class Parts:
         return recall_by_part_scores(
             parts,
             entries,
-            self.floored(pools, relevances),
+            floored_pools,
             context,
             token_counter=token_counter,
             now=now,

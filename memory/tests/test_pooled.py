@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from poolsplit import DEMO_NOW, Pool, demo_store
 from test_ranking import VOCABULARY, oracle_factor, oracle_r
 
+from poolsplit_memory import _index, _subset
 from poolsplit_memory._pooled import Parts, lexical, owners, separate
 from poolsplit_memory.store import pool_owners
 
@@ -282,11 +283,27 @@ def test_property_pools_sharing_types_score_each_entry_by_its_owner(
     part's relevance (the fast loop and subset engine for pools sharing a
     type, the part walks for separate ones)."""
     entries = ided(entries, "e")
-    with warnings.catch_warnings():  # an always-scope entry no pool admits
-        warnings.simplefilter("ignore", poolsplit.PoolsplitWarning)
-        got = recall(entries, pools, message)
-        expected = pooled_core(entries, pools, pools, {"message": message}, NOW)
-    assert got == {name: [e["id"] for e in chosen] for name, chosen in expected.items()}
+    parts = Parts(owners(pools), "lexical")
+    parts.enter(enumerate(entries))
+    saved = _subset._MAX_SHARE, _index._GROUP_SHARE
+    # the subset's rounds and the indexes' walks on small stores too
+    _subset._MAX_SHARE, _index._GROUP_SHARE = 1, 0
+    try:
+        with warnings.catch_warnings():  # an always-scope entry no pool admits
+            warnings.simplefilter("ignore", poolsplit.PoolsplitWarning)
+            expected = pooled_core(entries, pools, pools, {"message": message}, NOW)
+            want = {name: [e["id"] for e in got] for name, got in expected.items()}
+            for _ in range(3):  # every entry scored; the indexes built; used
+                got = parts.recall(
+                    pools,
+                    {"message": message},
+                    now=NOW,
+                    token_counter=poolsplit.default_token_counter,
+                    relevance=lexical(message, NOW),
+                )
+                assert {n: [e["id"] for e in c] for n, c in got.items()} == want
+    finally:
+        _subset._MAX_SHARE, _index._GROUP_SHARE = saved
 
 
 def test_a_spill_over_pool_after_typed_ones_reads_a_subset():
