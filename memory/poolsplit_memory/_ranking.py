@@ -288,7 +288,7 @@ def _content(entry: Entry) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def relevance_factor(share: float, best: float) -> float:
+def relevance_factor(share: float, best: float, floor: float = FLOOR) -> float:
     """The message's factor for an entry of relevance ``share`` (``r``) when
     the recall's best entry has ``best``: the one rule every path (the
     scorer, the fast loop, the recall index's bounds, explain) derives from.
@@ -299,13 +299,16 @@ def relevance_factor(share: float, best: float) -> float:
     3.32
 
     1 for every entry when no entry matches (a vague message: the base
-    orders them); 0 below ``FLOOR x best`` (not loaded: the store's pools
+    orders them); 0 below ``floor x best`` (not loaded: the store's pools
     floor above 0); else ``exp(RELEVANCE_RATE x share)``, non-decreasing in
     ``share`` (so a bound of a set of entries is the factor of its best).
+    ``floor`` is the ranking's: :data:`FLOOR` for the lexical ``r``,
+    ``_semantic.FLOOR`` for the hybrid ``w`` (each relevance passes its own
+    through :meth:`Relevance.rule`).
     """
     if best <= 0.0:
         return 1.0
-    if share <= 0.0 or share < FLOOR * best:
+    if share <= 0.0 or share < floor * best:
         return 0.0
     return math.exp(RELEVANCE_RATE * share)
 
@@ -636,6 +639,7 @@ class Relevance:
     """
 
     symbol: ClassVar[str] = "r"  # what explain calls an entry's share
+    floor: ClassVar[float] = FLOOR  # of relevance_factor: see rule()
 
     def __init__(
         self,
@@ -761,8 +765,13 @@ class Relevance:
         index's bound) and ``unmatched`` (the factor of an entry with no
         ``r``: 1 for a vague message, else 0), from the shares."""
         self.best = max(self._share.values(), default=0.0)
-        self.most = relevance_factor(self.best, self.best)
-        self.unmatched = relevance_factor(0.0, self.best)
+        self.most = self.rule(self.best, self.best)
+        self.unmatched = self.rule(0.0, self.best)
+
+    def rule(self, share: float, best: float) -> float:
+        """``relevance_factor(share, best)`` with this ranking's floor: the
+        one rule every path of this relevance derives its factors from."""
+        return relevance_factor(share, best, self.floor)
 
     def bounds(self) -> dict[tuple[str, int], float]:
         """The bound of each (term, length) stream of a recall index
@@ -781,13 +790,14 @@ class Relevance:
         loaded). O(streams), once per relevance."""
         if self._bounds is None:
             top = self.best
-            found = {key: relevance_factor(r, top) for key, r in self._owned.items()}
+            rule = self.rule
+            found = {key: rule(r, top) for key, r in self._owned.items()}
             order, left = self._order, self._left
             lengths = [n for n in self._stats._length_counts if n]
             for at in range(self._visited, len(order)):
                 for length in lengths:
                     most = left[at] * self._part(length) * _ROUNDING / self._ceiling
-                    factor = relevance_factor(most, top)
+                    factor = rule(most, top)
                     if factor:
                         found[(order[at], length)] = factor
             self._bounds = found
@@ -835,7 +845,7 @@ class Relevance:
     def factor(self, entry: Entry) -> float:
         """``relevance_factor(r, best)``: ``unmatched`` when no term is shared;
         times TIME_FACTOR for an entry created in the message's window."""
-        factor = relevance_factor(self.share(entry), self.best)
+        factor = self.rule(self.share(entry), self.best)
         if self.window is not None:
             created = entry.get("created")
             seconds = None if created is None else poolsplit.parse_created(created)
@@ -932,7 +942,7 @@ def _fast_scores(
     relevance.complete()  # every content sharing a term in the shares
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
-    rule = relevance_factor
+    rule = relevance.rule
     timed = relevance.timed if relevance.window is not None else None
     scores = []
     for at, entry in enumerate(entries):

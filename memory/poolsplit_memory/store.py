@@ -115,7 +115,6 @@ from poolsplit import (
 from ._pooled import Owners, Part, Parts, lexical, owners
 from ._postgres import PostgresBackend
 from ._ranking import (
-    FLOOR,
     RELEVANCE_RATE,
     Relevance,
     terms,
@@ -1054,7 +1053,8 @@ def _relevance_lines(
             shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
-    s = next(iter(relevances.values())).symbol  # r, or the semantic ranking's w
+    first = next(iter(relevances.values()))
+    s, floor = first.symbol, first.floor  # r, or the semantic ranking's w
     bests = ", ".join(
         f"{name} {relevance.best:.3f}"
         + ("" if relevance.unmatched == 0.0 else " (no match: the others x1)")
@@ -1062,7 +1062,7 @@ def _relevance_lines(
     )
     lines = [
         f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "
-        f"below {FLOOR:g} x the best {s} of the entry's pool (each pool its "
+        f"below {floor:g} x the best {s} of the entry's pool (each pool its "
         f"own; the best {s}: {bests}); {len(rows)} entries with {s} > 0 (the "
         "others: x0, or x1 in a pool the message matches nowhere), with "
         "their shared terms"
