@@ -41,10 +41,10 @@ ONE_POOL = [Pool("all", 1000, 3)]
 
 def oracle_factor(w, best):
     """g(w, best), as the README states it for the semantic ranking: the
-    lexical rule."""
+    lexical rule with a floor of 0.5 x the best w."""
     if best == 0:
         return 1.0
-    if w == 0 or w < 0.2 * best:
+    if w == 0 or w < 0.5 * best:
         return 0.0
     return math.exp(30 * w)
 
@@ -109,7 +109,7 @@ def test_semantic_recall_is_the_readme_formula(open_):
     explained = store.explain(message, now=NOW)
     top = expected[order[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
     assert f"- {order[0]}: x{top:.4g}" in explained
-    assert "score = base x g(w): exp(30 x w), 0 below 0.2 x the best w" in explained
+    assert "score = base x g(w): exp(30 x w), 0 below 0.5 x the best w" in explained
 
 
 # A conversation in write order: the answer to a question is often the turn
@@ -261,6 +261,22 @@ def test_a_fact_written_days_before_the_match_does_not_load(open_):
     assert "f-dog" not in got["facts"]
 
 
+def test_a_recall_leaves_out_what_relates_less_than_half_the_best(open_):
+    """The semantic floor (0.5 x the pool's best w): with room for every
+    fact, a question about a dog loads the puppy first and leaves out the
+    facts about painting and the cello (the lexical floor, 0.2, loaded all
+    five)."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, len(FACTS))])
+    for text in FACTS:
+        store.remember(text, type="fact", now=NOW)
+    got = [
+        e["content"] for e in store.recall("who got a new dog?", now=NOW).pools["all"]
+    ]
+    assert got[0] == "Bob adopted a puppy last spring"
+    assert "Ada paints sunsets on weekends" not in got
+    assert "Carol is learning to play the cello" not in got
+
+
 @settings(max_examples=12)
 @given(
     picks=st.lists(
@@ -296,6 +312,7 @@ def test_the_fast_loop_and_the_scorer_use_one_semantic_rule(picks, message):
     )
     scorer = relevance.scorer(context)
     assert fast == [scorer(e, context, now=NOW) for e in entries]
+    assert relevance.floor == _semantic.FLOOR == 0.5
 
 
 def test_a_semantic_store_of_one_entry_recalls_it(open_):
