@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import DEMO_NOW, Pool, demo_store
-from poolsplit_memory._pooled import Parts, lexical, owners, separate
 from test_ranking import VOCABULARY, oracle_factor, oracle_r
+
+from poolsplit_memory._pooled import Parts, lexical, owners, separate
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 TYPES = ["fact", "task", "skill", "note"]
