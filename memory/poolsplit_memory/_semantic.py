@@ -258,7 +258,7 @@ class Hybrid(Relevance):
         ramp = min(1.0, max(0.0, (spread - VAGUE) / (SPREAD - VAGUE)))
         scale = ramp / max(spread, SPREAD)
         contents = [_text(entry) for entry in vectors.entries]
-        created = [_created(entry) for entry in vectors.entries]
+        created = _times(stats, vectors.entries)
         hybrid = []
         for content, cosine in zip(contents, cosines.tolist()):
             semantic = (cosine - low) * scale
@@ -272,10 +272,20 @@ class Hybrid(Relevance):
         return self._share.get(_text(entry), 0.0)
 
 
-def _created(entry: Entry) -> float | None:
-    """The entry's ``created`` in seconds (None: none, or unreadable)."""
-    created = entry.get("created")
-    return None if created is None else poolsplit.parse_created(created)
+def _times(stats: Statistics, entries: Sequence[Entry]) -> list[float | None]:
+    """Each entry's ``created`` in seconds (None: none, or unreadable), as
+    the statistics parsed it when the entry was counted (an entry they do
+    not hold, or an unusual one, is parsed here)."""
+    features = stats._features
+    out: list[float | None] = []
+    for entry in entries:
+        found = features.get(id(entry))
+        if found is not None:
+            out.append(found[1])
+        else:
+            created = entry.get("created")
+            out.append(None if created is None else poolsplit.parse_created(created))
+    return out
 
 
 def same_session(a: float | None, b: float | None) -> bool:
