@@ -1,14 +1,14 @@
 """Every pool its own room: a recall ranks each pool over its own entries.
 
-The lexical ranking's statistics (a term's idf, the average length), its
-relevance floor (``FLOOR x best``: ``best`` is the pool's best match) and
-the semantic ranking's normalisation (the cosines' range, the largest
-``r``) are each taken over the entries one pool admits, never over the
-namespace. So what a pool loads never depends on entries it does not
-admit: a flood of matching tasks cannot empty the facts pool, and a word
-that matches a fact cannot set the floor of the tasks pool
-(memory/tests/test_pooled.py proves it on random stores, pools and
-messages).
+The lexical ranking's statistics (a term's idf, the average length), the
+relevance floor (the ranking's ``floor x best``: ``best`` is the pool's
+best match) and the semantic ranking's normalisation (the cosines' range,
+the largest ``r``) and window (neighbours among the pool's entries) are
+each taken over the entries one pool admits, never over the namespace.
+So what a pool loads never depends on entries it does not admit: a flood
+of matching tasks cannot empty the facts pool, and a word that matches a
+fact cannot set the floor of the tasks pool (memory/tests/test_pooled.py
+proves it on random stores, pools and messages).
 
 An entry is ranked in its *owner's* part: the first pool, in order, whose
 types admit its type (:func:`owners`). When the pools admit disjoint types

@@ -397,7 +397,9 @@ def _content(entry: Entry) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def relevance_factor(share: float, best: float, timed: bool = False) -> float:
+def relevance_factor(
+    share: float, best: float, timed: bool = False, floor: float = FLOOR
+) -> float:
     """The message's factor for an entry of relevance ``share`` (``r``) when
     the pool's best entry has ``best``, ``timed`` when the entry was created
     in a window of a time the message names: the one rule every path (the
@@ -411,16 +413,19 @@ def relevance_factor(share: float, best: float, timed: bool = False) -> float:
     True
 
     1 for every entry when no entry matches (a vague message: the base
-    orders them); 0 below ``FLOOR x best`` (not loaded: the store's pools
+    orders them); 0 below ``floor x best`` (not loaded: the store's pools
     floor above 0); else ``exp(RELEVANCE_RATE x share)``, non-decreasing in
     ``share`` (so a bound of a set of entries is the factor of its best).
-    ``timed``: that times :data:`TIME_FACTOR` (worth 0.2 of ``r``), and
-    never 0: an entry written when the message asks about ("What went on
-    yesterday?") is not floored out by an old entry sharing a word.
+    ``floor`` is the ranking's: :data:`FLOOR` for the lexical ``r``,
+    ``_semantic.FLOOR`` for the hybrid ``w`` (each relevance passes its own
+    through :meth:`Relevance.rule`). ``timed``: that times
+    :data:`TIME_FACTOR` (worth 0.2 of ``r``), and never 0: an entry written
+    when the message asks about ("What went on yesterday?") is not floored
+    out by an old entry sharing a word.
     """
     if best <= 0.0:
         factor = 1.0
-    elif share > 0.0 and share >= FLOOR * best:
+    elif share > 0.0 and share >= floor * best:
         factor = math.exp(RELEVANCE_RATE * share)
     elif timed:
         factor = math.exp(RELEVANCE_RATE * max(share, 0.0))
@@ -766,6 +771,7 @@ class Relevance:
     """
 
     symbol: ClassVar[str] = "r"  # what explain calls an entry's share
+    floor: ClassVar[float] = FLOOR  # of relevance_factor: see rule()
 
     def __init__(
         self,
@@ -900,8 +906,13 @@ class Relevance:
         index's bound) and ``unmatched`` (the factor of an entry with no
         ``r``: 1 for a vague message, else 0), from the shares."""
         self.best = max(self._share.values(), default=0.0)
-        self.most = relevance_factor(self.best, self.best)
-        self.unmatched = relevance_factor(0.0, self.best)
+        self.most = self.rule(self.best, self.best)
+        self.unmatched = self.rule(0.0, self.best)
+
+    def rule(self, share: float, best: float, timed: bool = False) -> float:
+        """``relevance_factor(share, best, timed)`` with this ranking's floor:
+        the one rule every path of this relevance derives its factors from."""
+        return relevance_factor(share, best, timed, self.floor)
 
     def bounds(self) -> dict[tuple[str, int], float]:
         """The bound of each (term, length) stream of a recall index
@@ -920,13 +931,14 @@ class Relevance:
         loaded). O(streams), once per relevance."""
         if self._bounds is None:
             top = self.best
-            found = {key: relevance_factor(r, top) for key, r in self._owned.items()}
+            rule = self.rule
+            found = {key: rule(r, top) for key, r in self._owned.items()}
             order, left = self._order, self._left
             lengths = [n for n in self._stats._length_counts if n]
             for at in range(self._visited, len(order)):
                 for length in lengths:
                     most = left[at] * self._part(length) * _ROUNDING / self._ceiling
-                    factor = relevance_factor(most, top)
+                    factor = rule(most, top)
                     if factor:
                         found[(order[at], length)] = factor
             self._bounds = found
@@ -972,14 +984,14 @@ class Relevance:
         return r
 
     def factor(self, entry: Entry) -> float:
-        """``relevance_factor(r, best, timed)``, ``timed`` for an entry
-        created in one of the message's windows."""
+        """``rule(r, best, timed)``, ``timed`` for an entry created in one
+        of the message's windows."""
         timed = False
         if self.windows:
             created = entry.get("created")
             seconds = None if created is None else poolsplit.parse_created(created)
             timed = self.in_window(seconds)
-        return relevance_factor(self.share(entry), self.best, timed)
+        return self.rule(self.share(entry), self.best, timed)
 
     def in_window(self, seconds: float | None) -> bool:
         """Whether a creation time is in one of the windows (O(log windows):
@@ -1076,7 +1088,7 @@ def _fast_scores(
     relevance.complete()  # every content sharing a term in the shares
     share = relevance._share
     best, unmatched = relevance.best, relevance.unmatched
-    rule = relevance_factor
+    rule = relevance.rule
     in_window = relevance.in_window if relevance.windows else None
     scores = []
     for at, entry in enumerate(entries):

@@ -32,11 +32,15 @@ full weight at a spread of SPREAD, and a spread below SPREAD is never
 stretched to the whole range (near-equal cosines stay near-equal factors).
 The window scores an entry with its neighbours as context and returns
 the entry: the entries before and after it are those adjacent to it among
-the recall's entries in write order (the store's ``seq``: an update keeps
-an entry's place), of any type (a missing one counts 0), and entries of
-equal content take the largest ``w`` of them. The factor is then
-``relevance_factor(w, max w)``, the lexical rule (benchmarks/locomo.py
-chose the fusion and the window; memory/README.md has the figures).
+its pool's entries in write order (the store's ``seq``: an update keeps
+an entry's place), and a neighbour counts only when it was written in the
+same session, within SESSION of the entry (an entry without ``created``
+is in every session); a missing or other-session neighbour counts 0, and
+entries of equal content take the largest ``w`` of them. The factor is
+then ``relevance_factor(w, max w, FLOOR)``, the lexical rule with a floor
+of its own: an entry loads when its ``w`` is at least FLOOR x the pool's
+best (benchmarks/locomo.py chose the fusion, the window and the floor,
+benchmarks/everyday.py the session; memory/README.md has the figures).
 """
 
 from __future__ import annotations
@@ -44,16 +48,19 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Final
 
+import poolsplit
 from poolsplit import Entry
 
 from ._ranking import Relevance, Statistics, Times, read_part
 
 __all__ = [
     "ALPHA",
+    "FLOOR",
     "MODEL",
+    "SESSION",
     "SPREAD",
     "VAGUE",
     "WINDOW",
@@ -62,6 +69,7 @@ __all__ = [
     "Kept",
     "digest",
     "load_vectors",
+    "same_session",
     "windowed",
 ]
 
@@ -77,6 +85,19 @@ SPREAD: Final = 0.2
 # h at 0.2 / 0.3 / 0.5 / 0.75: 0.698 | 0.714, 0.704 | 0.718, 0.709 | 0.734,
 # 0.701 | 0.721; the neighbours' mean at 0.5: 0.694 | 0.708.
 WINDOW: Final = 0.5
+# Neighbours are written within SESSION of each other: a session ends after
+# 30 minutes without a write (the web analytics' convention). Entries a
+# day or more apart are not each other's context ("the dog is called
+# Biscuit" beside a fact about the billing service written 8 days later).
+# benchmarks/README.md: LoCoMo's turns of a session share one time, so any
+# gap (30 min, 1 h, 6 h, 24 h, the same UTC day) keeps its figures; the
+# everyday set tells them apart no more.
+SESSION: Final = timedelta(minutes=30)
+# An entry loads when its w is at least FLOOR x the pool's best w: on the
+# development file (benchmarks/README.md) hit@5 stays 0.709 | 0.734 up to
+# 0.5 and falls from 0.6 (0.705 | 0.730); on the everyday set the entries
+# loaded per recall fall from 16.7 (0.2, the lexical floor) to 15.0.
+FLOOR: Final = 0.5
 MODEL: Final = "multilingual-e5-small-q4"
 _DIMENSIONS: Final = 384
 _BATCH: Final = 32
@@ -213,6 +234,7 @@ class Hybrid(Relevance):
     """
 
     symbol: ClassVar[str] = "w"
+    floor: ClassVar[float] = FLOOR  # relevance_factor's, by rule()
 
     def __init__(
         self,
@@ -238,12 +260,13 @@ class Hybrid(Relevance):
         ramp = min(1.0, max(0.0, (spread - VAGUE) / (SPREAD - VAGUE)))
         scale = ramp / max(spread, SPREAD)
         contents = [_text(entry) for entry in vectors.entries]
+        created = _times(stats, vectors.entries)
         hybrid = []
         for content, cosine in zip(contents, cosines.tolist()):
             semantic = (cosine - low) * scale
             lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
             hybrid.append(ALPHA * lex + (1.0 - ALPHA) * semantic)
-        self._share = windowed(contents, hybrid)
+        self._share = windowed(contents, hybrid, created)
         self._settle()
 
     def share(self, entry: Entry) -> float:
@@ -251,17 +274,54 @@ class Hybrid(Relevance):
         return self._share.get(_text(entry), 0.0)
 
 
-def windowed(contents: Sequence[str], hybrid: Sequence[float]) -> dict[str, float]:
+def _times(stats: Statistics, entries: Sequence[Entry]) -> list[float | None]:
+    """Each entry's ``created`` in seconds (None: none, or unreadable), as
+    the statistics parsed it when the entry was counted (an entry they do
+    not hold, or an unusual one, is parsed here)."""
+    features = stats._features
+    out: list[float | None] = []
+    for entry in entries:
+        found = features.get(id(entry))
+        if found is not None:
+            out.append(found[1])
+        else:
+            created = entry.get("created")
+            out.append(None if created is None else poolsplit.parse_created(created))
+    return out
+
+
+def same_session(a: float | None, b: float | None) -> bool:
+    """Whether entries created at ``a`` and ``b`` (seconds) were written in
+    one session: within SESSION of each other, or either undated.
+
+    >>> same_session(0.0, 1800.0), same_session(0.0, 1801.0), same_session(None, 0.0)
+    (True, False, True)
+    """
+    return a is None or b is None or abs(a - b) <= SESSION.total_seconds()
+
+
+def windowed(
+    contents: Sequence[str],
+    hybrid: Sequence[float],
+    created: Sequence[float | None] | None = None,
+) -> dict[str, float]:
     """``w`` of each content (module docstring): ``h`` plus WINDOW x the
-    larger ``h`` of the entry's two neighbours in ``contents``' order (a
-    missing one counts 0); a content held by several entries takes the
-    largest ``w``, whatever their order.
+    larger ``h`` of the entry's two neighbours in ``contents``' order, each
+    counted only when :func:`same_session` as the entry by ``created`` (its
+    seconds; None: all undated); a missing one counts 0. A content held by
+    several entries takes the largest ``w``, whatever their order.
 
     >>> windowed(["a", "b", "c"], [0.0, 1.0, 0.5])
     {'a': 0.5, 'b': 1.25, 'c': 1.0}
+    >>> windowed(["a", "b", "c"], [0.0, 1.0, 0.5], [0.0, 60.0, 86400.0])
+    {'a': 0.5, 'b': 1.0, 'c': 0.5}
     """
     before = [0.0, *hybrid[:-1]]
     after = [*hybrid[1:], 0.0]
+    if created is not None:
+        for at in range(1, len(hybrid)):
+            if not same_session(created[at - 1], created[at]):
+                before[at] = after[at - 1] = 0.0
     values = [
         own + WINDOW * (b if b > a else a) for own, b, a in zip(hybrid, before, after)
     ]

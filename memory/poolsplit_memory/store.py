@@ -115,7 +115,6 @@ from poolsplit import (
 from ._pooled import Owners, Part, Parts, lexical, owners
 from ._postgres import PostgresBackend
 from ._ranking import (
-    FLOOR,
     RELEVANCE_RATE,
     TIME_FACTOR,
     Relevance,
@@ -1090,7 +1089,8 @@ def _relevance_lines(
             shared = relevance.weights.keys() & terms(_content_text(entry))
             rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
-    s = next(iter(relevances.values())).symbol  # r, or the semantic ranking's w
+    first = next(iter(relevances.values()))
+    s, floor = first.symbol, first.floor  # r, or the semantic ranking's w
     order = [pool.name for pool in report.pools if pool.name in relevances]
     bests = ", ".join(
         f"{name} {relevances[name].best:.3f}" + _unmatched_note(relevances[name])
@@ -1098,7 +1098,7 @@ def _relevance_lines(
     )
     lines = [
         f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "
-        f"below {FLOOR:g} x the best {s} of the entry's pool (each pool its "
+        f"below {floor:g} x the best {s} of the entry's pool (each pool its "
         f"own; the best {s}: {bests}); {len(rows)} entries with {s} > 0 (the "
         "others: x0, or x1 in a pool the message matches nowhere), with "
         "their shared terms"

