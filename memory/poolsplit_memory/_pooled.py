@@ -210,6 +210,9 @@ class Parts:
     def has(self, key: int) -> bool:
         return key in self._where
 
+    def __len__(self) -> int:
+        return len(self._where)
+
     def entry(self, key: int) -> Entry:
         return self.parts[self._where[key]]._held[key]
 

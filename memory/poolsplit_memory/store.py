@@ -786,8 +786,6 @@ class _Snapshot:
         # The entries split by the pool that owns their type, each part
         # with its own statistics and recall index (_pooled.py).
         self.parts = Parts(pool_owners(pools), ranking)
-        self._held: dict[int, dict[str, Any]] = {}  # seq -> entry
-        self._ordered: builtins.list[dict[str, Any]] | None = []  # by seq
         # The semantic ranking's: the entries' vectors (None once a change
         # is applied), and the stored vectors read so far, so that a change
         # reads and hashes only the changed entries'.
@@ -804,14 +802,10 @@ class _Snapshot:
     @property
     def entries(self) -> builtins.list[dict[str, Any]]:
         """The valid, active entries some pool admits, in seq order."""
-        ordered = self._ordered
-        if ordered is None:
-            held = self._held
-            ordered = self._ordered = [held[seq] for seq in sorted(held)]
-        return ordered
+        return self.parts.entries()
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self.parts)
 
     @property
     def types(self) -> frozenset[str]:
@@ -831,7 +825,7 @@ class _Snapshot:
         self.vectors = None
         always_changed = not touched.isdisjoint(self._always)
         for seq in touched:
-            if seq in self._held:
+            if self.parts.has(seq):
                 self._leave(seq)
             self._skipped.pop(seq, None)
             self._always.pop(seq, None)
@@ -880,19 +874,15 @@ class _Snapshot:
         load allocates few objects the garbage collector tracks besides
         those it keeps, and each 700 of them costs a collection."""
         self.parts.enter(zip(seqs, entries))
-        self._held.update(zip(seqs, entries))
         self._types.update(entry.get("type", "note") for entry in entries)
-        self._ordered = None
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
-        entry = self._held.pop(seq)
-        self._ordered = None
+        entry = self.parts.leave(seq)
         kind = entry.get("type", "note")
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
-        self.parts.leave(seq)
 
 
 def _copied(value: Any) -> Any:
