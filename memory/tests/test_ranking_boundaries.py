@@ -400,6 +400,22 @@ def test_times_given_are_used_and_now_is_not_read():
     assert given.timed(poolsplit.parse_created(entries[0]["created"])) == TIME_FACTOR
 
 
+def floored_ids(entries, message, most):
+    """The ids one pool of ``most`` entries loads, floored as the store's."""
+    stats = Statistics(entries)
+    relevance = stats.relevance(message, NOW)
+    got = recall_by_scores(
+        stats,
+        entries,
+        floored([Pool("all", 10**6, most)], relevance),
+        {"message": message},
+        token_counter=poolsplit.default_token_counter,
+        now=NOW,
+        relevance=relevance,
+    )
+    return [e["id"] for e in got["all"]]
+
+
 def test_a_message_naming_only_a_time_keeps_its_window_past_the_floor():
     """Issue 48: "What happened yesterday?" floored out both entries written
     yesterday (they share no term) and loaded a 40-day-old one holding the
@@ -415,20 +431,9 @@ def test_a_message_naming_only_a_time_keeps_its_window_past_the_floor():
         {"id": "today", "content": "standup moved to Monday",
          "created": "2026-06-01T09:00:00+00:00"},
     ]  # fmt: skip
-    stats = Statistics(entries)
-    relevance = stats.relevance("What happened yesterday?", NOW)
+    relevance = Statistics(entries).relevance("What happened yesterday?", NOW)
     assert relevance.windows and relevance.weights == {}  # the time alone
-    pools = floored([Pool("all", 10**6, 2)], relevance)
-    got = recall_by_scores(
-        stats,
-        entries,
-        pools,
-        {"message": "What happened yesterday?"},
-        token_counter=poolsplit.default_token_counter,
-        now=NOW,
-        relevance=relevance,
-    )
-    assert [e["id"] for e in got["all"]] == ["y2", "y1"]
+    assert floored_ids(entries, "What happened yesterday?", 2) == ["y2", "y1"]
 
 
 def test_a_message_with_another_matching_term_keeps_its_terms():
@@ -459,19 +464,9 @@ def test_an_entry_written_in_the_window_is_never_below_the_floor():
         {"id": "older", "content": "We discussed the outage",
          "created": "2026-04-02T09:00:00+00:00"},
     ]  # fmt: skip
-    stats = Statistics(entries)
-    relevance = stats.relevance("What went on yesterday?", NOW)
+    relevance = Statistics(entries).relevance("What went on yesterday?", NOW)
     assert "went" in relevance.weights  # not a time alone: "went" is held
-    pools = floored([Pool("all", 10**6, 3)], relevance)
-    got = recall_by_scores(
-        stats,
-        entries,
-        pools,
-        {"message": "What went on yesterday?"},
-        token_counter=poolsplit.default_token_counter,
-        now=NOW,
-        relevance=relevance,
-    )
-    assert [e["id"] for e in got["all"]] == ["old", "y-bug", "y-lunch"]
+    got = floored_ids(entries, "What went on yesterday?", 3)
+    assert got == ["old", "y-bug", "y-lunch"]
     assert relevance.factor(entries[0]) == TIME_FACTOR  # r = 0, in the window
     assert relevance.factor(entries[3]) == 0.0  # r = 0, outside: floored
