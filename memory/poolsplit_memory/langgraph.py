@@ -120,7 +120,8 @@ from poolsplit_memory import (
     not_loaded,
 )
 from poolsplit_memory._entries import Prepared, prepare
-from poolsplit_memory._pooled import Parts, lexical, owners
+from poolsplit_memory._pooled import Part, Parts, lexical, owners
+from poolsplit_memory._ranking import Relevance
 from poolsplit_memory.store import pool_owners
 
 __all__ = [
@@ -260,8 +261,12 @@ def _filled(
     what was read. A namespace kept loaded fills them by its recall
     index, under its lock; a list read for this call, by the core."""
     if isinstance(source, _Loaded):
+        at = datetime.now(timezone.utc) if now is None else now
+        # the message's times read before the lock (a message full of them
+        # costs milliseconds; the other turns of the namespace need not wait)
+        relevance = None if ranking == "core" else lexical(message, at)
         with source.lock:
-            return source.fill(message, ranking, now)
+            return source.fill(message, relevance, at)
     read = source
     context = {"message": message}
     if ranking == "core":
@@ -880,19 +885,22 @@ class _Loaded:
         )
 
     def fill(
-        self, message: str, ranking: str, now: datetime | None
+        self,
+        message: str,
+        relevance: Callable[[Part], Relevance] | None,
+        now: datetime,
     ) -> tuple[dict[str, list[Any]], _Report]:
         """The pools for ``message`` as :func:`_filled` fills them from
-        the entries loaded, by the recall index (the same results, reading
-        a few entries per pool)."""
+        the entries loaded, by each pool's recall index (the same results,
+        reading a few entries per pool), with ``relevance`` per pool (None:
+        the core's scorer)."""
         read = self.report()
-        at = datetime.now(timezone.utc) if now is None else now
         results = self.parts.recall(
             read.pools,
             {"message": message},
-            now=at,
+            now=now,
             token_counter=default_token_counter,
-            relevance=None if ranking == "core" else lexical(message, at),
+            relevance=relevance,
         )
         return results, read
 
