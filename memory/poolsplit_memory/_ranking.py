@@ -284,8 +284,21 @@ def stem(word: str) -> str:
 
 def read_part(message: str) -> str:
     """The part of ``message`` relevance reads: its first
-    :data:`MESSAGE_CHARS` characters (the one place the cap is applied)."""
-    return message[:MESSAGE_CHARS]
+    :data:`MESSAGE_CHARS` characters, less a word the cap would cut in two
+    (its start would read as a word of its own); the one place the cap is
+    applied.
+
+    >>> read_part("x" * (MESSAGE_CHARS - 4) + " yesterday").endswith("x ")
+    True
+    """
+    if len(message) <= MESSAGE_CHARS:
+        return message
+    part = message[:MESSAGE_CHARS]
+    if message[MESSAGE_CHARS].isalnum() and part[-1].isalnum():
+        cut = max(part.rfind(" "), part.rfind("\n"), part.rfind("\t"))
+        if cut > 0:
+            return part[: cut + 1]
+    return part
 
 
 def time_slack(start: datetime, end: datetime) -> timedelta:

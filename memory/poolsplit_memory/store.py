@@ -1046,7 +1046,12 @@ def _zoned(now: datetime, zone: tzinfo | None) -> datetime:
         return now  # (a bad ``now`` is named by the ranking)
     if now.tzinfo is None or now.utcoffset() is None:
         now = now.replace(tzinfo=timezone.utc)
-    return now.astimezone(zone)
+    try:
+        return now.astimezone(zone)
+    except OverflowError:
+        raise InvalidInput(
+            "tz", f"puts now ({now.isoformat()}) outside the years 1-9999"
+        ) from None
 
 
 _RELEVANCE_ROWS: Final = 20

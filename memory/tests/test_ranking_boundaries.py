@@ -470,3 +470,26 @@ def test_an_entry_written_in_the_window_is_never_below_the_floor():
     assert got == ["old", "y-bug", "y-lunch"]
     assert relevance.factor(entries[0]) == TIME_FACTOR  # r = 0, in the window
     assert relevance.factor(entries[3]) == 0.0  # r = 0, outside: floored
+
+
+def test_the_read_cap_does_not_cut_a_word_in_two():
+    """Review of issue 48: a message whose 4,096th character fell inside a
+    word read its start as a word of its own ("yest")."""
+    message = "x" * (MESSAGE_CHARS - 5) + " yesterday at noon"
+    read = read_part(message)
+    assert read == "x" * (MESSAGE_CHARS - 5) + " "
+    assert not any(term.startswith("yest") for term in read_times(message, NOW).rest)
+    assert read_part("a b" * MESSAGE_CHARS)[-1] in " ab"  # a cut between words
+
+
+def test_a_time_zone_that_moves_now_out_of_range_is_named():
+    """Review of issue 48: ``tz`` shifting an extreme ``now`` past year 9999
+    raised a bare OverflowError; it is InvalidInput naming ``tz``."""
+    from poolsplit_memory import InvalidInput, open_store
+
+    with open_store(":memory:") as store:
+        store.remember("lunch with Bob", type="episode", now=NOW)
+        late = datetime(9999, 12, 31, 23, tzinfo=timezone.utc)
+        with pytest.raises(InvalidInput, match="tz") as raised:
+            store.recall("hello", now=late, tz="Pacific/Kiritimati")
+        assert raised.value.field == "tz"
