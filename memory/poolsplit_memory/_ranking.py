@@ -323,6 +323,13 @@ class Times(NamedTuple):
 
     windows: tuple[tuple[float, float], ...]
     rest: frozenset[str]
+    every: frozenset[str]  # the terms of the message's read part, all of them
+
+
+def untimed(message: str) -> Times:
+    """The :class:`Times` of a message read with no ``now``: its terms only."""
+    every = terms(read_part(message))
+    return Times((), every, every)
 
 
 def read_times(message: str, now: datetime) -> Times:
@@ -334,12 +341,13 @@ def read_times(message: str, now: datetime) -> Times:
     frozenset({'happen'})
     """
     read = read_part(message)
+    every = terms(read)
     found = _time_windows(read, now)
     if not found:
-        return Times((), terms(read))
+        return Times((), every, every)
     spans = tuple(span for window in found for span in window.spans)
-    every = dataclasses.replace(found[0], spans=spans)  # strip reads its spans
-    return Times(_joined(found), terms(_strip_times(read, every)))
+    hull = dataclasses.replace(found[0], spans=spans)  # strip reads its spans
+    return Times(_joined(found), terms(_strip_times(read, hull)), every)
 
 
 def time_windows(message: str, now: datetime) -> tuple[tuple[float, float], ...]:
@@ -799,7 +807,7 @@ class Relevance:
         self.message = message
         if times is None:
             times = (
-                Times((), frozenset())
+                untimed(message)
                 if now is None or not message
                 else read_times(message, now)
             )
@@ -807,7 +815,8 @@ class Relevance:
         # the date too (stripping them: 0.613 dated, 0.609 undated).
         self.windows: tuple[tuple[float, float], ...] = times.windows
         self._starts = [start for start, _end in self.windows]
-        weights = {t: stats.idf(t) for t in sorted(terms(read_part(message)))}
+        # (the terms read once a recall, with its times, for every pool)
+        weights = {t: stats.idf(t) for t in sorted(times.every)}
         self.weights = {t: w for t, w in weights.items() if w > 0.0}
         if self.windows and self.weights.keys().isdisjoint(times.rest):
             # Asked for a time alone (no other term of the message is held

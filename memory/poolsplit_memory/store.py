@@ -1771,7 +1771,7 @@ class Store:
         for ``core``."""
         zone = _zone(tz)
         if self.ranking == "core":
-            return Times((), frozenset())
+            return Times((), frozenset(), frozenset())
         return read_times(message, _zoned(now, zone))
 
     def _relevance(
