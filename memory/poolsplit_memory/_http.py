@@ -20,8 +20,9 @@ what a shared memory needs around it:
   the store is touched, and its ``tools/list`` lists only the tools that
   declare themselves read-only. Without ``--tokens`` (loopback only) every
   request is the one ``--namespace``, read-write, as over stdio. A tokens
-  file is read again when it changes (``_tokens.WatchedTokens``), so an
-  added or removed token takes effect within seconds, without a restart.
+  file is read again when its content changes (``_tokens.WatchedTokens``),
+  so an added or removed token takes effect within seconds, without a
+  restart; an emptied file revokes every token.
   An empty token list (no one may connect) is refused at start off
   loopback: it is a mistake there, never a way to serve nobody.
 - **What a tenant sees of a failure.** An operational failure (``database
@@ -122,7 +123,6 @@ from poolsplit_memory._tokens import (
     TokenRecord,
     WatchedTokens,
     grants_from_scopes,
-    match_token,
     read_tokens,
     scopes_of,
 )
@@ -512,7 +512,7 @@ class TokenFileVerifier(TokenVerifier):
         )
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        record = match_token(self.tokens.records(), token)
+        record = self.tokens.match(token)
         if record is None:
             return None
         return AccessToken(

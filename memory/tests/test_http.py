@@ -319,6 +319,130 @@ def test_http_tokens_a_hash_listed_twice_matches_its_first_record():
     assert match_token([second, first], "psm_same") is second
 
 
+@given(
+    tokens=st.lists(st.sampled_from("abcd"), max_size=6),
+    probe=st.sampled_from("abcde"),
+)
+def test_http_tokens_the_index_by_hash_agrees_with_a_scan(tokens, probe):
+    """WatchedTokens.match (a dict by hash) finds what a plain scan finds:
+    the first record holding the probe's hash, or none."""
+    from poolsplit_memory._tokens import TokenRecord, WatchedTokens, hash_token
+
+    records = [
+        TokenRecord(f"n{i}", hash_token(token), ("ns",))
+        for i, token in enumerate(tokens)
+    ]
+    scanned = next((r for r in records if r.sha256 == hash_token(probe)), None)
+    assert WatchedTokens(records).match(probe) is scanned
+
+
+def tokens_document(*names):
+    """A tokens file's text, one read-write token per name (token psm_NAME),
+    and its records: same-length names give same-size documents."""
+    from poolsplit_memory._tokens import hash_token
+
+    return json.dumps(
+        {
+            "version": 1,
+            "tokens": [
+                {
+                    "name": name,
+                    "sha256": hash_token(f"psm_{name}"),
+                    "namespaces": ["team"],
+                    "read_only": False,
+                }
+                for name in names
+            ],
+        }
+    )
+
+
+def rewrite_in_place_keeping_size_and_mtime(path, text):
+    """Overwrite ``path`` (same inode) with ``text`` of the same size, then
+    put its modification time back: only the content says it changed."""
+    before = path.stat()
+    data = text.encode()
+    assert len(data) == before.st_size
+    with open(path, "r+b") as file:
+        file.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+
+
+def test_http_tokens_a_same_size_same_mtime_replacement_is_reloaded(tmp_path):
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_ada").name == "ada"
+    rewrite_in_place_keeping_size_and_mtime(path, tokens_document("bob"))
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob").name == "bob"
+
+
+@pytest.mark.parametrize("emptied", ["", "\n", " \n\t", '{"version": 1, "tokens": []}'])
+def test_http_tokens_an_emptied_file_revokes_every_token(tmp_path, emptied):
+    """No bytes, only whitespace, or an empty list: no token stays valid
+    (a blank file is not read as a broken one that keeps the last tokens)."""
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada", "bob"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_bob").name == "bob"
+    path.write_text(emptied)
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob") is None
+    assert watched.records() == ()
+    path.write_text(tokens_document("ada"))  # and a token added again works
+    assert watched.match("psm_ada").name == "ada"
+
+
+def test_http_tokens_a_worker_reads_the_file_not_its_supervisors_copy(tmp_path):
+    """A worker starts with the records its supervisor read; a token
+    removed from the file meanwhile is refused on the first request."""
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada", "bob"))
+    started_with = read_tokens(str(path))
+    path.write_text(tokens_document("bob"))
+    watched = WatchedTokens(started_with, str(path))  # the default interval
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob").name == "bob"
+
+
+def test_http_tokens_a_broken_file_keeps_the_last_good_tokens(tmp_path, capsys):
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_ada").name == "ada"
+    assert capsys.readouterr().err == ""  # the same content: nothing to say
+    for broken in ("{", b"\xff\xfe"):
+        if isinstance(broken, bytes):
+            path.write_bytes(broken)
+        else:
+            path.write_text(broken)
+        assert watched.match("psm_ada").name == "ada"
+        assert watched.match("psm_ada").name == "ada"
+        err = capsys.readouterr().err
+        assert err.count("tokens not reloaded") == 1, err  # once per change
+    path.unlink()
+    assert watched.match("psm_ada").name == "ada"
+    assert "cannot read it" in capsys.readouterr().err
+    path.write_text(tokens_document("bob"))
+    assert watched.match("psm_ada") is None
+    assert "tokens reloaded" in capsys.readouterr().err
+
+
 def test_http_token_list_and_remove(tmp_path):
     path = tmp_path / "tokens.json"
     first = add_token(tmp_path, "ada", "ada", "team")
@@ -1320,6 +1444,23 @@ def test_http_tokens_file_is_reloaded_when_it_changes(tmp_path):
         )
         assert rpc(s.base, "list", {}, bob)[0] == 200
         assert rpc(s.base, "list", {}, ada)[0] == 401
+
+
+def test_http_tokens_replaced_at_the_same_size_and_mtime_take_effect(tmp_path):
+    """Served: a tokens file rewritten in place with the same size and
+    modification time refuses the old token and accepts the new one; then
+    an emptied file refuses every token."""
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", path) as s:
+        assert ok(rpc(s.base, "list", {}, "psm_ada"))["entries"] == []
+        rewrite_in_place_keeping_size_and_mtime(path, tokens_document("bob"))
+        assert until(lambda: rpc(s.base, "list", {}, "psm_ada")[0] == 401)
+        assert ok(rpc(s.base, "list", {}, "psm_bob"))["entries"] == []
+        path.write_text("")
+        assert until(lambda: rpc(s.base, "list", {}, "psm_bob")[0] == 401)
+        assert rpc(s.base, "list", {}, "psm_ada")[0] == 401
+    assert "tokens not reloaded" not in s.stderr()
 
 
 def test_http_a_read_only_tokens_tools_list_has_only_reading_tools(tmp_path):
