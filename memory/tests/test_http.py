@@ -1103,10 +1103,103 @@ def test_http_workers_start_with_two_thousand_token_records(tmp_path, monkeypatc
     monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder
     with serve(tmp_path, tmp_path / "m.db", "--tokens", path, workers=2) as server:
         assert ok(rpc(server.base, "remember", {"content": "many tenants"}, token))
-        (config,) = temp.glob("poolsplit-mcp-*.json")
+        (config,) = temp.glob("poolsplit-mcp-*/config.json")
         assert stat.S_IMODE(config.stat().st_mode) == 0o600
         assert len(json.loads(config.read_text())["tokens"]) == 2001
-    assert list(temp.glob("poolsplit-mcp-*.json")) == []
+    assert list(temp.glob("poolsplit-mcp-*")) == []
+
+
+# --- the runtime file (issue 51) ---------------------------------------------
+
+PASSWORD = "pw-never-on-disk-51"
+
+
+def with_password(url):
+    """``url`` with a password for its user (trust authentication ignores
+    it; what matters is that no runtime file ever holds it)."""
+    head, at, tail = url.partition("@")
+    assert at and ":" not in head.partition("//")[2], url
+    return f"{head}:{PASSWORD}{at}{tail}"
+
+
+def runtime_files(temp):
+    """The runtime folders in ``temp`` and what each holds."""
+    return {
+        folder.name: sorted(p.name for p in folder.iterdir())
+        for folder in temp.glob("poolsplit-mcp-*")
+    }
+
+
+@contextmanager
+def runtime_server(tmp_path, monkeypatch, pg_db, workers):
+    """A served database whose URL holds a password, the temporary folder
+    its own (returned), after checking the runtime file while it serves:
+    mode 0600 in a folder of mode 0700, token digests, no password."""
+    token = add_token(tmp_path, "ada", "ada")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    url = with_password(pg_db)
+    args = ["--tokens", tmp_path / "tokens.json", "--read-db", url]
+    with serve(tmp_path, url, *args, workers=workers) as server:
+        assert ok(rpc(server.base, "remember", {"content": "kept"}, token))["id"]
+        (folder,) = temp.glob("poolsplit-mcp-*")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert [p.name for p in folder.iterdir()] == ["config.json"]
+        config = folder / "config.json"
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        text = config.read_text()
+        assert PASSWORD not in text and token not in text
+        assert json.loads(text)["tokens"][0]["name"] == "ada"
+        yield server, temp
+    assert PASSWORD not in server.stderr()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_http_runtime_file_is_removed_on_sigterm_and_sigint(
+    tmp_path, monkeypatch, pg_db, signum, workers
+):
+    """One worker too: uvicorn raised the SIGTERM again by its default
+    action, which ended the process before any cleanup (6 of 6 left it)."""
+    with runtime_server(tmp_path, monkeypatch, pg_db, workers) as (server, temp):
+        server.proc.send_signal(signum)
+        status = server.proc.wait(timeout=120)
+    assert status in (0, -signum), server.stderr()
+    assert "Traceback" not in server.stderr()
+    assert runtime_files(temp) == {}
+
+
+def test_http_runtime_file_is_removed_on_a_normal_exit(tmp_path, monkeypatch):
+    """A server that cannot bind its port returns 2: the runtime file,
+    written before the bind, is gone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    with serve(tmp_path, tmp_path / "m.db") as server:
+        port = server.base.rpartition(":")[2]
+        done = subprocess.run(
+            [SERVER, "--http", f"127.0.0.1:{port}", "--db", tmp_path / "m.db"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "cannot bind" in done.stderr
+        assert len(runtime_files(temp)) == 1  # the running server's only
+    assert runtime_files(temp) == {}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_http_a_sigkill_leaves_at_most_a_runtime_file_without_secrets(
+    tmp_path, monkeypatch, pg_db, workers
+):
+    with runtime_server(tmp_path, monkeypatch, pg_db, workers) as (server, temp):
+        orphans = children(server.proc.pid)
+        server.proc.kill()
+        server.proc.wait(timeout=60)
+        assert until(lambda: all(gone(pid) for pid in orphans))
+    left = list(temp.glob("poolsplit-mcp-*/*"))
+    assert [p.name for p in left] == ["config.json"]
+    assert PASSWORD not in left[0].read_text()
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
