@@ -1556,6 +1556,19 @@ def test_http_tokens_replaced_at_the_same_size_and_mtime_take_effect(tmp_path):
     assert "tokens not reloaded" not in s.stderr()
 
 
+def test_http_store_warnings_on_a_misleading_priority_reach_the_client(tmp_path):
+    """remember and update answer with the store's base_priority warning,
+    and the value is stored (issue 51: a warning, not a refusal)."""
+    with serve(tmp_path, tmp_path / "m.db") as s:
+        written = ok(rpc(s.base, "remember", {"content": "c", "base_priority": 1e300}))
+        (warning,) = written["warnings"]
+        assert warning.startswith("base_priority: 1e+300 is above 1,000,000")
+        updated = ok(rpc(s.base, "update", {"id": written["id"], "base_priority": -5}))
+        (warning,) = updated["warnings"]
+        assert warning.startswith("base_priority: -5 is at or below 0")
+        assert updated["entry"]["base_priority"] == -5
+
+
 def test_http_a_read_only_tokens_tools_list_has_only_reading_tools(tmp_path):
     writer = add_token(tmp_path, "w", "team")
     reader = add_token(tmp_path, "r", "team", read_only=True)
