@@ -15,6 +15,7 @@ from __future__ import annotations
 from poolsplit_memory.store import (
     DEFAULT_MAX_ENTRY_TOKENS,
     DEFAULT_POOLS,
+    MAX_BASE_PRIORITY,
     RANKINGS,
     REMEMBER_DESCRIPTION,
     SPILL_OVER,
@@ -40,6 +41,7 @@ from poolsplit_memory.store import (
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
+    "MAX_BASE_PRIORITY",
     "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",

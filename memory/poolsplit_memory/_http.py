@@ -20,8 +20,9 @@ what a shared memory needs around it:
   the store is touched, and its ``tools/list`` lists only the tools that
   declare themselves read-only. Without ``--tokens`` (loopback only) every
   request is the one ``--namespace``, read-write, as over stdio. A tokens
-  file is read again when it changes (``_tokens.WatchedTokens``), so an
-  added or removed token takes effect within seconds, without a restart.
+  file is read again when its content changes (``_tokens.WatchedTokens``),
+  so an added or removed token takes effect within seconds, without a
+  restart; an emptied file revokes every token.
   An empty token list (no one may connect) is refused at start off
   loopback: it is a mistake there, never a way to serve nobody.
 - **What a tenant sees of a failure.** An operational failure (``database
@@ -72,12 +73,13 @@ import functools
 import ipaddress
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final
 
@@ -122,7 +124,6 @@ from poolsplit_memory._tokens import (
     TokenRecord,
     WatchedTokens,
     grants_from_scopes,
-    match_token,
     read_tokens,
     scopes_of,
 )
@@ -147,10 +148,15 @@ DEFAULT_MAX_BODY: Final = 1024 * 1024
 DEFAULT_HEADER_TIMEOUT: Final = 10.0
 DEFAULT_BODY_TIMEOUT: Final = 30.0
 DEFAULT_MAX_CONNECTIONS: Final = 256
-# The file holding the workers' configuration (JSON, mode 0600): a file, not
-# the variable itself, because Linux caps one environment variable at 128 KiB
-# and a thousand token records pass that (the workers then never started).
+# The file holding the workers' configuration (JSON, mode 0600, in a folder
+# of mode 0700): a file, not the variable itself, because Linux caps one
+# environment variable at 128 KiB and a thousand token records pass that (the
+# workers then never started). It holds token digests, never a database URL.
 ENV_CONFIG: Final = "POOLSPLIT_MCP_HTTP_CONFIG"
+# The database URLs (``--db``, ``--read-db``: a password may be in them),
+# handed to the workers in their environment instead, which only their user
+# (and root) may read, and which no file keeps after a SIGKILL.
+ENV_URLS: Final = "POOLSPLIT_MCP_HTTP_URLS"
 # How long a worker may take to answer its supervisor's health check before it
 # is killed and replaced: uvicorn's 5 s killed workers busy loading cold
 # namespaces (benchmarks/team_scale.py at 1,000 tenants).
@@ -205,12 +211,21 @@ class HttpConfig:
     tz: str | None = None  # issue 48: --tz, the time zone of a recall's message
 
     def to_json(self) -> str:
+        """The configuration as JSON, without the database URLs (see
+        :data:`ENV_URLS`): what the runtime file may hold."""
         data = dataclasses.asdict(self)
+        data["url"] = data["read_url"] = None
         return json.dumps(data)
 
+    def urls_json(self) -> str:
+        """The database URLs as JSON, for :data:`ENV_URLS`."""
+        return json.dumps({"url": self.url, "read_url": self.read_url})
+
     @classmethod
-    def from_json(cls, text: str) -> HttpConfig:
-        data = json.loads(text)
+    def from_json(cls, text: str, urls: str) -> HttpConfig:
+        """The configuration of :meth:`to_json`'s ``text``, with the URLs of
+        :meth:`urls_json`'s."""
+        data = {**json.loads(text), **json.loads(urls)}
         tokens = data["tokens"]
         return cls(
             url=data["url"],
@@ -512,7 +527,7 @@ class TokenFileVerifier(TokenVerifier):
         )
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        record = match_token(self.tokens.records(), token)
+        record = self.tokens.match(token)
         if record is None:
             return None
         return AccessToken(
@@ -935,9 +950,9 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
 
 def worker_config() -> HttpConfig:
     """A spawned worker's configuration: the file ``$POOLSPLIT_MCP_HTTP_CONFIG``
-    names."""
+    names, and the database URLs of ``$POOLSPLIT_MCP_HTTP_URLS``."""
     with open(os.environ[ENV_CONFIG], encoding="utf-8") as f:
-        return HttpConfig.from_json(f.read())
+        return HttpConfig.from_json(f.read(), os.environ[ENV_URLS])
 
 
 def worker_app(server: MCPServer[Any]) -> Starlette:
@@ -1083,19 +1098,88 @@ def serve(config: HttpConfig, where: str, app: str) -> int:
     ``app`` is the ``module:function`` each worker calls for its ASGI app (the
     server module's, which builds its server and calls :func:`worker_app`):
     named by the caller, so this module imports nothing above it. The
-    workers' configuration goes in a file of the temporary folder, removed
-    when the server stops (left behind only by a SIGKILL: it holds token
-    digests, never tokens)."""
-    fd, path = tempfile.mkstemp(prefix="poolsplit-mcp-", suffix=".json")
+    workers' configuration goes in a runtime file, ``config.json`` (mode
+    0600) in a folder of its own (``poolsplit-mcp-*`` in the temporary
+    folder, mode 0700), removed when the server stops: a return, SIGTERM or
+    SIGINT, one worker or several. Only a SIGKILL leaves it, and it holds
+    token digests, never a token or a database URL (those go in the
+    workers' environment, :data:`ENV_URLS`).
+
+    A SIGTERM or SIGINT is raised again once the folder is gone, as uvicorn
+    does, with its default action: the process ends by the signal it
+    handled (systemd's clean stop), without a traceback.
+    """
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp's mode: 0600
-            f.write(config.to_json())
-        os.environ[ENV_CONFIG] = path
-        os.environ[ENV_SUPERVISOR] = str(os.getpid())
-        return _run(config, where, app)
+        with _unwound_by_signals():
+            folder = tempfile.mkdtemp(prefix="poolsplit-mcp-")  # 0700, ours alone
+            try:
+                path = os.path.join(folder, "config.json")
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(config.to_json())
+                os.environ[ENV_CONFIG] = path
+                os.environ[ENV_URLS] = config.urls_json()
+                os.environ[ENV_SUPERVISOR] = str(os.getpid())
+                return _run(config, where, app)
+            finally:
+                _remove(folder)
+    except _Stopped as stop:
+        # ended by the signal, as a process without a handler for it ends
+        # (a SIGINT too: no KeyboardInterrupt traceback after a clean stop)
+        signal.signal(stop.signum, signal.SIG_DFL)
+        signal.raise_signal(stop.signum)
+        return 128 + stop.signum  # not reached where the default ends us
+
+
+def _remove(folder: str) -> None:
+    """Remove the runtime folder whole: a second signal meanwhile (a
+    second Ctrl-C) is raised once it is gone, never halfway."""
+    pending: _Stopped | None = None
+    while True:
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            break
+        except _Stopped as stop:
+            pending = stop
+    if pending is not None:
+        raise pending
+
+
+class _Stopped(BaseException):
+    """A SIGTERM or SIGINT, unwinding :func:`serve` so that its runtime
+    folder is removed before the signal is raised again."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+@contextlib.contextmanager
+def _unwound_by_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`_Stopped` while inside, and their
+    handlers of before are back after.
+
+    uvicorn's single-worker server handles both itself, restores the
+    handlers it found (these) when it has shut down, and raises the signal
+    again: without them, the default SIGTERM ended the process there, and
+    no ``finally`` ran (the runtime file stayed behind, 6 times of 6). A
+    signal before uvicorn takes over unwinds as well. Outside the main
+    thread no handler can be set, and nothing is changed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGTERM, signal.SIGINT)
+    before = {signum: signal.signal(signum, _stop) for signum in signals}
+    try:
+        yield
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def _run(config: HttpConfig, where: str, app: str) -> int:

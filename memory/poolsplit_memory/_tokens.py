@@ -15,9 +15,12 @@ Decisions:
   random bits), printed once by ``token add``; the file keeps only its
   SHA-256. A token that random needs no salt or slow hash: nobody can search
   2**256 values, and a fast hash keeps every request cheap.
-- A presented token is hashed and compared with every stored hash by
-  ``hmac.compare_digest``, without stopping at a match, so the time taken
-  says nothing about which hash, or how much of one, matched.
+- A presented token is hashed, and its SHA-256 looked up in a dict of the
+  stored hashes (constant time in the number of tokens), the one candidate
+  then compared by ``hmac.compare_digest``. The key looked up is the
+  digest, never the token: what the time of a lookup could tell (how much
+  of a stored digest a presented digest shares) gives no way to a token,
+  which would take a SHA-256 preimage.
 - A token grants its namespaces all read-write or all read-only
   (``--read-only``); the first namespace listed is the one ``/mcp`` serves
   (``/mcp/NAME`` picks another the token grants).
@@ -25,13 +28,15 @@ Decisions:
   ``poolsplit-read:NS``, so that a token from a real authorization server
   (any ``TokenVerifier``) grants namespaces by the same rule
   (:func:`grants_from_scopes`, the one reading of a grant).
-- A running server reads the file again when it changes
-  (:class:`WatchedTokens`: its size, modification time or inode, looked at
-  no more than once a second), so ``token add`` and ``token remove`` take
-  effect within seconds without a restart. A file that became unreadable or
-  invalid keeps the last good tokens in force and says why on stderr once
-  per change: a half-edited file must not lock every tenant out, nor let
-  anyone in.
+- A running server reads the file again when its content changes
+  (:class:`WatchedTokens`: the SHA-256 of its bytes, read no more than once
+  a second), so ``token add`` and ``token remove`` take effect within
+  seconds without a restart, and so does a hand edit that keeps the file's
+  size and modification time: metadata would miss it. An empty file (no
+  bytes, or only whitespace) holds no token: emptying the file revokes
+  every token. A file that became unreadable or invalid keeps the last
+  good tokens in force and says why on stderr once per change: a
+  half-edited file must not lock every tenant out, nor let anyone in.
 
 This module is the standard library only, so ``token add`` works without the
 MCP SDK.
@@ -103,18 +108,33 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def match_token(records: Iterable[TokenRecord], token: str) -> TokenRecord | None:
-    """The record whose hash is the token's, compared in constant time.
-
-    Every record is compared (no early exit), so the time does not depend on
-    where, or whether, the token is found.
-    """
-    digest = hash_token(token).encode("ascii")
-    found: TokenRecord | None = None
+def _by_hash(records: Iterable[TokenRecord]) -> dict[str, TokenRecord]:
+    """Each stored hash's record: the first one listing it (a hand-edited
+    file may list a hash twice; the file is read top down)."""
+    index: dict[str, TokenRecord] = {}
     for record in records:
-        if hmac.compare_digest(digest, record.sha256.encode("ascii")) and not found:
-            found = record
-    return found
+        index.setdefault(record.sha256, record)
+    return index
+
+
+def _find(index: Mapping[str, TokenRecord], token: str) -> TokenRecord | None:
+    """The record of ``token`` in an index by hash, or None.
+
+    The lookup key is the token's digest, so a lookup's time depends on the
+    digest only; the one candidate is confirmed by ``hmac.compare_digest``.
+    """
+    digest = hash_token(token)
+    candidate = index.get(digest)
+    if candidate is None:
+        return None
+    same = hmac.compare_digest(digest.encode("ascii"), candidate.sha256.encode("ascii"))
+    return candidate if same else None
+
+
+def match_token(records: Iterable[TokenRecord], token: str) -> TokenRecord | None:
+    """The first record whose hash is the token's, or None (O(n) to index
+    ``records``; :meth:`WatchedTokens.match` keeps the index)."""
+    return _find(_by_hash(records), token)
 
 
 def scopes_of(record: TokenRecord) -> list[str]:
@@ -193,7 +213,10 @@ def _record(index: int, item: object) -> TokenRecord:
 
 def load_tokens(text: str, source: str) -> list[TokenRecord]:
     """The records of a tokens document; TokensError names ``source`` and
-    the entry at fault."""
+    the entry at fault. A blank document (no bytes, or only whitespace: an
+    emptied file) holds no token."""
+    if not text.strip():
+        return []
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:
@@ -232,24 +255,50 @@ def read_tokens(
         return load_tokens(inline, ENV_TOKENS)
     if path is None:
         return None
+    return _parse_file(path, _read_bytes(path))
+
+
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes; TokensError saying why it cannot be read."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        reason = exc.strerror or exc
         raise TokensError(f"--tokens {path!r}: cannot read it: {reason}") from None
+
+
+def _parse_file(path: str, data: bytes) -> list[TokenRecord]:
+    """The records of a tokens file's bytes (UTF-8 JSON)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokensError(f"--tokens {path!r}: cannot read it: {exc}") from None
     return load_tokens(text, path)
 
 
-class WatchedTokens:
-    """The records of a tokens file, read again when the file changes.
+_Table = tuple[tuple[TokenRecord, ...], dict[str, TokenRecord]]
 
-    :meth:`records` looks at the file (``os.stat``: size, modification time
-    in nanoseconds, inode) at most once per ``interval`` seconds and reloads
-    it when any of them changed; ``token add`` replaces the file by a rename,
-    so the inode changes even within one clock tick. A file that cannot be
-    read or is not a valid tokens file keeps the last good records and
-    writes one line to stderr (once per change of the file). Without a path
-    (tokens from ``$POOLSPLIT_MCP_TOKENS``) the records never change.
+
+class WatchedTokens:
+    """The records of a tokens file, read again when its content changes.
+
+    :meth:`records` and :meth:`match` read the file at most once per
+    ``interval`` seconds (the first call reads it at once) and compare the
+    SHA-256 of its bytes with the last one seen: any change of content
+    takes effect, the emptied file (no token) and a replacement of the
+    same size and modification time included; size, modification time and
+    inode would miss the last (``os.utime`` sets a modification time, an
+    in-place write keeps the inode). Reading a tokens file is cheap (2,000
+    tokens are about 300 KB). A file that cannot be read or is not a valid
+    tokens file keeps the last good records and writes one line to stderr,
+    once per change of its content; a reload that changes the records says
+    so on stderr. Without a path (tokens from ``$POOLSPLIT_MCP_TOKENS``) the
+    records never change.
+
+    ``records`` are the tokens in force until the first read: a spawned
+    worker gets its supervisor's, and reads the file itself on its first
+    request, so a token removed while it started is refused all the same.
     """
 
     def __init__(
@@ -259,54 +308,70 @@ class WatchedTokens:
         *,
         interval: float = RELOAD_INTERVAL,
     ) -> None:
-        self._records = tuple(records)
+        self._table = _table(records)
         self._path = path
         self._interval = interval
         self._lock = threading.Lock()
-        self._seen = self._stamp()
-        self._next = time.monotonic() + interval
-
-    def _stamp(self) -> tuple[int, int, int] | None:
-        if self._path is None:
-            return None
-        try:
-            st = os.stat(self._path)
-        except OSError:
-            return None
-        return (st.st_size, st.st_mtime_ns, st.st_ino)
+        self._seen: str | None = None  # the digest of the content last read
+        self._next = 0.0  # the first call reads the file
 
     def records(self) -> tuple[TokenRecord, ...]:
         """The tokens in force now."""
+        return self._current()[0]
+
+    def match(self, token: str) -> TokenRecord | None:
+        """The record of ``token`` among the tokens in force now, or None:
+        one dict lookup by its digest (see :func:`_find`)."""
+        return _find(self._current()[1], token)
+
+    def _current(self) -> _Table:
         if self._path is None or time.monotonic() < self._next:
-            return self._records
+            return self._table
         with self._lock:
             if time.monotonic() >= self._next:
                 self._next = time.monotonic() + self._interval
-                stamp = self._stamp()
-                if stamp != self._seen:
-                    self._seen = stamp
-                    self._reload()
-        return self._records
+                self._look(self._path)
+        return self._table
 
-    def _reload(self) -> None:
-        assert self._path is not None
+    def _look(self, path: str) -> None:
+        """Reload ``path`` if its content is not the content last seen."""
+        seen, data = _content(path)
+        if seen == self._seen:
+            return
+        self._seen = seen
         try:
-            found = read_tokens(self._path, {})
+            if isinstance(data, TokensError):
+                raise data
+            found = _parse_file(path, data)
         except TokensError as exc:
-            print(
-                f"poolsplit-mcp: tokens not reloaded, the last good ones stay in "
-                f"force: {' '.join(str(exc).split())}",
-                file=sys.stderr,
-                flush=True,
+            _say(
+                f"tokens not reloaded, the last good ones stay in force: "
+                f"{' '.join(str(exc).split())}"
             )
             return
-        self._records = tuple(found or ())
-        print(
-            f"poolsplit-mcp: tokens reloaded from {self._path}: "
-            f"{len(self._records)} token(s)",
-            file=sys.stderr,
-            flush=True,
-        )
+        if tuple(found) != self._table[0]:
+            self._table = _table(found)
+            _say(f"tokens reloaded from {path}: {len(found)} token(s)")
+
+
+def _content(path: str) -> tuple[str, bytes | TokensError]:
+    """The file's state (the SHA-256 of its bytes, or why it cannot be
+    read) and its bytes, or that error."""
+    try:
+        data = _read_bytes(path)
+    except TokensError as exc:
+        return f"unreadable: {exc}", exc
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def _table(records: Iterable[TokenRecord]) -> _Table:
+    """Records and their index by hash, swapped in as one value."""
+    kept = tuple(records)
+    return kept, _by_hash(kept)
+
+
+def _say(line: str) -> None:
+    print(f"poolsplit-mcp: {line}", file=sys.stderr, flush=True)
 
 
 def _write(path: Path, records: Sequence[TokenRecord]) -> None:

@@ -146,6 +146,7 @@ __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
     "DEFAULT_POOLS",
     "DEFAULT_POOL_SIZE",
+    "MAX_BASE_PRIORITY",
     "RANKINGS",
     "REMEMBER_DESCRIPTION",
     "SPILL_OVER",
@@ -185,6 +186,14 @@ DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
 # types that DEFAULT_POOLS do not name, computed per recall.
 SPILL_OVER: Final = ("other", 400, 3)
 DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
+# The largest base_priority a write takes without a warning. In the lexical
+# ranking a priority ratio R is worth ln(R) / 30 of relevance (README,
+# "Ranking"): 1e6 over the default 5 is worth 0.41, so an entry at the
+# bound still loses to one that matches the message much better, and every
+# scale people use (1-10, percentages, 1-1000) fits below it. Past about
+# 5e13 (5 x e**30) no match of the message can outrank the entry: 1e300
+# made one fact the first of every vague recall.
+MAX_BASE_PRIORITY: Final = 1_000_000
 # How a recall ranks (open_store's ``ranking``): "lexical", the default, is
 # the core's signals times a BM25+ relevance over the namespace's statistics
 # (_ranking.py); "core" is poolsplit.default_scorer alone; "semantic" (the
@@ -586,6 +595,29 @@ def _type_warning(kind: str, pools: Sequence[Pool] | None) -> str | None:
     return f"type: no pool admits {kind!r}, so this entry never loads{hint}"
 
 
+def _priority_warning(value: object) -> str | None:
+    """A warning for a checked ``base_priority`` that misleads a ranking: at
+    or below 0, or above :data:`MAX_BASE_PRIORITY` (None: the default 5)."""
+    if value is None:
+        return None
+    priority = float(value)  # type: ignore[arg-type]  # finite: checked
+    if priority <= 0:
+        return (
+            f"base_priority: {_short(value)} is at or below 0, so this entry "
+            "never loads for a message that matches an entry of its pool (the "
+            "floor), only when none does; a small positive priority (1) "
+            "ranks it low and keeps it"
+        )
+    if priority > MAX_BASE_PRIORITY:
+        return (
+            f"base_priority: {_short(value)} is above {MAX_BASE_PRIORITY:,}, "
+            "the documented maximum: it outranks entries that match the "
+            "message far better, in every recall of its pool; use at most "
+            f"{MAX_BASE_PRIORITY:,} (the default is 5)"
+        )
+    return None
+
+
 def _check_fields(entry: object) -> None:
     """What a store needs beyond ``validate``: a mapping of JSON values with
     str keys, str ``id``/``type``/``scope``/``project``/``status``, a finite
@@ -630,9 +662,11 @@ def check_entry(
     poolsplit charges instead of counting) must be at least that count and
     at most ``max_entry_tokens``. A ``superseded_by`` is left to the store,
     which checks that it names a stored entry. Warnings are ``field:
-    message`` strings: poolsplit's (a near-miss key such as ``"scop"``), and
-    a type that only the spill-over pool admits when it is close to a
-    pool's type (``pools=None`` means the default pools).
+    message`` strings: poolsplit's (a near-miss key such as ``"scop"``), a
+    ``base_priority`` at or below 0 or above :data:`MAX_BASE_PRIORITY`
+    (kept: see the README), a type no pool admits (it never loads), and a
+    type that only the spill-over pool admits when it is close to a pool's
+    type (``pools=None`` means the default pools).
 
     Raises:
         InvalidInput: the first problem found, naming the field.
@@ -672,9 +706,12 @@ def check_entry(
                 f"is {given}, over the limit of {max_entry_tokens} "
                 "(max_entry_tokens); store a summary, or raise the limit",
             )
-    kind_warning = _type_warning(str(entry.get("type", "note")), pools)
-    if kind_warning is not None:
-        warnings.append(kind_warning)
+    for warning in (
+        _priority_warning(entry.get("base_priority")),
+        _type_warning(str(entry.get("type", "note")), pools),
+    ):
+        if warning is not None:
+            warnings.append(warning)
     return warnings
 
 
@@ -2066,16 +2103,18 @@ class Store:
         stored is not written, as ``remember`` does: an ``idempotent``
         warning names the line and the stored entry, and a ``superseded_by``
         naming the line is pointed at the stored entry (the file's own lines
-        are not compared: a backup is restored as it was). Other
-        warnings are not returned; every recall still reports the
-        always-scope total.
+        are not compared: a backup is restored as it was). Each line's
+        warnings (``remember``'s: a misleading ``base_priority``, a type no
+        pool admits, ...) come back as ``line N: field: message``, in line
+        order, before the ``idempotent`` ones; the always-scope total is
+        not among them (every recall reports it).
 
         Raises:
             InvalidInput: the first bad line (``line`` and ``field`` set);
                 nothing is written.
             StoreUnavailable: the database failed; nothing is written.
         """
-        entries, lines = self._read_jsonl(source, replace)
+        entries, lines, checked = self._read_jsonl(source, replace)
 
         def work(tx: WriteTx) -> Imported:
             ids = list(entries)
@@ -2098,7 +2137,7 @@ class Store:
                 else:
                     fresh.append(_row(entry))
             tx.insert_many(fresh)
-            return Imported(len(kept), warnings)
+            return Imported(len(kept), [*checked, *warnings])
 
         count = self._write(work)
         self._after_write()
@@ -2170,8 +2209,9 @@ class Store:
 
     def _read_jsonl(
         self, source: Source, replace: bool
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-        """The file's entries by id (checked) and each id's line."""
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, int], builtins.list[str]]:
+        """The file's entries by id (checked), each id's line, and the
+        lines' warnings (``line N: ...``)."""
         if isinstance(source, (str, os.PathLike)):
             try:
                 with open(source, encoding="utf-8", newline="") as file:
@@ -2182,6 +2222,7 @@ class Store:
             text = source.read()
         entries: dict[str, dict[str, Any]] = {}
         lines: dict[str, int] = {}
+        warnings: builtins.list[str] = []
         # JSONL lines end at "\n" only: str.splitlines would also split at
         # U+0085 or U+2028 inside a string, which export writes unescaped.
         for number, line in enumerate(text.split("\n"), 1):
@@ -2206,7 +2247,7 @@ class Store:
                 )
             value.setdefault("id", _new_id())
             try:
-                self._check(value)
+                warnings += [f"line {number}: {w}" for w in self._check(value)]
             except InvalidInput as exc:
                 raise InvalidInput(
                     exc.field, exc.message, line=number, id=str(value.get("id"))
@@ -2222,7 +2263,7 @@ class Store:
             entries.pop(ident, None)  # the later line keeps its place and line
             entries[ident] = value
             lines[ident] = number
-        return entries, lines
+        return entries, lines, warnings
 
 
 # A list cursor: 8 random bytes, the row's position masked by a pad drawn

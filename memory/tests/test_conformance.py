@@ -268,6 +268,95 @@ def test_a_type_no_given_pool_admits_warns_that_it_never_loads(open_):
     assert any("never loads" in w and "'task'" in w for w in written.warnings)
 
 
+# --- values that mislead a ranking (issue 51) ---------------------------------
+
+
+def priority_warned(priority):
+    """The oracle (README, "Values that mislead a ranking"): a write warns
+    when base_priority is at or below 0 or above MAX_BASE_PRIORITY."""
+    return not 0 < priority <= poolsplit_memory.MAX_BASE_PRIORITY
+
+
+@given(
+    priority=st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(min_value=-(2**80), max_value=2**80)
+)
+@example(priority=0)
+@example(priority=-0.0)
+@example(priority=5e-324)
+@example(priority=1_000_000)
+@example(priority=1_000_001)
+@example(priority=1_000_000.0000001)
+def test_store_check_entry_warns_on_a_priority_outside_the_documented_range(
+    priority,
+):
+    warnings = check_entry({"id": "a", "content": "x", "base_priority": priority})
+    ours = [w for w in warnings if w.startswith("base_priority: ")]
+    assert len(ours) == priority_warned(priority)
+
+
+@pytest.mark.parametrize(
+    ("priority", "says"),
+    [
+        (-5, "at or below 0"),
+        (0, "at or below 0"),
+        (0.0, "at or below 0"),
+        (1e-9, None),
+        (5, None),
+        (1_000_000, None),
+        (1_000_000.5, "above 1,000,000"),
+        (1e300, "above 1,000,000"),
+        (2**70, "above 1,000,000"),
+    ],
+)
+def test_store_remember_warns_on_a_misleading_priority_and_keeps_it(
+    open_, priority, says
+):
+    store = open_("ada")
+    written = store.remember("Release notes need a review", type="fact",
+                             base_priority=priority, now=NOW)  # fmt: skip
+    if says is None:
+        assert written.warnings == []
+    else:
+        (warning,) = written.warnings
+        assert warning.startswith("base_priority: ") and says in warning
+    assert store.get(written.id)["base_priority"] == priority  # never refused
+
+
+def test_store_update_warns_on_a_misleading_priority_while_it_lasts(open_):
+    store = open_("ada")
+    ident = store.remember("Deploys wait for CI", type="fact", now=NOW).id
+    (warning,) = store.update(ident, base_priority=0).warnings
+    assert "at or below 0" in warning
+    assert store.get(ident)["base_priority"] == 0
+    (warning,) = store.update(ident, content="Deploys wait for green CI").warnings
+    assert "at or below 0" in warning  # the entry still holds it
+    (warning,) = store.update(ident, base_priority=1e300).warnings
+    assert "above 1,000,000" in warning
+    assert store.update(ident, base_priority=9).warnings == []
+
+
+def test_store_import_returns_each_lines_warnings(open_):
+    store = open_("ada", pools=[Pool("facts", 400, 4, ("fact",))])
+    lines = [
+        {"id": "low", "type": "fact", "content": "a", "base_priority": -1},
+        {"id": "fine", "type": "fact", "content": "b"},
+        {"id": "high", "type": "fact", "content": "c", "base_priority": 1e300},
+        {"id": "lost", "type": "fct", "content": "d"},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    imported = store.import_jsonl(io.StringIO(text))
+    assert imported == 4  # warned, all written
+    assert [w.partition(": ")[0] for w in imported.warnings] == [
+        "line 1",
+        "line 3",
+        "line 4",
+    ]
+    assert imported.warnings[0].startswith("line 1: base_priority: -1 is at or")
+    assert imported.warnings[1].startswith("line 3: base_priority: 1e+300 is above")
+    assert imported.warnings[2].startswith("line 4: type: no pool admits 'fct'")
+
+
 def test_poolsplit_validate_warnings_come_back_from_check_entry():
     warnings = check_entry({"id": "a", "content": "x", "scop": "always"})
     assert any(w.startswith("scop: ") and "'scope'" in w for w in warnings)

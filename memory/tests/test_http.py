@@ -319,6 +319,130 @@ def test_http_tokens_a_hash_listed_twice_matches_its_first_record():
     assert match_token([second, first], "psm_same") is second
 
 
+@given(
+    tokens=st.lists(st.sampled_from("abcd"), max_size=6),
+    probe=st.sampled_from("abcde"),
+)
+def test_http_tokens_the_index_by_hash_agrees_with_a_scan(tokens, probe):
+    """WatchedTokens.match (a dict by hash) finds what a plain scan finds:
+    the first record holding the probe's hash, or none."""
+    from poolsplit_memory._tokens import TokenRecord, WatchedTokens, hash_token
+
+    records = [
+        TokenRecord(f"n{i}", hash_token(token), ("ns",))
+        for i, token in enumerate(tokens)
+    ]
+    scanned = next((r for r in records if r.sha256 == hash_token(probe)), None)
+    assert WatchedTokens(records).match(probe) is scanned
+
+
+def tokens_document(*names):
+    """A tokens file's text, one read-write token per name (token psm_NAME),
+    and its records: same-length names give same-size documents."""
+    from poolsplit_memory._tokens import hash_token
+
+    return json.dumps(
+        {
+            "version": 1,
+            "tokens": [
+                {
+                    "name": name,
+                    "sha256": hash_token(f"psm_{name}"),
+                    "namespaces": ["team"],
+                    "read_only": False,
+                }
+                for name in names
+            ],
+        }
+    )
+
+
+def rewrite_in_place_keeping_size_and_mtime(path, text):
+    """Overwrite ``path`` (same inode) with ``text`` of the same size, then
+    put its modification time back: only the content says it changed."""
+    before = path.stat()
+    data = text.encode()
+    assert len(data) == before.st_size
+    with open(path, "r+b") as file:
+        file.write(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ino,
+    )
+
+
+def test_http_tokens_a_same_size_same_mtime_replacement_is_reloaded(tmp_path):
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_ada").name == "ada"
+    rewrite_in_place_keeping_size_and_mtime(path, tokens_document("bob"))
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob").name == "bob"
+
+
+@pytest.mark.parametrize("emptied", ["", "\n", " \n\t", '{"version": 1, "tokens": []}'])
+def test_http_tokens_an_emptied_file_revokes_every_token(tmp_path, emptied):
+    """No bytes, only whitespace, or an empty list: no token stays valid
+    (a blank file is not read as a broken one that keeps the last tokens)."""
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada", "bob"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_bob").name == "bob"
+    path.write_text(emptied)
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob") is None
+    assert watched.records() == ()
+    path.write_text(tokens_document("ada"))  # and a token added again works
+    assert watched.match("psm_ada").name == "ada"
+
+
+def test_http_tokens_a_worker_reads_the_file_not_its_supervisors_copy(tmp_path):
+    """A worker starts with the records its supervisor read; a token
+    removed from the file meanwhile is refused on the first request."""
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada", "bob"))
+    started_with = read_tokens(str(path))
+    path.write_text(tokens_document("bob"))
+    watched = WatchedTokens(started_with, str(path))  # the default interval
+    assert watched.match("psm_ada") is None
+    assert watched.match("psm_bob").name == "bob"
+
+
+def test_http_tokens_a_broken_file_keeps_the_last_good_tokens(tmp_path, capsys):
+    from poolsplit_memory._tokens import WatchedTokens, read_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    watched = WatchedTokens(read_tokens(str(path)), str(path), interval=0)
+    assert watched.match("psm_ada").name == "ada"
+    assert capsys.readouterr().err == ""  # the same content: nothing to say
+    for broken in ("{", b"\xff\xfe"):
+        if isinstance(broken, bytes):
+            path.write_bytes(broken)
+        else:
+            path.write_text(broken)
+        assert watched.match("psm_ada").name == "ada"
+        assert watched.match("psm_ada").name == "ada"
+        err = capsys.readouterr().err
+        assert err.count("tokens not reloaded") == 1, err  # once per change
+    path.unlink()
+    assert watched.match("psm_ada").name == "ada"
+    assert "cannot read it" in capsys.readouterr().err
+    path.write_text(tokens_document("bob"))
+    assert watched.match("psm_ada") is None
+    assert "tokens reloaded" in capsys.readouterr().err
+
+
 def test_http_token_list_and_remove(tmp_path):
     path = tmp_path / "tokens.json"
     first = add_token(tmp_path, "ada", "ada", "team")
@@ -979,10 +1103,103 @@ def test_http_workers_start_with_two_thousand_token_records(tmp_path, monkeypatc
     monkeypatch.setenv("TMPDIR", str(temp))  # the server's temporary folder
     with serve(tmp_path, tmp_path / "m.db", "--tokens", path, workers=2) as server:
         assert ok(rpc(server.base, "remember", {"content": "many tenants"}, token))
-        (config,) = temp.glob("poolsplit-mcp-*.json")
+        (config,) = temp.glob("poolsplit-mcp-*/config.json")
         assert stat.S_IMODE(config.stat().st_mode) == 0o600
         assert len(json.loads(config.read_text())["tokens"]) == 2001
-    assert list(temp.glob("poolsplit-mcp-*.json")) == []
+    assert list(temp.glob("poolsplit-mcp-*")) == []
+
+
+# --- the runtime file (issue 51) ---------------------------------------------
+
+PASSWORD = "pw-never-on-disk-51"
+
+
+def with_password(url):
+    """``url`` with a password for its user (trust authentication ignores
+    it; what matters is that no runtime file ever holds it)."""
+    head, at, tail = url.partition("@")
+    assert at and ":" not in head.partition("//")[2], url
+    return f"{head}:{PASSWORD}{at}{tail}"
+
+
+def runtime_files(temp):
+    """The runtime folders in ``temp`` and what each holds."""
+    return {
+        folder.name: sorted(p.name for p in folder.iterdir())
+        for folder in temp.glob("poolsplit-mcp-*")
+    }
+
+
+@contextmanager
+def runtime_server(tmp_path, monkeypatch, pg_db, workers):
+    """A served database whose URL holds a password, the temporary folder
+    its own (returned), after checking the runtime file while it serves:
+    mode 0600 in a folder of mode 0700, token digests, no password."""
+    token = add_token(tmp_path, "ada", "ada")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    url = with_password(pg_db)
+    args = ["--tokens", tmp_path / "tokens.json", "--read-db", url]
+    with serve(tmp_path, url, *args, workers=workers) as server:
+        assert ok(rpc(server.base, "remember", {"content": "kept"}, token))["id"]
+        (folder,) = temp.glob("poolsplit-mcp-*")
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert [p.name for p in folder.iterdir()] == ["config.json"]
+        config = folder / "config.json"
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        text = config.read_text()
+        assert PASSWORD not in text and token not in text
+        assert json.loads(text)["tokens"][0]["name"] == "ada"
+        yield server, temp
+    assert PASSWORD not in server.stderr()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_http_runtime_file_is_removed_on_sigterm_and_sigint(
+    tmp_path, monkeypatch, pg_db, signum, workers
+):
+    """One worker too: uvicorn raised the SIGTERM again by its default
+    action, which ended the process before any cleanup (6 of 6 left it)."""
+    with runtime_server(tmp_path, monkeypatch, pg_db, workers) as (server, temp):
+        server.proc.send_signal(signum)
+        status = server.proc.wait(timeout=120)
+    assert status in (0, -signum), server.stderr()
+    assert "Traceback" not in server.stderr()
+    assert runtime_files(temp) == {}
+
+
+def test_http_runtime_file_is_removed_on_a_normal_exit(tmp_path, monkeypatch):
+    """A server that cannot bind its port returns 2: the runtime file,
+    written before the bind, is gone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    with serve(tmp_path, tmp_path / "m.db") as server:
+        port = server.base.rpartition(":")[2]
+        done = subprocess.run(
+            [SERVER, "--http", f"127.0.0.1:{port}", "--db", tmp_path / "m.db"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "cannot bind" in done.stderr
+        assert len(runtime_files(temp)) == 1  # the running server's only
+    assert runtime_files(temp) == {}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_http_a_sigkill_leaves_at_most_a_runtime_file_without_secrets(
+    tmp_path, monkeypatch, pg_db, workers
+):
+    with runtime_server(tmp_path, monkeypatch, pg_db, workers) as (server, temp):
+        orphans = children(server.proc.pid)
+        server.proc.kill()
+        server.proc.wait(timeout=60)
+        assert until(lambda: all(gone(pid) for pid in orphans))
+    left = list(temp.glob("poolsplit-mcp-*/*"))
+    assert [p.name for p in left] == ["config.json"]
+    assert PASSWORD not in left[0].read_text()
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
@@ -1320,6 +1537,36 @@ def test_http_tokens_file_is_reloaded_when_it_changes(tmp_path):
         )
         assert rpc(s.base, "list", {}, bob)[0] == 200
         assert rpc(s.base, "list", {}, ada)[0] == 401
+
+
+def test_http_tokens_replaced_at_the_same_size_and_mtime_take_effect(tmp_path):
+    """Served: a tokens file rewritten in place with the same size and
+    modification time refuses the old token and accepts the new one; then
+    an emptied file refuses every token."""
+    path = tmp_path / "tokens.json"
+    path.write_text(tokens_document("ada"))
+    with serve(tmp_path, tmp_path / "m.db", "--tokens", path) as s:
+        assert ok(rpc(s.base, "list", {}, "psm_ada"))["entries"] == []
+        rewrite_in_place_keeping_size_and_mtime(path, tokens_document("bob"))
+        assert until(lambda: rpc(s.base, "list", {}, "psm_ada")[0] == 401)
+        assert ok(rpc(s.base, "list", {}, "psm_bob"))["entries"] == []
+        path.write_text("")
+        assert until(lambda: rpc(s.base, "list", {}, "psm_bob")[0] == 401)
+        assert rpc(s.base, "list", {}, "psm_ada")[0] == 401
+    assert "tokens not reloaded" not in s.stderr()
+
+
+def test_http_store_warnings_on_a_misleading_priority_reach_the_client(tmp_path):
+    """remember and update answer with the store's base_priority warning,
+    and the value is stored (issue 51: a warning, not a refusal)."""
+    with serve(tmp_path, tmp_path / "m.db") as s:
+        written = ok(rpc(s.base, "remember", {"content": "c", "base_priority": 1e300}))
+        (warning,) = written["warnings"]
+        assert warning.startswith("base_priority: 1e+300 is above 1,000,000")
+        updated = ok(rpc(s.base, "update", {"id": written["id"], "base_priority": -5}))
+        (warning,) = updated["warnings"]
+        assert warning.startswith("base_priority: -5 is at or below 0")
+        assert updated["entry"]["base_priority"] == -5
 
 
 def test_http_a_read_only_tokens_tools_list_has_only_reading_tools(tmp_path):

@@ -313,4 +313,6 @@ def test_the_http_workers_get_the_default_time_zone():
     from poolsplit_memory._http import HttpConfig
 
     config = HttpConfig(url="m.db", tz="Asia/Tokyo")
-    assert HttpConfig.from_json(config.to_json()).tz == "Asia/Tokyo"
+    assert HttpConfig.from_json(config.to_json(), config.urls_json()).tz == (
+        "Asia/Tokyo"
+    )
