@@ -15,9 +15,10 @@ types admit its type (:func:`owners`). When the pools admit disjoint types
 (the store's defaults, and most pool lists) each pool reads exactly its
 own part, through the part's own recall index. A pool that admits a type
 an earlier pool admits too takes what that pool leaves (the core's rule),
-so it depends on that pool by design: those pool lists are ranked by one
-call of the core over every entry, each entry scored by its owner's
-relevance (:meth:`Parts.scorer`), the same scores.
+so it depends on that pool by design: such pool lists are ranked as the
+core over every entry would rank them, each entry scored by its owner's
+relevance (:meth:`Parts.scorer`), its candidates drawn from the indexes of
+the parts it admits (``_index.recall_shared``).
 """
 
 from __future__ import annotations
