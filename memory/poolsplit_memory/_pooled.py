@@ -324,6 +324,7 @@ class Parts:
         matched by the message (``Relevance.unmatched`` is 0: a factor of 0
         is then "not loaded"). For separate pools, a pool's own part."""
         owner = self._owner
+        shared = not separate(pools)  # (once a call, not once a pool and part)
         out = []
         for pool in pools:
             admitted = [
@@ -331,7 +332,7 @@ class Parts:
                 for name, relevance in relevances.items()
                 if name == pool.name
                 or (
-                    not separate(pools)
+                    shared
                     and any(
                         owner(kind) == name and _admits(pool, kind)
                         for kind in relevance.statistics.types
