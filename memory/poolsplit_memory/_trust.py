@@ -1,0 +1,91 @@
+"""Trust: who writes, what they may do, and what the store stamps (issue 51).
+
+A store acts for one :class:`Writer`: a name (stamped on what it writes)
+and two grants.
+
+- ``pin``: may write or change always-scope entries (they load on every
+  recall, outside every cap, so whoever writes them steers every reader's
+  context). A Python store and the stdio server act for their one user and
+  hold it; over ``--http`` a token holds it only when granted (``token add
+  ... --pin``, the OAuth scope ``poolsplit-pin:NS``).
+- ``quarantine``: the writer is not vouched for (an agent that reads the
+  web, a bot, a new teammate). What it writes is stamped ``quarantined``
+  and loads only in the quarantine pool (:data:`QUARANTINE`: by default at
+  most :data:`QUARANTINE_ENTRIES` entries and :data:`QUARANTINE_TOKENS`
+  tokens a recall), whatever it matches; it never holds ``pin``.
+
+Provenance is stamped by the store, never taken from a client: every
+entry written through a store carries :data:`WRITTEN_BY` and
+:data:`WRITTEN_AT` (the server's clock, UTC, ISO 8601), and after a change
+:data:`UPDATED_BY` and :data:`UPDATED_AT`; an entry a quarantined writer
+wrote or last changed carries ``quarantined: true``. Rows written before
+poolsplit-memory 0.3 have none of these: they read as ``written_by`` null,
+never an invented name.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from typing import Final
+
+from ._types import InvalidInput
+
+__all__ = [
+    "PROVENANCE",
+    "QUARANTINE",
+    "QUARANTINED",
+    "QUARANTINE_ENTRIES",
+    "QUARANTINE_TOKENS",
+    "UPDATED_AT",
+    "UPDATED_BY",
+    "WRITTEN_AT",
+    "WRITTEN_BY",
+    "Writer",
+    "default_writer_name",
+]
+
+WRITTEN_BY: Final = "written_by"
+WRITTEN_AT: Final = "written_at"
+UPDATED_BY: Final = "updated_by"
+UPDATED_AT: Final = "updated_at"
+QUARANTINED: Final = "quarantined"
+# The fields only the store writes: a client's value for any is refused
+# (remember, update) or replaced (import_jsonl without keep_provenance).
+PROVENANCE: Final = (WRITTEN_BY, WRITTEN_AT, UPDATED_BY, UPDATED_AT, QUARANTINED)
+
+# The quarantine pool: its name (a pool of that name in a store's pools
+# sizes it; else these defaults) and its default caps.
+QUARANTINE: Final = "quarantine"
+QUARANTINE_ENTRIES: Final = 2
+QUARANTINE_TOKENS: Final = 200
+
+
+def default_writer_name() -> str:
+    """The OS user's name (``getpass.getuser``), else ``uid:N``."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError, ImportError):
+        return f"uid:{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Who a store acts for: the name it stamps, and its grants.
+
+    ``Writer("ada")`` holds every grant but quarantine (a person's own
+    store); a quarantined writer never holds ``pin``.
+    """
+
+    name: str
+    pin: bool = True
+    quarantine: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise InvalidInput("writer", f"must be a non-blank str, got {self.name!r}")
+        if self.pin and self.quarantine:
+            raise InvalidInput(
+                "writer", f"{self.name!r}: a quarantined writer cannot hold pin"
+            )
