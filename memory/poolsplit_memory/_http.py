@@ -121,12 +121,14 @@ from poolsplit_memory import (
 )
 from poolsplit_memory._jsonrpc import invalid_id, invalid_id_reply
 from poolsplit_memory._tokens import (
+    Grant,
     TokenRecord,
     WatchedTokens,
     grants_from_scopes,
     read_tokens,
     scopes_of,
 )
+from poolsplit_memory._trust import Writer, default_writer_name
 from poolsplit_memory.store import set_snapshot_budget
 
 __all__ = [
@@ -209,6 +211,9 @@ class HttpConfig:
     snapshot_mb: int = 256
     read_url: str | None = None
     tz: str | None = None  # issue 48: --tz, the time zone of a recall's message
+    # issue 51: --writer, the name stamped on writes when no token names the
+    # writer (no --tokens: loopback, as stdio); None: the OS user's name
+    writer: str | None = None
 
     def to_json(self) -> str:
         """The configuration as JSON, without the database URLs (see
@@ -239,7 +244,12 @@ class HttpConfig:
             if tokens is None
             else tuple(
                 TokenRecord(
-                    t["name"], t["sha256"], tuple(t["namespaces"]), t["read_only"]
+                    t["name"],
+                    t["sha256"],
+                    tuple(t["namespaces"]),
+                    t["read_only"],
+                    t.get("pin", False),
+                    t.get("quarantine", False),
                 )
                 for t in tokens
             ),
@@ -256,6 +266,7 @@ class HttpConfig:
             snapshot_mb=data["snapshot_mb"],
             tz=data.get("tz"),
             read_url=data["read_url"],
+            writer=data.get("writer"),
         )
 
 
@@ -266,11 +277,24 @@ class HttpConfig:
 @dataclasses.dataclass(frozen=True)
 class _Tenant:
     """Who is asking (the token's name, "-" without tokens), which namespace
-    the request serves, and whether it may write there."""
+    the request serves, what it may do there (write, ``pin``; whether it is
+    ``quarantine``d), the writer's name its writes are stamped with (the
+    token's; without tokens ``--writer``'s), and ``call``: what the request
+    did, for the access log (the tool, an entry id written)."""
 
     name: str
     namespace: str
     writable: bool
+    pin: bool = False
+    quarantine: bool = False
+    writer: str | None = None
+    call: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def acting(self) -> Writer:
+        """The writer a store acts for in this request."""
+        return Writer(
+            self.writer or self.name, pin=self.pin, quarantine=self.quarantine
+        )
 
 
 _tenant: contextvars.ContextVar[_Tenant | None] = contextvars.ContextVar(
@@ -370,7 +394,10 @@ class _TenantStore:
                 "namespace", f"{tenant.namespace!r} is read-only for this token"
             )
         try:
-            value = getattr(current_store(), name)
+            store = current_store()
+            if tenant is not None:
+                store = store.acting_as(tenant.acting())
+            value = getattr(store, name)
         except StoreUnavailable as exc:
             raise _for_tenant(exc, tenant) from exc
         if not callable(value):
@@ -379,11 +406,35 @@ class _TenantStore:
         @functools.wraps(value)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                return value(*args, **kwargs)
+                result = value(*args, **kwargs)
             except StoreUnavailable as exc:
                 raise _for_tenant(exc, tenant) from exc
+            if tenant is not None and name in _WRITES:
+                _log_write(tenant, name, args, kwargs, result)
+            return result
 
         return call
+
+
+_WRITES: Final = frozenset({"remember", "update", "forget", "import_jsonl"})
+
+
+def _log_write(
+    tenant: _Tenant,
+    name: str,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    result: Any,
+) -> None:
+    """What a write did, for the request's access log line: the entry id
+    written (remember's new id, update's and forget's id), or the writer
+    whose entries a ``forget(written_by=...)`` deleted."""
+    if name == "remember":
+        tenant.call["id"] = getattr(result, "id", None)
+    elif name == "update" or (name == "forget" and (args or "id" in kwargs)):
+        tenant.call["id"] = args[0] if args else kwargs.get("id")
+    elif name == "forget":
+        tenant.call["written_by"] = kwargs.get("written_by")
 
 
 def tenant_store() -> Any:
@@ -412,6 +463,11 @@ async def _tenant_middleware(
     scope = getattr(request, "scope", None)
     tenant = scope.get(_TENANT_KEY) if isinstance(scope, Mapping) else None
     tenant = tenant if isinstance(tenant, _Tenant) else None
+    if tenant is not None and ctx.method == "tools/call":
+        params = ctx.params
+        tool = params.get("name") if isinstance(params, Mapping) else None
+        if isinstance(tool, str):
+            tenant.call["tool"] = tool[:100]
     token = _tenant.set(tenant)
     try:
         result = await call_next(ctx)
@@ -449,30 +505,37 @@ class _Gate:
     else 403 (the same for a namespace that exists and one that does not).
     """
 
-    def __init__(self, app: ASGIApp, default_namespace: str) -> None:
+    def __init__(
+        self, app: ASGIApp, default_namespace: str, default_writer: str
+    ) -> None:
         self.app = app
         self.default_namespace = default_namespace
+        self.default_writer = default_writer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope.get("user")
+        writer = None
         if isinstance(user, AuthenticatedUser):
             name = user.access_token.client_id
             grants = grants_from_scopes(user.access_token.scopes)
         else:  # no tokens configured: loopback, the one namespace, as stdio
-            name = "-"
-            grants = {self.default_namespace: True}
+            name, writer = "-", self.default_writer
+            grants = {self.default_namespace: Grant(True, pin=True)}
         asked = scope.get("path_params", {}).get("namespace")
         namespace = asked if asked is not None else next(iter(grants), None)
         if namespace is None or namespace not in grants:
             # the access log names the token refused (a probe is traced to it)
-            scope[_TENANT_KEY] = _Tenant(name, namespace or "", False)
+            scope[_TENANT_KEY] = _Tenant(name, namespace or "", False, writer=writer)
             what = "no namespace" if namespace is None else f"namespace {namespace!r}"
             whom = "this token" if name != "-" else "this server (--namespace)"
             await _rpc_error(403, f"{what} is not granted to {whom}")(
                 scope, receive, send
             )
             return
-        scope[_TENANT_KEY] = _Tenant(name, namespace, grants[namespace])
+        grant = grants[namespace]
+        scope[_TENANT_KEY] = _Tenant(
+            name, namespace, grant.writable, grant.pin, grant.quarantine, writer
+        )
         await self.app(scope, receive, send)
 
 
@@ -585,6 +648,8 @@ class _AccessLog:
                 "tenant": tenant.name if isinstance(tenant, _Tenant) else None,
                 "namespace": tenant.namespace if isinstance(tenant, _Tenant) else None,
             }
+            if isinstance(tenant, _Tenant):  # the tool called, the entry written
+                line.update(tenant.call)
             _write_line(json.dumps(line, ensure_ascii=False))
 
 
@@ -786,7 +851,11 @@ def build_app(
         max_request_body_size=config.max_body,
     )
     manager = server.session_manager
-    endpoint: ASGIApp = _Gate(StreamableHTTPASGIApp(manager), config.namespace)
+    endpoint: ASGIApp = _Gate(
+        StreamableHTTPASGIApp(manager),
+        config.namespace,
+        config.writer or default_writer_name(),
+    )
     middleware: list[Middleware] = [
         Middleware(_AccessLog),
         Middleware(_BodyLimit, limit=config.max_body, timeout=config.body_timeout),
@@ -943,6 +1012,7 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
         snapshot_mb=args.snapshot_budget,
         read_url=args.read_db,
         tz=args.tz,
+        writer=args.writer,
     )
     check_verifier(config)
     return config

@@ -19,10 +19,16 @@ so it depends on that pool by design: such pool lists are ranked as the
 core over every entry would rank them, each entry scored by its owner's
 relevance (:meth:`Parts.scorer`), its candidates drawn from the indexes of
 the parts it admits (``_index.recall_shared``).
+
+Quarantined entries (``_trust.is_quarantined``: an unvouched writer's) are
+owned by the quarantine pool whatever their type (the part named
+``_trust.QUARANTINE``): no pool that takes entries by type ever sees them,
+and the quarantine pool, with its own caps, sees nothing else.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Optional
@@ -40,6 +46,7 @@ from ._ranking import (
     recall_by_part_scores,
     recall_by_scores,
 )
+from ._trust import QUARANTINE, is_quarantined
 
 __all__ = ["Owners", "Part", "Parts", "lexical", "owners", "separate"]
 
@@ -57,6 +64,8 @@ def owners(pools: Sequence[Pool]) -> Owners:
     named: dict[str, str] = {}
     every: str | None = None
     for pool in pools:
+        if pool.name == QUARANTINE:  # owns quarantined entries, no type
+            continue
         if pool.types is None:
             every = pool.name
             break
@@ -181,7 +190,11 @@ class Parts:
         self._where: dict[int, str | None] = {}  # key -> its part
         self._ordered: list[Entry] | None = []  # every entry, in key order
 
-    def owner(self, entry: Entry) -> str | None:
+    def owner(self, entry: Mapping[str, Any]) -> str | None:
+        """The part of ``entry``: the quarantine pool's when it is
+        quarantined, else its type's owner."""
+        if is_quarantined(entry):
+            return QUARANTINE
         return self._owner(poolsplit.entry_type(entry))
 
     def enter(self, items: Iterable[tuple[int, Entry]]) -> None:
@@ -229,6 +242,22 @@ class Parts:
             self._ordered = [entry for _, entry in found]
         return self._ordered
 
+    def holds(self, name: str | None) -> bool:
+        """Whether the part ``name`` holds an entry."""
+        return name in self.parts
+
+    def part_entries(self, name: str | None) -> list[Entry]:
+        """The entries of part ``name`` (none if it holds none), in key order."""
+        part = self.parts.get(name)
+        return [] if part is None else part.entries
+
+    def routed(self) -> list[Entry]:
+        """The entries the pools that take entries by type rank (every one
+        but the quarantined), in key order."""
+        if QUARANTINE not in self.parts:
+            return self.entries()
+        return [e for e in self.entries() if not is_quarantined(e)]
+
     def relevances(
         self, make: Callable[[Part], Relevance]
     ) -> dict[str | None, Relevance]:
@@ -253,18 +282,38 @@ class Parts:
         The result is ``poolsplit.retrieve_pools`` of every entry with
         :meth:`scorer` and :meth:`floored` pools (the property tests'
         statement of it)."""
-        if not separate(pools):
-            return self._shared(pools, context, now, token_counter, relevance, scan)
-        got: dict[str, list[Entry]] = {}
-        for pool in pools:
-            part = self.parts.get(pool.name)
-            if part is None:
-                got[pool.name] = []
-                continue
-            got[pool.name] = _one(
-                part, pool, context, now, token_counter, relevance, scan
-            )[pool.name]
-        return got
+        typed = [pool for pool in pools if pool.name != QUARANTINE]
+        if not separate(typed):
+            got = self._shared(typed, context, now, token_counter, relevance, scan)
+        else:
+            got = {}
+            for pool in typed:
+                part = self.parts.get(pool.name)
+                if part is None:
+                    got[pool.name] = []
+                    continue
+                got[pool.name] = _one(
+                    part, pool, context, now, token_counter, relevance, scan
+                )[pool.name]
+        if len(typed) == len(pools):
+            return got
+        # The quarantine pool: over its own part, whatever the types.
+        pool = next(pool for pool in pools if pool.name == QUARANTINE)
+        part = self.parts.get(QUARANTINE)
+        got[QUARANTINE] = (
+            []
+            if part is None
+            else _one(
+                part,
+                dataclasses.replace(pool, types=None),
+                context,
+                now,
+                token_counter,
+                relevance,
+                scan,
+            )[QUARANTINE]
+        )
+        return {pool.name: got[pool.name] for pool in pools}
 
     def _shared(
         self,
@@ -283,7 +332,8 @@ class Parts:
         core on the best (``recall_by_part_scores``)."""
         relevances = {} if relevance is None else self.relevances(relevance)
         floored_pools = self.floored(pools, relevances)
-        indexes = {name: part.recall_index() for name, part in self.parts.items()}
+        typed = {n: p for n, p in self.parts.items() if n != QUARANTINE}
+        indexes = {name: part.recall_index() for name, part in typed.items()}
         if not scan and all(index is not None for index in indexes.values()):
             got = recall_shared(
                 {
@@ -299,14 +349,13 @@ class Parts:
             )
             if got is not None:
                 return got
-        entries = self.entries()
+        entries = self.routed()
         if relevance is None:
             return poolsplit.retrieve_pools(
                 entries, pools, context, token_counter=token_counter, now=now
             )
         parts = [
-            (part.stats, part.entries, relevances[name])
-            for name, part in self.parts.items()
+            (part.stats, part.entries, relevances[name]) for name, part in typed.items()
         ]
         return recall_by_part_scores(
             parts,
@@ -324,7 +373,8 @@ class Parts:
         matched by the message (``Relevance.unmatched`` is 0: a factor of 0
         is then "not loaded"). For separate pools, a pool's own part."""
         owner = self._owner
-        shared = not separate(pools)  # (once a call, not once a pool and part)
+        # (once a call, not once a pool and part)
+        shared = not separate([p for p in pools if p.name != QUARANTINE])
         out = []
         for pool in pools:
             admitted = [
@@ -333,6 +383,7 @@ class Parts:
                 if name == pool.name
                 or (
                     shared
+                    and QUARANTINE not in (pool.name, name)
                     and any(
                         owner(kind) == name and _admits(pool, kind)
                         for kind in relevance.statistics.types
@@ -351,13 +402,13 @@ class Parts:
         scorers = {
             name: relevance.scorer(context) for name, relevance in relevances.items()
         }
-        owner = self._owner
+        owner = self.owner
         default = poolsplit.default_scorer
 
         def score(
             entry: Mapping[str, Any], given: Context | None, /, *, now: datetime
         ) -> float:
-            found = scorers.get(owner(poolsplit.entry_type(entry)))
+            found = scorers.get(owner(entry))
             if found is None:
                 return default(entry, given, now=now)
             return found(entry, given, now=now)

@@ -261,6 +261,13 @@ MIGRATIONS = (
             PRIMARY KEY (namespace, model, id)
         )""",
     ),
+    # Issue 51: who wrote each entry (the body's ``written_by``, stamped by
+    # the store), indexed for list and forget by writer; NULL before it.
+    (
+        "ALTER TABLE poolsplit_entries ADD COLUMN written_by text",
+        "CREATE INDEX poolsplit_entries_writer "
+        "ON poolsplit_entries (namespace, written_by, seq)",
+    ),
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",

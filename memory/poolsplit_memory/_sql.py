@@ -25,6 +25,7 @@ TABLE = "poolsplit_entries"
 _VECTORS = "poolsplit_vectors"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
 _ROWS_PER_INSERT = 100
+_ROWS_PER_MANY = 90  # rows of 10 columns to an INSERT: 900 parameters
 _READ = "SELECT seq, id, scope, body FROM poolsplit_entries"
 _FETCH = 512  # rows fetched at a time
 _READ_DIGEST = "SELECT seq, id, scope, body, memory_hash FROM poolsplit_entries"
@@ -267,14 +268,39 @@ class SqlTx:
         rows.sort(key=lambda row: row.seq)
         return rows
 
-    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]:
-        if kind is None:
-            sql = f"{_READ} WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?"
-            return self._rows(sql, (self._namespace, after, limit))
-        sql = (
-            f"{_READ} WHERE namespace = ? AND type = ? AND seq > ? ORDER BY seq LIMIT ?"
+    def page(
+        self,
+        kind: str | None,
+        after: int,
+        limit: int,
+        *,
+        scope: str | None = None,
+        writer: str | None = None,
+    ) -> list[Stored]:
+        """Rows after ``after`` in ``seq`` order: of type ``kind``, of
+        ``scope`` (``"always"``; ``"context"``: every other row) and written
+        by ``writer`` (the ``written_by`` column), each when given."""
+        where = ["namespace = ?"]
+        params: list[Any] = [self._namespace]
+        if kind is not None:
+            where.append("type = ?")
+            params.append(kind)
+        if scope == "always":
+            where.append("scope = 'always'")
+        elif scope is not None:
+            where.append("(scope IS NULL OR scope <> 'always')")
+        if writer is not None:
+            where.append("written_by = ?")
+            params.append(writer)
+        sql = f"{_READ} WHERE {' AND '.join(where)} AND seq > ? ORDER BY seq LIMIT ?"
+        return self._rows(sql, (*params, after, limit))
+
+    def written_by(self, writer: str) -> list[Stored]:
+        """Every row of this namespace whose ``written_by`` is ``writer``."""
+        return self._rows(
+            f"{_READ} WHERE namespace = ? AND written_by = ? ORDER BY seq",
+            (self._namespace, writer),
         )
-        return self._rows(sql, (self._namespace, kind, after, limit))
 
     def every(self) -> list[Stored]:
         return self._rows(
@@ -372,8 +398,8 @@ class SqlTx:
     def insert(self, row: Row, key: str | None) -> None:
         sql = (
             f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-            "superseded_by, client_key, body, memory_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            "superseded_by, client_key, body, memory_hash, written_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         self._run(
             sql,
@@ -387,18 +413,20 @@ class SqlTx:
                 key,
                 row.body,
                 row.memory_hash,
+                row.written_by,
             ),
         )
 
     def insert_many(self, rows: Sequence[Row]) -> None:
-        """Insert rows without keys, 100 to a statement (900 parameters: under
+        """Insert rows without keys, 90 to a statement (900 parameters: under
         SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
-        for start in range(0, len(rows), _ROWS_PER_INSERT):
-            chunk = rows[start : start + _ROWS_PER_INSERT]
-            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+        for start in range(0, len(rows), _ROWS_PER_MANY):
+            chunk = rows[start : start + _ROWS_PER_MANY]
+            values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
             sql = (
                 f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
-                f"superseded_by, client_key, body, memory_hash) VALUES {values}"
+                "superseded_by, client_key, body, memory_hash, written_by) "
+                f"VALUES {values}"
             )
             params: list[Any] = []
             for row in chunk:
@@ -413,6 +441,7 @@ class SqlTx:
                         None,
                         row.body,
                         row.memory_hash,
+                        row.written_by,
                     )
                 )
             self._run(sql, params)
@@ -425,7 +454,7 @@ class SqlTx:
         key = ", client_key = NULL" if clear_key else ""
         sql = (
             f"UPDATE {TABLE} SET type = ?, status = ?, scope = ?, superseded_by = ?, "
-            f"body = ?{key} WHERE namespace = ? AND id = ?"
+            f"body = ?, written_by = ?{key} WHERE namespace = ? AND id = ?"
         )
         self._run(
             sql,
@@ -435,6 +464,7 @@ class SqlTx:
                 row.scope,
                 row.superseded_by,
                 row.body,
+                row.written_by,
                 self._namespace,
                 row.id,
             ),

@@ -124,7 +124,16 @@ VECTORS = (
         PRIMARY KEY (namespace, model, id)
     )""",
 )
-MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS)
+# Migration 5 (issue 51): who wrote each entry, the body's ``written_by``
+# (stamped by the store) as a column, so that ``list(written_by=...)`` and
+# ``forget(written_by=...)`` find one writer's entries by an index. Rows
+# written before it are NULL: nobody is invented for them.
+PROVENANCE = (
+    "ALTER TABLE poolsplit_entries ADD COLUMN written_by TEXT",
+    "CREATE INDEX poolsplit_entries_writer "
+    "ON poolsplit_entries (namespace, written_by, seq)",
+)
+MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS, PROVENANCE)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
     "SELECT DISTINCT entry, 1 AS logged FROM poolsplit_changes "

@@ -6,7 +6,8 @@ A tokens file is JSON, written by ``poolsplit-mcp token add`` and read by
 
     {"version": 1, "tokens": [
       {"name": "ada", "sha256": "<64 hex digits>",
-       "namespaces": ["ada", "team"], "read_only": false}
+       "namespaces": ["ada", "team"], "read_only": false,
+       "pin": false, "quarantine": false}
     ]}
 
 Decisions:
@@ -24,9 +25,18 @@ Decisions:
 - A token grants its namespaces all read-write or all read-only
   (``--read-only``); the first namespace listed is the one ``/mcp`` serves
   (``/mcp/NAME`` picks another the token grants).
-- Grants travel as OAuth scopes, ``poolsplit-write:NS`` or
-  ``poolsplit-read:NS``, so that a token from a real authorization server
-  (any ``TokenVerifier``) grants namespaces by the same rule
+- Two more grants, per token (issue 51): ``pin`` (``--pin``) may write and
+  change always-scope entries, which load on every recall past every cap,
+  so a read-write token without it cannot steer everyone's context;
+  ``quarantine`` (``--quarantine``) marks a writer nobody vouches for,
+  whose entries load only in the quarantine pool. A token holds at most
+  one of them, and neither when read-only. A file without these keys (one
+  written by 0.2 or earlier) grants neither: its read-write tokens keep
+  every write but always-scope ones.
+- Grants travel as OAuth scopes, ``poolsplit-write:NS``,
+  ``poolsplit-read:NS``, ``poolsplit-pin:NS`` and
+  ``poolsplit-quarantine:NS``, so that a token from a real authorization
+  server (any ``TokenVerifier``) grants namespaces by the same rule
   (:func:`grants_from_scopes`, the one reading of a grant).
 - A running server reads the file again when its content changes
   (:class:`WatchedTokens`: the SHA-256 of its bytes, read no more than once
@@ -57,10 +67,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "ENV_TOKENS",
+    "Grant",
     "TokenRecord",
     "TokensError",
     "WatchedTokens",
@@ -78,6 +89,8 @@ __all__ = [
 ENV_TOKENS: Final = "POOLSPLIT_MCP_TOKENS"
 READ_SCOPE: Final = "poolsplit-read:"
 WRITE_SCOPE: Final = "poolsplit-write:"
+PIN_SCOPE: Final = "poolsplit-pin:"
+QUARANTINE_SCOPE: Final = "poolsplit-quarantine:"
 _PREFIX: Final = "psm_"
 _HEX: Final = frozenset("0123456789abcdef")
 _MAX_NAME: Final = 200
@@ -94,13 +107,24 @@ class TokensError(ValueError):
 @dataclass(frozen=True)
 class TokenRecord:
     """One tenant's token: its name, the token's SHA-256 (hex), the
-    namespaces it grants (the first is the default), and whether they are
-    read-only."""
+    namespaces it grants (the first is the default), whether they are
+    read-only, and its two other grants (see the module docstring)."""
 
     name: str
     sha256: str
     namespaces: tuple[str, ...]
     read_only: bool = False
+    pin: bool = False
+    quarantine: bool = False
+
+
+class Grant(NamedTuple):
+    """What a token may do in one namespace: write (else only read), write
+    always-scope entries (``pin``), and whether its writer is quarantined."""
+
+    writable: bool
+    pin: bool = False
+    quarantine: bool = False
 
 
 def hash_token(token: str) -> str:
@@ -140,24 +164,51 @@ def match_token(records: Iterable[TokenRecord], token: str) -> TokenRecord | Non
 def scopes_of(record: TokenRecord) -> list[str]:
     """The record's grants as scopes, in its namespaces' order."""
     prefix = READ_SCOPE if record.read_only else WRITE_SCOPE
-    return [prefix + namespace for namespace in record.namespaces]
+    scopes = [prefix + namespace for namespace in record.namespaces]
+    for granted, extra in (
+        (record.pin, PIN_SCOPE),
+        (record.quarantine, QUARANTINE_SCOPE),
+    ):
+        if granted:
+            scopes += [extra + namespace for namespace in record.namespaces]
+    return scopes
 
 
-def grants_from_scopes(scopes: Iterable[str]) -> dict[str, bool]:
-    """Namespace -> writable, from a token's scopes (first grant first).
+def _scoped(scope: str, prefix: str) -> str | None:
+    """The namespace ``scope`` names after ``prefix``, or None."""
+    if scope.startswith(prefix) and len(scope) > len(prefix):
+        return scope[len(prefix) :]
+    return None
+
+
+def grants_from_scopes(scopes: Iterable[str]) -> dict[str, Grant]:
+    """Namespace -> :class:`Grant`, from a token's scopes (first grant first).
 
     ``poolsplit-write:NS`` grants NS read-write, ``poolsplit-read:NS``
-    read-only (unless a write grant names it too); other scopes grant
-    nothing. The one rule for a token file's tokens and a real
-    authorization server's.
+    read-only (unless a write grant names it too); ``poolsplit-pin:NS``
+    adds pin to a write grant of NS, and ``poolsplit-quarantine:NS``
+    quarantines the writer in NS, which takes pin away (the safe reading
+    of a token that asks for both); other scopes grant nothing, and pin or
+    quarantine alone grants no namespace. The one rule for a token file's
+    tokens and a real authorization server's.
     """
-    grants: dict[str, bool] = {}
-    for scope in scopes:
-        for prefix, writable in ((WRITE_SCOPE, True), (READ_SCOPE, False)):
-            if scope.startswith(prefix) and len(scope) > len(prefix):
-                namespace = scope[len(prefix) :]
-                grants[namespace] = grants.get(namespace, False) or writable
-    return grants
+    listed = list(scopes)
+    writable: dict[str, bool] = {}
+    for scope in listed:
+        for prefix, writes in ((WRITE_SCOPE, True), (READ_SCOPE, False)):
+            namespace = _scoped(scope, prefix)
+            if namespace is not None:
+                writable[namespace] = writable.get(namespace, False) or writes
+    pins = {_scoped(scope, PIN_SCOPE) for scope in listed}
+    quarantined = {_scoped(scope, QUARANTINE_SCOPE) for scope in listed}
+    return {
+        namespace: Grant(
+            writes,
+            pin=writes and namespace in pins and namespace not in quarantined,
+            quarantine=writes and namespace in quarantined,
+        )
+        for namespace, writes in writable.items()
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -185,7 +236,7 @@ def _record(index: int, item: object) -> TokenRecord:
     where = f"tokens[{index}]"
     if not isinstance(item, dict):
         raise TokensError(f"{where}: must be an object, got {type(item).__name__}")
-    unknown = sorted(set(item) - {"name", "sha256", "namespaces", "read_only"})
+    unknown = sorted(set(item) - set(_KEYS))
     if unknown:
         raise TokensError(f"{where}.{unknown[0]}: unknown key")
     name = _check_name(f"{where}.name", item.get("name"))
@@ -203,12 +254,30 @@ def _record(index: int, item: object) -> TokenRecord:
         )
     for position, namespace in enumerate(namespaces):
         _check_name(f"{where}.namespaces[{position}]", namespace)
-    read_only = item.get("read_only", False)
-    if not isinstance(read_only, bool):
+    flags = {}
+    for key in ("read_only", "pin", "quarantine"):
+        flags[key] = item.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise TokensError(
+                f"{where}.{key}: must be true or false, got {flags[key]!r}"
+            )
+    _check_grants(where, **flags)
+    return TokenRecord(name, digest, tuple(dict.fromkeys(namespaces)), **flags)
+
+
+_KEYS: Final = ("name", "sha256", "namespaces", "read_only", "pin", "quarantine")
+
+
+def _check_grants(where: str, *, read_only: bool, pin: bool, quarantine: bool) -> None:
+    """A token is pinned or quarantined, not both, and neither when read-only."""
+    if pin and quarantine:
         raise TokensError(
-            f"{where}.read_only: must be true or false, got {read_only!r}"
+            f"{where}: pin and quarantine exclude each other (a writer nobody "
+            "vouches for never writes always-scope entries)"
         )
-    return TokenRecord(name, digest, tuple(dict.fromkeys(namespaces)), read_only)
+    if read_only and (pin or quarantine):
+        grant = "pin" if pin else "quarantine"
+        raise TokensError(f"{where}: a read-only token writes nothing: drop {grant}")
 
 
 def load_tokens(text: str, source: str) -> list[TokenRecord]:
@@ -384,6 +453,8 @@ def _write(path: Path, records: Sequence[TokenRecord]) -> None:
                 "sha256": r.sha256,
                 "namespaces": list(r.namespaces),
                 "read_only": r.read_only,
+                "pin": r.pin,
+                "quarantine": r.quarantine,
             }
             for r in records
         ],
@@ -410,11 +481,19 @@ def _existing(path: Path) -> list[TokenRecord]:
 
 
 def add_token(
-    path: Path, name: str, namespaces: Sequence[str], *, read_only: bool = False
+    path: Path,
+    name: str,
+    namespaces: Sequence[str],
+    *,
+    read_only: bool = False,
+    pin: bool = False,
+    quarantine: bool = False,
 ) -> str:
     """Add a token for ``name`` to the file (created if missing) and return
-    the token, which is stored nowhere else; an existing name is refused."""
+    the token, which is stored nowhere else; an existing name is refused,
+    and so are ``pin`` with ``quarantine`` and either with ``read_only``."""
     _check_name("NAME", name)
+    _check_grants("token add", read_only=read_only, pin=pin, quarantine=quarantine)
     if not namespaces:
         raise TokensError("--namespace: give at least one")
     for namespace in namespaces:
@@ -426,7 +505,9 @@ def add_token(
         )
     token = _PREFIX + secrets.token_urlsafe(32)
     unique = tuple(dict.fromkeys(namespaces))
-    records.append(TokenRecord(name, hash_token(token), unique, read_only))
+    records.append(
+        TokenRecord(name, hash_token(token), unique, read_only, pin, quarantine)
+    )
     _write(path, records)
     return token
 
@@ -489,6 +570,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="recall, get, list and explain only",
     )
+    add.add_argument(
+        "--pin",
+        action="store_true",
+        help="may write and change always-scope entries (loaded on every recall)",
+    )
+    add.add_argument(
+        "--quarantine",
+        action="store_true",
+        help="a writer nobody vouches for: its entries load only in the "
+        "quarantine pool (2 entries, 200 tokens a recall unless --pools says)",
+    )
     remove = commands.add_parser(
         "remove", help="delete a token by name", parents=[where]
     )
@@ -503,7 +595,14 @@ def main(argv: Sequence[str]) -> int:
     path = Path(args.tokens) if args.tokens else default_tokens_path()
     try:
         if args.command == "add":
-            token = add_token(path, args.name, args.namespace, read_only=args.read_only)
+            token = add_token(
+                path,
+                args.name,
+                args.namespace,
+                read_only=args.read_only,
+                pin=args.pin,
+                quarantine=args.quarantine,
+            )
             print(token)
             print(
                 f"poolsplit-mcp: token for {args.name!r} added to {path} (shown "
@@ -519,6 +618,8 @@ def main(argv: Sequence[str]) -> int:
         else:
             for record in _existing(path):
                 mode = "read-only" if record.read_only else "read-write"
+                mode += ",pin" if record.pin else ""
+                mode += ",quarantine" if record.quarantine else ""
                 print(f"{record.name}\t{mode}\t{','.join(record.namespaces)}")
     except (TokensError, OSError, UnicodeDecodeError) as exc:
         print(

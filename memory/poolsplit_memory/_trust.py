@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from poolsplit import Pool
 
 from ._types import InvalidInput
 
@@ -44,6 +47,8 @@ __all__ = [
     "WRITTEN_BY",
     "Writer",
     "default_writer_name",
+    "is_quarantined",
+    "split_quarantine",
 ]
 
 WRITTEN_BY: Final = "written_by"
@@ -89,3 +94,38 @@ class Writer:
             raise InvalidInput(
                 "writer", f"{self.name!r}: a quarantined writer cannot hold pin"
             )
+
+
+def is_quarantined(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` loads only in the quarantine pool (the one test)."""
+    return entry.get(QUARANTINED) is True
+
+
+def split_quarantine(
+    pools: Sequence[Pool] | None,
+) -> tuple[tuple[Pool, ...] | None, Pool]:
+    """The pools that take entries by type, and the quarantine pool: the
+    pool named :data:`QUARANTINE` among ``pools`` (it holds quarantined
+    entries whatever their type, so it names no types), else one of the
+    default caps. ``pools`` None stays None (the store's default pools).
+
+    Raises:
+        InvalidInput: a pool named ``quarantine`` that names types.
+    """
+    chosen = Pool(QUARANTINE, QUARANTINE_TOKENS, QUARANTINE_ENTRIES)
+    if pools is None:
+        return None, chosen
+    regular = []
+    for pool in pools:
+        if pool.name != QUARANTINE:
+            regular.append(pool)
+            continue
+        if pool.types is not None:
+            raise InvalidInput(
+                "pools",
+                f"pool {QUARANTINE!r} holds the entries of quarantined writers, "
+                "whatever their type: leave out its types (it is sized by "
+                "max_tokens and max_entries only)",
+            )
+        chosen = pool
+    return tuple(regular), chosen

@@ -62,6 +62,25 @@ class InvalidInput(StoreError, ValueError):
         self.id = id
 
 
+class NotGranted(InvalidInput):
+    """The writer lacks the grant a call needs (``grant``: ``"pin"`` for an
+    always-scope entry or a writer's whole memory; ``"vouched"`` for an
+    entry a quarantined writer did not write); nothing was written. The
+    message names the grant and the writer."""
+
+    def __init__(
+        self,
+        field: str | None,
+        message: str,
+        *,
+        grant: str,
+        id: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(field, message, id=id, line=line)
+        self.grant = grant
+
+
 class StoreUnavailable(StoreError):
     """An operational failure, in one line: ``cause: where (detail)``.
 
@@ -95,6 +114,7 @@ class Row(NamedTuple):
     superseded_by: str | None
     body: str
     memory_hash: str  # the memory's digest: see store._memory_digest
+    written_by: str | None = None  # the body's, stamped by the store (issue 51)
 
 
 class Stored(NamedTuple):
@@ -138,6 +158,7 @@ class WriteTx(Protocol):
     def delete(self, idents: Sequence[str]) -> list[str]: ...
     def superseding(self, idents: Sequence[str]) -> list[str]: ...
     def existing(self, idents: Sequence[str]) -> set[str]: ...
+    def written_by(self, writer: str) -> list[Stored]: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
     def memories(
         self, kinds: Sequence[str], digests: Sequence[str]
@@ -162,7 +183,15 @@ class ReadTx(Protocol):
     ) -> Since: ...
     def get(self, ident: str) -> Stored | None: ...
     def candidates(self, types: Sequence[str] | None) -> list[Stored]: ...
-    def page(self, kind: str | None, after: int, limit: int) -> list[Stored]: ...
+    def page(
+        self,
+        kind: str | None,
+        after: int,
+        limit: int,
+        *,
+        scope: str | None = None,
+        writer: str | None = None,
+    ) -> list[Stored]: ...
     def every(self) -> list[Stored]: ...
     def secret(self, name: str) -> str | None: ...
     def vectors(

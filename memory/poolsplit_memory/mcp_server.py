@@ -396,6 +396,7 @@ class UpdateResult(TypedDict):
 
 class ForgetResult(TypedDict):
     forgotten: bool
+    count: int
     warnings: list[str]
 
 
@@ -493,9 +494,20 @@ def list_(
     cursor: Annotated[
         _Text, Field(description="next_cursor of the previous page")
     ] = None,
+    scope: Annotated[
+        _Scope, Field(description='only "always" or only "context" entries')
+    ] = None,
+    written_by: Annotated[
+        _Text, Field(description="only entries this writer wrote (written_by)")
+    ] = None,
 ) -> Annotated[CallToolResult, ListResult]:
-    """Entries in a stable order, a page at a time; each once across pages."""
-    page = _store(ctx).list(type=type, limit=limit, cursor=cursor)
+    """Entries in a stable order, a page at a time; each once across pages
+    (pass the same filters with a cursor). Each entry shows who wrote it
+    and when (written_by, written_at; updated_by, updated_at after a
+    change), as the server stamped them."""
+    page = _store(ctx).list(
+        type=type, limit=limit, cursor=cursor, scope=scope, written_by=written_by
+    )
     return _result({"entries": page.entries, "next_cursor": page.next_cursor})
 
 
@@ -547,11 +559,21 @@ def update(
 @_guarded
 def forget(
     ctx: Context[Any, Any],
-    id: Annotated[str, Field(description="an entry's id")],
+    id: Annotated[_Text, Field(description="an entry's id")] = None,
+    written_by: Annotated[
+        _Text,
+        Field(
+            description="instead of id: delete every entry this writer wrote "
+            "(cleaning up after a compromised token; needs the pin grant)"
+        ),
+    ] = None,
 ) -> Annotated[CallToolResult, ForgetResult]:
-    """Delete an entry (and those it superseded); false if there is none."""
+    """Delete an entry (and those it superseded); false if there is none.
+    With written_by instead of id, every entry that writer wrote; count
+    says how many entries were deleted."""
     store = _store(ctx)
-    forgotten = store.forget(id)
+    result = store.forget(id, written_by=written_by)  # one of them: the store says
+    count, forgotten = int(result), bool(result)
     warnings = []
     if store.scrub_pending:
         warnings.append(
@@ -559,7 +581,7 @@ def forget(
             "while another connection holds a read open; the server "
             "removes it on its next call after that read ends, or at exit"
         )
-    return _result({"forgotten": forgotten, "warnings": warnings})
+    return _result({"forgotten": forgotten, "count": count, "warnings": warnings})
 
 
 @_guarded
@@ -1307,6 +1329,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep memory in this process only (:memory:); lost at exit",
     )
+    parser.add_argument(
+        "--writer",
+        metavar="NAME",
+        help="the name stamped as written_by on what this server writes "
+        "(default: the OS user's name; over --http with --tokens, each "
+        "token's own name instead)",
+    )
     # --- many tenants, several instances (issue 36; README "Many tenants") ---
     parser.add_argument(
         "--pool-size",
@@ -1428,6 +1457,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_tz(args.tz, "--tz")
         if args.pool_size < 1 or args.snapshot_budget < 1:
             raise ValueError("--pool-size and --snapshot-budget must be at least 1")
+        if args.writer is not None and not args.writer.strip():
+            raise ValueError("--writer must be a non-blank name")
         set_snapshot_budget(args.snapshot_budget * 1024 * 1024)
         http = None
         if args.http is not None:  # issue 28: checked before any store opens
@@ -1444,6 +1475,7 @@ def main(argv: list[str] | None = None) -> int:
             ranking=args.ranking,
             pool_size=args.pool_size,
             read_url=args.read_db,
+            writer=args.writer,
         )
     except StoreError as exc:
         return _fail(str(exc))

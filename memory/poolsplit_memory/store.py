@@ -86,6 +86,7 @@ import base64
 import builtins
 import collections
 import contextlib
+import copy
 import dataclasses
 import difflib
 import functools
@@ -101,7 +102,7 @@ import uuid
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from typing import IO, Any, Final, NamedTuple, TypeVar, Union
+from typing import IO, Any, Final, NamedTuple, TypeVar, Union, overload
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import poolsplit
@@ -126,12 +127,26 @@ from ._ranking import (
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._shared import Handle, own_backend, shared_backend, snapshots
 from ._sqlite import SQLiteBackend
+from ._trust import (
+    PROVENANCE,
+    QUARANTINE,
+    QUARANTINED,
+    UPDATED_AT,
+    UPDATED_BY,
+    WRITTEN_AT,
+    WRITTEN_BY,
+    Writer,
+    default_writer_name,
+    is_quarantined,
+    split_quarantine,
+)
 from ._types import (
     DEFAULT_BUSY_MS,
     DEFAULT_POOL_SIZE,
     KEEP_CHANGES,  # noqa: F401 (store.KEEP_CHANGES names it, as before _types)
     Backend,
     InvalidInput,
+    NotGranted,
     ReadTx,  # noqa: F401 (store.ReadTx names it, as before _types)
     Row,
     Since,
@@ -153,6 +168,7 @@ __all__ = [
     "Imported",
     "InvalidInput",
     "Loadable",
+    "NotGranted",
     "Page",
     "Recall",
     "Skipped",
@@ -160,6 +176,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "Updated",
+    "Writer",
     "Written",
     "build_entry",
     "check_entry",
@@ -642,6 +659,17 @@ def _check_fields(entry: object) -> None:
             )
     if entry.get("base_priority") is not None:
         _require_priority(entry["base_priority"])
+    for field in (WRITTEN_BY, WRITTEN_AT, UPDATED_BY, UPDATED_AT):
+        value = entry.get(field)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(
+                field, f"must be a str or null, got {type(value).__name__}"
+            )
+    if entry.get(QUARANTINED) not in (None, True, False):
+        raise InvalidInput(
+            QUARANTINED,
+            f"must be true, false or null, got {_short(entry[QUARANTINED])}",
+        )
 
 
 def check_entry(
@@ -735,7 +763,12 @@ def _row(entry: Mapping[str, Any]) -> Row:
         superseded_by=retired if isinstance(retired, str) and retired else None,
         body=_dumps(entry),
         memory_hash=_memory_digest(_memory(entry)),
+        written_by=_text_or_none(entry.get(WRITTEN_BY)),
     )
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _parse(stored: Stored) -> dict[str, Any] | str:
@@ -1103,27 +1136,54 @@ def _unmatched_note(relevance: Relevance) -> str:
     return " (no match: all x1)"
 
 
+_QUARANTINE_HEAD: Final = (
+    f"\n{QUARANTINE}: the entries of writers nobody vouched for, whatever "
+    "their type, in a pool of their own\n"
+)
+
+
+def _explained_parts(
+    snap: _Snapshot, pools: Sequence[Pool]
+) -> builtins.list[tuple[builtins.list[Pool], builtins.list[dict[str, Any]]]]:
+    """What explain reports on, as recall fills it: the pools that take
+    entries by type over every entry but the quarantined, then (when the
+    snapshot holds any) the quarantine pool over the quarantined alone."""
+    typed = [pool for pool in pools if pool.name != QUARANTINE]
+    parts = [(typed, snap.parts.routed())]
+    for pool in pools:
+        if pool.name == QUARANTINE:
+            whole = dataclasses.replace(pool, types=None)
+            parts.append(([whole], snap.parts.part_entries(QUARANTINE)))
+    return parts
+
+
 def _relevance_lines(
     relevances: Mapping[str | None, Relevance],
     snap: _Snapshot,
-    report: poolsplit.Explanation,
+    reports: Sequence[tuple[poolsplit.Explanation, Sequence[dict[str, Any]]]],
 ) -> str:
     """Each pool's best ``r`` (semantic: ``w``), then the relevance factor of
     the entries explain reports that have one above 0 (every other entry's
     is its pool's ``unmatched``), best first, at most 20."""
     rows = []
     owner = snap.parts.owner
-    for decision in report.decisions:
-        entry = snap.entries[decision.index]
-        relevance = relevances[owner(entry)]
-        if relevance.share(entry) > 0.0:
-            factor = relevance.factor(entry)
-            shared = relevance.weights.keys() & terms(_content_text(entry))
-            rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
+    for report, entries in reports:
+        for decision in report.decisions:
+            entry = entries[decision.index]
+            relevance = relevances[owner(entry)]
+            if relevance.share(entry) > 0.0:
+                factor = relevance.factor(entry)
+                shared = relevance.weights.keys() & terms(_content_text(entry))
+                rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
     rows.sort()
     first = next(iter(relevances.values()))
     s, floor = first.symbol, first.floor  # r, or the semantic ranking's w
-    order = [pool.name for pool in report.pools if pool.name in relevances]
+    order = [
+        pool.name
+        for report, _ in reports
+        for pool in report.pools
+        if pool.name in relevances
+    ]
     bests = ", ".join(
         f"{name} {relevances[name].best:.3f}" + _unmatched_note(relevances[name])
         for name in order
@@ -1204,11 +1264,28 @@ def _stored_digest(stored: Stored) -> str:
     return _memory_digest(_memory(value)) if isinstance(value, dict) else _NO_MEMORY
 
 
+def _delete_chains(tx: WriteTx, idents: Sequence[str]) -> int:
+    """Delete these entries and those whose ``superseded_by`` chain ends at
+    one of them; return how many were deleted."""
+    frontier = tx.delete(idents)
+    count = len(frontier)
+    while frontier:
+        frontier = tx.delete(tx.superseding(frontier))
+        count += len(frontier)
+    return count
+
+
 def _duplicate(
-    tx: WriteTx, entry: Mapping[str, Any], ignore: Iterable[str] = ()
+    tx: WriteTx,
+    entry: Mapping[str, Any],
+    ignore: Iterable[str] = (),
+    *,
+    vouched: bool = True,
 ) -> dict[str, Any] | None:
     """The active stored entry that is the same memory as ``entry`` (see
     :func:`_memory_key`), read in the write's own transaction; None if none.
+    For a ``vouched`` writer a quarantined entry is no twin: what it
+    remembers must load in its own pool, not stay in quarantine.
 
     Reads only the rows :func:`_twins` names (none but the twin, unless
     rows were written without a digest)."""
@@ -1221,6 +1298,8 @@ def _duplicate(
             continue
         value = _parse(stored)
         if isinstance(value, dict) and _memory_key(value) == key:
+            if vouched and is_quarantined(value):
+                continue
             return value
     return None
 
@@ -1229,9 +1308,12 @@ def _stored_memories(
     tx: WriteTx,
     keys: Iterable[tuple[str, object, str] | None],
     ignore: Container[str],
+    *,
+    vouched: bool = True,
 ) -> dict[tuple[str, object, str], str]:
     """The active stored entries (not ``ignore``d) that are one of these
-    memories, by memory key, for a whole import (see :func:`_twins`)."""
+    memories, by memory key, for a whole import (see :func:`_twins`; a
+    ``vouched`` writer's lines have no quarantined twin)."""
     memories = {key for key in keys if key is not None}
     kinds = sorted({key[0] for key in memories})
     digests = sorted({_memory_digest(key) for key in memories})
@@ -1241,6 +1323,8 @@ def _stored_memories(
         key = _memory_key(value) if isinstance(value, dict) else None
         # a hand-written row's scope may be a list: never one of the keys
         usable = key is not None and _hashable(key[1]) and row.id not in ignore
+        if usable and vouched and isinstance(value, dict) and is_quarantined(value):
+            usable = False
         if usable and key in memories:
             stored.setdefault(key, row.id)
     return stored
@@ -1286,12 +1370,19 @@ class Store:
         token_counter: TokenCounter,
         max_entry_tokens: int,
         ranking: str = "lexical",
+        writer: Writer | None = None,
     ) -> None:
         self._backend = backend
         self.ranking = ranking
         self._embedder = Embedder.shared() if ranking == "semantic" else None
         self.namespace = namespace
-        self.pools: tuple[Pool, ...] | None = None if pools is None else tuple(pools)
+        # The pools that take entries by type, and the quarantine pool
+        # (issue 51: a pool named "quarantine" among ``pools`` sizes it).
+        self.pools: tuple[Pool, ...] | None
+        self.pools, self.quarantine_pool = split_quarantine(pools)
+        # Who this store acts for: the name it stamps on what it writes,
+        # and its grants (acting_as gives a store another writer).
+        self.writer = Writer(default_writer_name()) if writer is None else writer
         self._token_counter = token_counter
         self._max_entry_tokens = max_entry_tokens
         # The snapshots live in the process's budget (_shared.snapshots),
@@ -1333,6 +1424,89 @@ class Store:
 
     def __repr__(self) -> str:
         return f"<Store {self.url!r} namespace={self.namespace!r}>"
+
+    def acting_as(self, writer: Writer | str) -> Store:
+        """This store acting for ``writer``: what it writes is stamped with
+        the writer's name, and the writer's grants decide what it may write
+        (a name alone is a writer holding ``pin``, not quarantined: a
+        person's own memory). It shares the database, the snapshots and
+        the lock with this store (closing either closes both); the HTTP
+        server gives each request its token's writer this way.
+
+        Raises:
+            InvalidInput: ``writer`` is not a Writer or a non-blank str.
+        """
+        if isinstance(writer, str):
+            writer = Writer(writer)
+        if not isinstance(writer, Writer):
+            raise InvalidInput(
+                "writer", f"must be a Writer or a str, got {type(writer).__name__}"
+            )
+        view = copy.copy(self)
+        view.writer = writer
+        return view
+
+    # --- grants and provenance (issue 51; _trust.py) -------------------------
+
+    def _need_pin(self, field: str, what: str, *, id: str | None = None) -> None:
+        """Refuse ``what`` unless this store's writer holds ``pin``."""
+        if not self.writer.pin:
+            raise NotGranted(
+                field,
+                f"{what} needs the 'pin' grant, which writer "
+                f"{self.writer.name!r} does not hold; nothing was written",
+                grant="pin",
+                id=id,
+            )
+
+    def _need_vouched(self, entry: Mapping[str, Any], ident: str) -> None:
+        """A quarantined writer changes only quarantined entries."""
+        if self.writer.quarantine and not is_quarantined(entry):
+            raise NotGranted(
+                "id",
+                f"writer {self.writer.name!r} is quarantined: it may change only "
+                f"entries written in quarantine, and {ident!r} is not; nothing "
+                "was written",
+                grant="vouched",
+                id=ident,
+            )
+
+    def _may_change(
+        self, found: Stored | None, entry: Mapping[str, Any], ident: str, doing: str
+    ) -> None:
+        """The one rule of who may change (update, retire, forget, replace)
+        a stored entry: an always-scope one (by its row's scope column or its
+        body) needs ``pin``; a quarantined writer changes only quarantined
+        entries. ``doing`` names the change ("changing", "forgetting")."""
+        scopes = (None if found is None else found.scope, entry.get("scope"))
+        if _ALWAYS in scopes:
+            self._need_pin("id", f"{doing} always-scope entry {ident!r}", id=ident)
+        self._need_vouched(entry, ident)
+
+    def _stamp_new(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Stamp a new entry as this writer's, now (any provenance it
+        carried is dropped: only the store writes it)."""
+        for field in PROVENANCE:
+            entry.pop(field, None)
+        entry[WRITTEN_BY] = self.writer.name
+        entry[WRITTEN_AT] = _created(None)
+        if self.writer.quarantine:
+            entry[QUARANTINED] = True
+        return entry
+
+    def _stamp_change(self, entry: dict[str, Any], *, retired: bool = False) -> bool:
+        """Stamp a change of ``entry`` by this writer, now; a change of its
+        fields (not a retirement) by a vouched writer takes it out of
+        quarantine, by a quarantined one puts it in. True when it left
+        quarantine."""
+        entry[UPDATED_BY] = self.writer.name
+        entry[UPDATED_AT] = _created(None)
+        if retired:
+            return False
+        if self.writer.quarantine:
+            entry[QUARANTINED] = True
+            return False
+        return entry.pop(QUARANTINED, None) is True
 
     def __enter__(self) -> Store:
         return self
@@ -1390,18 +1564,21 @@ class Store:
             base_priority=base_priority,
             now=now,
         )
+        self._stamp_new(entry)
         warnings = self._check(entry)
         if supersedes is not None:
             _require_name("supersedes", supersedes)
         if key is not None:
             _require_name("key", key)
+        if entry.get("scope") == _ALWAYS:
+            self._need_pin("scope", "an always-scope entry (it loads on every recall)")
 
         def work(tx: WriteTx) -> Written:
             if key is not None:
                 first = tx.by_key(key)
                 if first is not None:
                     return self._replay(first, entry, key)
-            same = _duplicate(tx, entry)
+            same = _duplicate(tx, entry, vouched=not self.writer.quarantine)
             if same is not None:
                 return self._existing(tx, same, supersedes, warnings)
             if tx.get(entry["id"]) is not None:
@@ -1458,7 +1635,9 @@ class Store:
                 "supersedes",
                 f"{state} {ident!r} in namespace {self.namespace!r}",
             )
+        self._may_change(found, old, ident, "retiring (supersedes)")
         old["superseded_by"] = by
+        self._stamp_change(old, retired=True)
         return old
 
     def update(
@@ -1493,24 +1672,9 @@ class Store:
         changes = self._changes(content, type, scope, tags, project, base_priority)
 
         def work(tx: WriteTx) -> Updated:
-            found = tx.get(id)
-            if found is None:
-                raise InvalidInput(
-                    "id", f"no entry {id!r} in namespace {self.namespace!r}"
-                )
-            old = _parse(found)
-            if not isinstance(old, dict):
-                raise InvalidInput(
-                    "id", f"entry {id!r} is unreadable ({old}); forget it instead"
-                )
-            try:
-                _require_name("id", id)
-            except InvalidInput as exc:
-                raise InvalidInput(
-                    "id",
-                    f"entry {id!r} has an id no write accepts ({exc.message}); "
-                    "forget it and remember its content again",
-                ) from None
+            old = self._updatable(tx, id)
+            if changes.get("scope") == _ALWAYS:
+                self._need_pin("scope", "making an entry always-scope", id=id)
             entry = dict(old)
             if "content" in changes:  # a precomputed cost of the old content
                 entry.pop("token_count", None)
@@ -1519,8 +1683,18 @@ class Store:
                     entry.pop(field, None)
                 else:
                     entry[field] = value
+            promoted = self._stamp_change(entry)
             warnings = self._check(entry)
-            same = _duplicate(tx, entry, ignore=(id,))
+            if promoted:
+                warnings.append(
+                    f"quarantine: entry {id!r} was written in quarantine (by a "
+                    f"writer nobody vouched for); writer {self.writer.name!r} "
+                    "changed it, which vouches for it: it now loads in its "
+                    "type's pool"
+                )
+            same = _duplicate(
+                tx, entry, ignore=(id,), vouched=not self.writer.quarantine
+            )
             if same is not None:
                 raise InvalidInput(
                     "content",
@@ -1543,6 +1717,27 @@ class Store:
         updated = self._write(work)
         self._after_write()
         return updated
+
+    def _updatable(self, tx: WriteTx, id: str) -> dict[str, Any]:
+        """The stored entry ``update`` changes, if this writer may."""
+        found = tx.get(id)
+        if found is None:
+            raise InvalidInput("id", f"no entry {id!r} in namespace {self.namespace!r}")
+        old = _parse(found)
+        if not isinstance(old, dict):
+            raise InvalidInput(
+                "id", f"entry {id!r} is unreadable ({old}); forget it instead"
+            )
+        try:
+            _require_name("id", id)
+        except InvalidInput as exc:
+            raise InvalidInput(
+                "id",
+                f"entry {id!r} has an id no write accepts ({exc.message}); "
+                "forget it and remember its content again",
+            ) from None
+        self._may_change(found, old, id, "changing")
+        return old
 
     @staticmethod
     def _changes(
@@ -1578,8 +1773,28 @@ class Store:
             )
         return changes
 
-    def forget(self, id: str) -> bool:
+    @overload
+    def forget(self, id: str) -> bool: ...
+
+    @overload
+    def forget(self, *, written_by: str) -> int: ...
+
+    @overload
+    def forget(
+        self, id: str | None = None, *, written_by: str | None = None
+    ) -> bool | int: ...
+
+    def forget(
+        self, id: str | None = None, *, written_by: str | None = None
+    ) -> bool | int:
         """Delete an entry; True when this namespace had it, else False.
+
+        ``forget(written_by=NAME)`` deletes every entry NAME wrote (their
+        ``written_by``, stamped by the store: cleaning up after a
+        compromised token) and returns how many entries were deleted; it
+        needs the ``pin`` grant. Forgetting an always-scope entry needs
+        ``pin`` too, and a quarantined writer forgets only quarantined
+        entries.
 
         Entries whose ``superseded_by`` chain ends at it are deleted too. On
         SQLite the deleted bytes are overwritten (``secure_delete``) and the
@@ -1590,23 +1805,41 @@ class Store:
         space).
 
         Raises:
-            InvalidInput: ``id`` is not a non-empty str.
+            InvalidInput: ``id`` is not a non-empty str, or both or neither
+                of ``id`` and ``written_by`` given.
+            NotGranted: the writer lacks the grant (nothing was deleted).
             StoreUnavailable: the database failed (nothing was deleted).
         """
+        if (id is None) == (written_by is None):
+            raise InvalidInput(None, "give an id or written_by, not both")
+        if written_by is not None:
+            return self._forget_writer(_require_text("written_by", written_by))
         _require_id(id)
+        ident = str(id)
 
         def work(tx: WriteTx) -> bool:
-            if not tx.delete([id]):
+            found = tx.get(ident)
+            if found is None:
                 return False
-            frontier = [id]
-            while frontier:
-                frontier = tx.superseding(frontier)
-                tx.delete(frontier)
-            return True
+            value = _parse(found)
+            self._may_change(
+                found, value if isinstance(value, dict) else {}, ident, "forgetting"
+            )
+            return bool(_delete_chains(tx, [ident]))
 
         forgotten = self._write(work)
         self._after_write()
         return forgotten
+
+    def _forget_writer(self, name: str) -> int:
+        self._need_pin("written_by", f"forgetting everything {name!r} wrote")
+
+        def work(tx: WriteTx) -> int:
+            return _delete_chains(tx, [row.id for row in tx.written_by(name)])
+
+        count = self._write(work)
+        self._after_write()
+        return count
 
     # --- reads -------------------------------------------------------------
 
@@ -1617,19 +1850,32 @@ class Store:
         return None if found is None else _readable(found)
 
     def list(
-        self, *, type: str | None = None, limit: int = 50, cursor: str | None = None
+        self,
+        *,
+        type: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+        scope: str | None = None,
+        written_by: str | None = None,
     ) -> Page:
         """A page of this namespace's entries (retired ones too), oldest first.
 
-        Pass ``next_cursor`` back to get the next page; every entry stored
-        before the first page and not deleted since appears exactly once.
+        Pass ``next_cursor`` back to get the next page (with the same
+        filters); every entry stored before the first page and not deleted
+        since appears exactly once. ``type``, ``scope`` (``"always"`` or
+        ``"context"``) and ``written_by`` (a writer's name, as the store
+        stamped it) keep only the entries that have it.
 
         Raises:
             InvalidInput: ``limit`` not in 1..500, a cursor this store did not
-                give, or a bad ``type``.
+                give, or a bad ``type``, ``scope`` or ``written_by``.
         """
         if type is not None:
             _require_name("type", type)
+        if scope is not None:
+            scope = _scope(scope)
+        if written_by is not None:
+            _require_text("written_by", written_by)
         if (
             isinstance(limit, bool)
             or not isinstance(limit, int)
@@ -1644,7 +1890,8 @@ class Store:
             else _cursor_position(self._cursor_secret(), self.namespace, cursor)
         )
         rows = self._backend.read(
-            self.namespace, lambda tx: tx.page(type, after, limit + 1)
+            self.namespace,
+            lambda tx: tx.page(type, after, limit + 1, scope=scope, writer=written_by),
         )
         more = len(rows) > limit
         rows = rows[:limit]
@@ -1700,12 +1947,15 @@ class Store:
             InvalidInput: a bad context, ``pools`` or ``tz`` (named).
         """
         context = _context(message, tags, project)
-        chosen_pools = self.pools if pools is None else _check_pools(pools)
+        if pools is None:
+            chosen_pools, quarantine = self.pools, self.quarantine_pool
+        else:
+            chosen_pools, quarantine = split_quarantine(_check_pools(pools))
         now = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, now, tz)  # parsed before the lock
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
-            pools_now = self._pools_for(snap, chosen_pools)
+            pools_now = self._pools_for(snap, chosen_pools, quarantine)
             # Each pool over its own part: lexical by the part's recall
             # index, bounded by its relevance's factors; semantic by one
             # loop over the part (its hybrid factor is above 1 for nearly
@@ -1763,27 +2013,34 @@ class Store:
                 return text + _explain_tail(unused, skipped, summary)
             make = self._relevance(snap, context, at, times)
             ranked = {} if make is None else snap.parts.relevances(make)
-            # recall's pools and scorer: each entry by its own pool's part
+            # recall's pools and scorer: each entry by its own pool's part;
+            # the quarantine pool over the quarantined entries alone
             pools = snap.parts.floored(pools, ranked)
             scorer = snap.parts.scorer(context, ranked)
-            report = poolsplit.explain(
-                snap.entries,
-                pools,
-                context,
-                scorer=scorer,
-                token_counter=self._token_counter,
-                now=now,
-                ids=filters["ids"],
-                types=filters["types"],
-                outcomes=filters["outcomes"],
-            )
+            reports = []
+            for shown, entries in _explained_parts(snap, pools):
+                report = poolsplit.explain(
+                    entries,
+                    shown,
+                    context,
+                    scorer=scorer,
+                    token_counter=self._token_counter,
+                    now=now,
+                    ids=filters["ids"],
+                    types=filters["types"],
+                    outcomes=filters["outcomes"],
+                )
+                reports.append((report, entries))
             relevance = ""
             if ranked:
-                relevance = _relevance_lines(ranked, snap, report)
+                relevance = _relevance_lines(ranked, snap, reports)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
-        text = report.render(summary=summary).rstrip("\n") + "\n" + relevance
-        return text + _explain_tail(unused, skipped, summary)
+        text = "\n".join(
+            (_QUARANTINE_HEAD if i else "") + r.render(summary=summary).rstrip("\n")
+            for i, (r, _) in enumerate(reports)
+        )
+        return text + "\n" + relevance + _explain_tail(unused, skipped, summary)
 
     def _explained_pools(
         self, snap: _Snapshot
@@ -1797,7 +2054,11 @@ class Store:
         pools = self._pools_for(snap)
         if self.pools is not None:
             return pools, []
-        shown = [p for p in pools if not snap.types.isdisjoint(p.types or ())]
+        shown = [
+            p
+            for p in pools
+            if p.name == QUARANTINE or not snap.types.isdisjoint(p.types or ())
+        ]
         unused = [p.name for p in pools if p not in shown]
         return shown, unused
 
@@ -1896,12 +2157,19 @@ class Store:
             return
 
     def _pools_for(
-        self, snap: _Snapshot, pools: Sequence[Pool] | None = None
+        self,
+        snap: _Snapshot,
+        pools: Sequence[Pool] | None = None,
+        quarantine: Pool | None = None,
     ) -> builtins.list[Pool]:
+        """The pools a recall of ``snap`` fills: ``pools`` (None: the
+        store's, else the defaults for the snapshot's types), then the
+        quarantine pool when the snapshot holds a quarantined entry."""
         pools = self.pools if pools is None else pools
-        if pools is not None:
-            return list(pools)
-        return default_pools(snap.types)
+        chosen = list(pools) if pools is not None else default_pools(snap.types)
+        if snap.parts.holds(QUARANTINE):
+            chosen.append(self.quarantine_pool if quarantine is None else quarantine)
+        return chosen
 
     def _snapshot(self, pools: Sequence[Pool] | None = None) -> _Snapshot:
         """The loaded candidates for ``pools`` (None: the store's), one
@@ -2089,7 +2357,9 @@ class Store:
             dest.write(text)
         return len(lines)
 
-    def import_jsonl(self, source: Source, *, replace: bool = False) -> Imported:
+    def import_jsonl(
+        self, source: Source, *, replace: bool = False, keep_provenance: bool = False
+    ) -> Imported:
         """Store every entry of a JSONL file, all or nothing; return the count
         of distinct ids written (an :class:`Imported`, an int with warnings).
 
@@ -2109,12 +2379,26 @@ class Store:
         order, before the ``idempotent`` ones; the always-scope total is
         not among them (every recall reports it).
 
+        Provenance: each line written is stamped as this store's writer's,
+        now (``written_by``, ``written_at``; quarantined if the writer is),
+        whatever the file says, unless ``keep_provenance=True`` (restoring
+        a backup ``export_jsonl`` wrote), which keeps the file's and needs
+        the ``pin`` grant. An always-scope line, or a line replacing a
+        stored always-scope entry, needs ``pin``; a quarantined writer
+        replaces only quarantined entries.
+
         Raises:
             InvalidInput: the first bad line (``line`` and ``field`` set);
                 nothing is written.
+            NotGranted: the writer lacks a grant the file needs; nothing is
+                written.
             StoreUnavailable: the database failed; nothing is written.
         """
-        entries, lines, checked = self._read_jsonl(source, replace)
+        if not isinstance(keep_provenance, bool):
+            raise InvalidInput("keep_provenance", "must be True or False")
+        if keep_provenance:
+            self._need_pin("keep_provenance", "keeping a file's provenance")
+        entries, lines, checked = self._read_jsonl(source, replace, keep_provenance)
 
         def work(tx: WriteTx) -> Imported:
             ids = list(entries)
@@ -2128,6 +2412,8 @@ class Store:
                     line=lines[ident],
                     id=ident,
                 )
+            for ident in sorted(stored, key=lines.__getitem__):
+                self._check_replaced(tx, ident, lines[ident])
             kept, warnings = self._unique(tx, entries, lines)
             self._check_targets(tx, kept, lines)
             fresh = []
@@ -2155,7 +2441,9 @@ class Store:
         entry. Lines of one file are not compared with each other: a backup
         is restored as it was written."""
         keys = {ident: _memory_key(entry) for ident, entry in entries.items()}
-        stored = _stored_memories(tx, keys.values(), entries)
+        stored = _stored_memories(
+            tx, keys.values(), entries, vouched=not self.writer.quarantine
+        )
         same_as = {
             ident: stored[key]
             for ident, key in keys.items()
@@ -2175,6 +2463,22 @@ class Store:
             else:
                 kept[ident] = entry
         return kept, warnings
+
+    def _check_replaced(self, tx: WriteTx, ident: str, line: int) -> None:
+        """A stored entry a line replaces: always-scope needs ``pin``; a
+        quarantined writer replaces only quarantined entries."""
+        if self.writer.pin and not self.writer.quarantine:
+            return
+        found = tx.get(ident)
+        value = None if found is None else _parse(found)
+        try:
+            self._may_change(
+                found, value if isinstance(value, dict) else {}, ident, "replacing"
+            )
+        except NotGranted as exc:
+            raise NotGranted(
+                exc.field, exc.message, grant=exc.grant, id=ident, line=line
+            ) from None
 
     def _check_targets(
         self, tx: WriteTx, entries: dict[str, dict[str, Any]], lines: dict[str, int]
@@ -2208,7 +2512,7 @@ class Store:
                 )
 
     def _read_jsonl(
-        self, source: Source, replace: bool
+        self, source: Source, replace: bool, keep_provenance: bool = False
     ) -> tuple[dict[str, dict[str, Any]], dict[str, int], builtins.list[str]]:
         """The file's entries by id (checked), each id's line, and the
         lines' warnings (``line N: ...``)."""
@@ -2246,12 +2550,23 @@ class Store:
                     None, f"must be a JSON object, got {_json_kind(value)}", line=number
                 )
             value.setdefault("id", _new_id())
+            if not keep_provenance:
+                self._stamp_new(value)
             try:
                 warnings += [f"line {number}: {w}" for w in self._check(value)]
             except InvalidInput as exc:
                 raise InvalidInput(
                     exc.field, exc.message, line=number, id=str(value.get("id"))
                 ) from None
+            if value.get("scope") == _ALWAYS and not self.writer.pin:
+                raise NotGranted(
+                    "scope",
+                    "an always-scope entry needs the 'pin' grant, which writer "
+                    f"{self.writer.name!r} does not hold; nothing was written",
+                    grant="pin",
+                    id=str(value.get("id")),
+                    line=number,
+                )
             ident = value["id"]
             if ident in entries and not replace:
                 raise InvalidInput(
@@ -2492,6 +2807,9 @@ def loadable(
         if position in reasons:
             skips.skip(index, value, "; ".join(reasons[position]))
             continue
+        if value.get(QUARANTINED) is True and value.get("scope") == _ALWAYS:
+            skips.skip(index, value, _QUARANTINED_ALWAYS)
+            continue
         kind = value.get("type", "note")
         types.add(kind)
         if admitted is not None and kind not in admitted:
@@ -2502,6 +2820,12 @@ def loadable(
     return Loadable(
         entries, frozenset(types), skips.skipped, skips.always_skipped, warnings
     )
+
+
+_QUARANTINED_ALWAYS: Final = (
+    "scope: a quarantined entry (its writer is not vouched for) is never "
+    "always-scope; a writer holding pin must update it to vouch for it"
+)
 
 
 def _unreadable(value: object) -> str | None:
@@ -2548,8 +2872,13 @@ def open_store(
     ranking: str = "lexical",
     pool_size: int = DEFAULT_POOL_SIZE,
     read_url: str | None = None,
+    writer: str | None = None,
 ) -> Store:
     """Open (and create if needed) a store; one namespace of one database.
+
+    ``writer``: the name stamped as ``written_by`` on what this store
+    writes (default: the OS user's name); the store holds every grant
+    (``Store.acting_as`` gives one of fewer).
 
     ``url``: a file path (str or ``pathlib.Path``), ``sqlite:///relative`` or
     ``sqlite:////absolute``, ``:memory:``, or ``postgresql://...`` /
@@ -2589,6 +2918,8 @@ def open_store(
         )
     _require_name("namespace", namespace)
     checked_pools = _check_pools(pools)
+    split_quarantine(checked_pools)  # a quarantine pool naming types: refused
+    chosen_writer = Writer(default_writer_name() if writer is None else writer)
     if type(max_entry_tokens) is not int or max_entry_tokens < 1:
         raise InvalidInput(
             "max_entry_tokens", f"must be a positive int, got {max_entry_tokens!r}"
@@ -2621,6 +2952,7 @@ def open_store(
         token_counter=token_counter,
         max_entry_tokens=max_entry_tokens,
         ranking=ranking,
+        writer=chosen_writer,
     )
 
 
