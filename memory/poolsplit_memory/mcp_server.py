@@ -928,7 +928,9 @@ def _resource(namespace: str, entry: Mapping[str, Any]) -> Resource:
         title = title if len(title) <= 80 else title[:79] + "…"
         kind = entry.get("type")
         always = " (scope always)" if entry.get("scope") == "always" else ""
-        description = f"a {kind} entry{always}" if isinstance(kind, str) else None
+        who = entry.get("written_by")
+        by = f", written by {who}" if isinstance(who, str) else ""
+        description = f"a {kind} entry{always}{by}" if isinstance(kind, str) else None
     else:
         title, description = f"unreadable: {entry.get('unreadable')}", None
     return Resource(

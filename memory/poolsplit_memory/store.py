@@ -1136,6 +1136,38 @@ def _unmatched_note(relevance: Relevance) -> str:
     return " (no match: all x1)"
 
 
+def _provenance_lines(
+    reports: Sequence[tuple[poolsplit.Explanation, Sequence[dict[str, Any]]]],
+    summary: bool,
+) -> str:
+    """Who wrote the entries explain reports on (``written_by``, as the
+    store stamped it): a count per writer, and with rows (not ``summary``)
+    each reported entry's writer and last change, at most 20."""
+    counts: collections.Counter[str] = collections.Counter()
+    rows = []
+    for report, entries in reports:
+        for entry in entries:
+            who = entry.get(WRITTEN_BY)
+            name = who if isinstance(who, str) else "(not recorded)"
+            counts[name + (" (quarantined)" if is_quarantined(entry) else "")] += 1
+        for decision in () if summary else report.decisions:
+            entry = entries[decision.index]
+            by, at = entry.get(WRITTEN_BY), entry.get(WRITTEN_AT)
+            line = f"- {decision.id}: written by {by} at {at}"
+            if entry.get(UPDATED_BY) is not None:
+                line += (
+                    f", changed by {entry.get(UPDATED_BY)} at {entry.get(UPDATED_AT)}"
+                )
+            rows.append(line)
+    if not counts:
+        return ""
+    text = "writers: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
+    shown = rows[:_RELEVANCE_ROWS]
+    if len(rows) > len(shown):
+        shown.append(f"- and {len(rows) - len(shown)} more")
+    return "\n".join([text, *shown]) + "\n"
+
+
 _QUARANTINE_HEAD: Final = (
     f"\n{QUARANTINE}: the entries of writers nobody vouched for, whatever "
     "their type, in a pool of their own\n"
@@ -2034,6 +2066,7 @@ class Store:
             relevance = ""
             if ranked:
                 relevance = _relevance_lines(ranked, snap, reports)
+            relevance += _provenance_lines(reports, summary)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
         text = "\n".join(

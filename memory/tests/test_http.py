@@ -173,12 +173,14 @@ def tool_error(reply):
     return block["text"]
 
 
-def add_token(tmp_path, name, *namespaces, read_only=False):
+def add_token(tmp_path, name, *namespaces, read_only=False, pin=False):
     args = [SERVER, "token", "--tokens", tmp_path / "tokens.json", "add", name]
     for namespace in namespaces:
         args += ["--namespace", namespace]
     if read_only:
         args.append("--read-only")
+    if pin:
+        args.append("--pin")
     done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout.strip()
 
@@ -276,12 +278,12 @@ def test_http_token_add_prints_the_token_once_and_stores_its_hash(tmp_path):
 
 
 def test_http_tokens_grants_read_from_scopes():
-    from poolsplit_memory._tokens import grants_from_scopes
+    from poolsplit_memory._tokens import Grant, grants_from_scopes
 
     assert grants_from_scopes(
         ["openid", "poolsplit-read:team", "poolsplit-write:a:b", "poolsplit-write:team",
          "poolsplit-read:", "poolsplit-write", "Poolsplit-write:x"]
-    ) == {"team": True, "a:b": True}  # fmt: skip
+    ) == {"team": Grant(True), "a:b": Grant(True)}  # fmt: skip
     assert list(grants_from_scopes(["poolsplit-read:z", "poolsplit-write:a"])) == [
         "z",
         "a",
@@ -524,12 +526,14 @@ def test_http_no_token_or_a_wrong_one_is_401_and_writes_nothing(tmp_path):
     assert lines[-1]["tenant"] == "ada" and lines[-1]["namespace"] == "ada"
     assert set(lines[-1]) == {
         "time", "pid", "method", "path", "status", "ms", "in", "out", "tenant",
-        "namespace",
+        "namespace", "tool", "id",
     }  # fmt: skip
+    assert lines[-1]["tool"] == "remember"  # the write: its tool and entry id
+    assert [lines[-1]["id"]] == list(exported(str(db), "ada", tmp_path))
 
 
 def test_http_mcp_client_over_streamable_http(tmp_path):
-    token = add_token(tmp_path, "ada", "ada")
+    token = add_token(tmp_path, "ada", "ada", pin=True)  # it pins a correction
     db = tmp_path / "m.db"
     with serve(tmp_path, db, "--tokens", tmp_path / "tokens.json") as server:
 
@@ -1625,17 +1629,17 @@ def test_http_an_empty_token_list_on_loopback_lets_no_one_in(tmp_path):
 
 
 def test_http_tokens_a_read_grant_beside_a_write_grant_stays_read_only():
-    from poolsplit_memory._tokens import grants_from_scopes
+    from poolsplit_memory._tokens import Grant, grants_from_scopes
 
     assert grants_from_scopes(["poolsplit-write:carol", "poolsplit-read:team"]) == {
-        "carol": True,
-        "team": False,
+        "carol": Grant(True),
+        "team": Grant(False),
     }
     for scopes in (
         ["poolsplit-write:team", "poolsplit-read:team"],
         ["poolsplit-read:team", "poolsplit-write:team"],
     ):  # the order of the two grants for one namespace decides nothing
-        assert grants_from_scopes(scopes) == {"team": True}
+        assert grants_from_scopes(scopes) == {"team": Grant(True)}
 
 
 MIXED_VERIFIER = """

@@ -498,3 +498,15 @@ def test_property_quarantined_text_never_exceeds_its_pool(writes, pools, message
         )
         expected = clean.recall(message, now=NOW + timedelta(hours=1)).pools
         assert others == {n: [e["id"] for e in es] for n, es in expected.items()}
+
+
+def test_explain_says_who_wrote_what(open_):
+    lead, bot = flooded(open_)
+    fact = lead.recall("billing export nightly").pools["facts"][0]["id"]
+    lead.acting_as(MATE).update(fact, tags=["ops"])
+    summary = lead.explain("How is the billing export going?", summary=True)
+    assert "writers: bot (quarantined) 40, lead 3" in summary
+    rows = lead.explain("billing export", ids=[fact], summary=False)
+    (line,) = [r for r in rows.splitlines() if r.startswith(f"- {fact}: written by")]
+    assert line.startswith(f"- {fact}: written by lead at 20")
+    assert ", changed by mate at 20" in line
