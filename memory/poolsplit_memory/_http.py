@@ -114,6 +114,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from poolsplit_memory import (
     InvalidInput,
+    NotGranted,
     Store,
     StoreError,
     StoreUnavailable,
@@ -405,12 +406,19 @@ class _TenantStore:
 
         @functools.wraps(value)
         def call(*args: Any, **kwargs: Any) -> Any:
+            facts = tenant.call if tenant is not None and name in _WRITES else None
+            if facts is not None:
+                _log_target(facts, name, args, kwargs)
             try:
                 result = value(*args, **kwargs)
             except StoreUnavailable as exc:
                 raise _for_tenant(exc, tenant) from exc
-            if tenant is not None and name in _WRITES:
-                _log_write(tenant, name, args, kwargs, result)
+            except NotGranted as exc:
+                if facts is not None:
+                    facts["refused"] = exc.grant
+                raise
+            if facts is not None and name == "remember":
+                facts["id"] = getattr(result, "id", None)
             return result
 
         return call
@@ -419,22 +427,18 @@ class _TenantStore:
 _WRITES: Final = frozenset({"remember", "update", "forget", "import_jsonl"})
 
 
-def _log_write(
-    tenant: _Tenant,
-    name: str,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    result: Any,
+def _log_target(
+    facts: dict[str, Any], name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> None:
-    """What a write did, for the request's access log line: the entry id
-    written (remember's new id, update's and forget's id), or the writer
-    whose entries a ``forget(written_by=...)`` deleted."""
-    if name == "remember":
-        tenant.call["id"] = getattr(result, "id", None)
-    elif name == "update" or (name == "forget" and (args or "id" in kwargs)):
-        tenant.call["id"] = args[0] if args else kwargs.get("id")
-    elif name == "forget":
-        tenant.call["written_by"] = kwargs.get("written_by")
+    """What a write is about, for the request's access log line: the entry
+    id (update's and forget's, known before the call; remember's once it
+    is written), or the writer whose entries ``forget(written_by=...)``
+    deletes; a write refused for a grant adds ``"refused": GRANT``."""
+    ident = args[0] if args else kwargs.get("id")
+    if name in ("update", "forget") and isinstance(ident, str):
+        facts["id"] = ident[:200]
+    elif name == "forget" and isinstance(kwargs.get("written_by"), str):
+        facts["written_by"] = kwargs["written_by"][:200]
 
 
 def tenant_store() -> Any:

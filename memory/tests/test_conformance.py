@@ -1502,7 +1502,8 @@ def update_in_model(store, model, ident, content):
     updated = store.update(ident, content=content, scope="context")
     expected = {**entry, "content": content}
     expected.pop("scope", None)
-    assert updated.entry == expected
+    assert unstamped(updated.entry) == unstamped(expected)
+    assert updated.entry["updated_by"] == store.writer.name
     model[ident] = expected
 
 

@@ -260,10 +260,12 @@ def test_every_tool_with_its_output_schema(tmp_path):
 
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
                 "forgotten": True,
+                "count": 1,
                 "warnings": [],
             }
             assert ok(await client.call_tool("forget", {"id": note["id"]})) == {
                 "forgotten": False,
+                "count": 0,
                 "warnings": [],
             }
             assert ok(await client.call_tool("get", {"id": note["id"]})) == {
@@ -369,6 +371,7 @@ def test_two_namespaces_on_one_file_never_see_each_other(tmp_path):
                 assert message.startswith("id:")
                 assert ok(await client.call_tool("forget", {"id": other["id"]})) == {
                     "forgotten": False,
+                    "count": 0,
                     "warnings": [],
                 }
             assert ok(await archive.call_tool("get", {"id": theirs["id"]}))["entry"][

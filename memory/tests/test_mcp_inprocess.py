@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import unstamped
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
@@ -110,8 +111,8 @@ def test_update_reads_a_null_argument_as_a_left_out_one(tmp_path):
                     "update",
                     {"id": entry["id"], "content": "k2", "tags": None, "scope": None},
                 )
-                assert nulls.structured_content["entry"] == {
-                    **kept.structured_content["entry"],
+                assert unstamped(nulls.structured_content["entry"]) == {
+                    **unstamped(kept.structured_content["entry"]),
                     "content": "k2",
                 }
                 cleared = await client.call_tool(
@@ -181,7 +182,11 @@ def test_forget_says_when_a_reader_holds_the_content_in_the_wal(tmp_path):
         (warning,) = structured["warnings"]
         assert warning.startswith("forget: deleted, but the content stays in")
         again = call(store, "forget", {"id": written.id})  # the reader is gone
-        assert again.structured_content == {"forgotten": False, "warnings": []}
+        assert again.structured_content == {
+            "forgotten": False,
+            "count": 0,
+            "warnings": [],
+        }
 
 
 def test_each_tool_call_finds_its_store_through_the_resolver(tmp_path):

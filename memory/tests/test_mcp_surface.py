@@ -19,6 +19,7 @@ import threading
 import time
 
 import pytest
+from conftest import unstamped
 
 mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
@@ -71,9 +72,10 @@ def test_update_with_every_field_null_changes_only_the_content(tmp_path):
             )
             assert updated["warnings"] == []
             expected = {**before, "content": "Use pnpm, never npm, yarn or bun"}
-            assert updated["entry"] == expected
+            assert unstamped(updated["entry"]) == unstamped(expected)
+            assert updated["entry"]["written_at"] == before["written_at"]
             got = ok(await client.call_tool("get", {"id": before["id"]}))["entry"]
-            assert got == expected
+            assert got == updated["entry"]
             assert type(got["base_priority"]) is int  # 9, not 9.0
 
     run(body)
@@ -109,7 +111,7 @@ def test_update_clears_only_with_the_documented_values(tmp_path):
             )
             assert refused == "scope: must be 'always' or 'context', got 'forever'"
             kept = ok(await call("get", {"id": ident}))["entry"]
-            assert kept == cleared | {"base_priority": 3}
+            assert unstamped(kept) == unstamped(cleared) | {"base_priority": 3}
 
     run(body)
 

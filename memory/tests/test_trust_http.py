@@ -238,10 +238,12 @@ def test_http_grants_provenance_and_quarantine_across_two_instances(tmp_path, te
             not in ok(rpc(a, "recall", {"message": "release notes"}, mate))["pools"]
         )
         # the access log names the tool and the entry each write touched
-        writes = [line for line in log_lines(two) if line.get("tool") == "update"]
-        assert {"tool": "update", "id": fact, "tenant": "mate"}.items() <= writes[
-            0
-        ].items()
+        updates = [line for line in log_lines(two) if line.get("tool") == "update"]
+        # the refused attempt on the pinned rule is named too, with the grant
+        refused = {"id": rule, "tenant": "mate", "refused": "pin"}
+        assert refused.items() <= updates[0].items()
+        done = [line for line in updates if line.get("id") == fact]
+        assert done and "refused" not in done[0] and done[0]["tenant"] == "mate"
         forgets = [line for line in log_lines(two) if line.get("written_by") == "bot"]
         assert forgets and forgets[0]["tool"] == "forget"
     stored = exported(team_db, "team", tmp_path)
