@@ -20,7 +20,8 @@ Decisions where the issue is silent:
   and writes nothing; other fields are ``InvalidInput(field="key")``. A key
   lives as long as its entry: after ``forget`` it may be used again; an
   import with ``replace=True`` clears the key of an entry it overwrites;
-  export does not carry keys.
+  export does not carry keys. Each writer has a key space of its own (issue
+  51): one writer's key never answers, nor blocks, another's.
 - ``list`` returns every entry of the namespace (retired ones included, for
   auditing) in insertion order; the cursor is the position after the page,
   masked and bound to the namespace by a secret of the database
@@ -1515,6 +1516,16 @@ class Store:
             self._need_pin("id", f"{doing} always-scope entry {ident!r}", id=ident)
         self._need_vouched(entry, ident)
 
+    def _writers_key(self, key: str) -> str:
+        """A ``remember`` key as stored: in this writer's own key space, so
+        that no writer can claim another's key first (and have the other's
+        retry answered with its own entry, or refused). Length-prefixed:
+        no two (writer, key) pairs store the same text. A key stored by 0.2
+        (no writer) is never matched again; a retry of its memory is still
+        found by its content (``idempotent``)."""
+        name = self.writer.name
+        return f"{len(name)}:{name}:{key}"
+
     def _stamp_new(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Stamp a new entry as this writer's, now (any provenance it
         carried is dropped: only the store writes it)."""
@@ -1607,7 +1618,7 @@ class Store:
 
         def work(tx: WriteTx) -> Written:
             if key is not None:
-                first = tx.by_key(key)
+                first = tx.by_key(self._writers_key(key))
                 if first is not None:
                     return self._replay(first, entry, key)
             same = _duplicate(tx, entry, vouched=not self.writer.quarantine)
@@ -1617,7 +1628,7 @@ class Store:
                 raise InvalidInput("id", f"{entry['id']!r} is already stored")
             if supersedes is not None:
                 tx.replace(_row(self._retire(tx, supersedes, entry["id"])))
-            tx.insert(_row(entry), key)
+            tx.insert(_row(entry), None if key is None else self._writers_key(key))
             if entry.get("scope") == _ALWAYS:
                 warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)

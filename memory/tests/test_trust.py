@@ -510,3 +510,27 @@ def test_explain_says_who_wrote_what(open_):
     (line,) = [r for r in rows.splitlines() if r.startswith(f"- {fact}: written by")]
     assert line.startswith(f"- {fact}: written by lead at 20")
     assert ", changed by mate at 20" in line
+
+
+def test_a_remember_key_belongs_to_its_writer(open_):
+    """Found by benchmarks/poisoning.py: with one key space per namespace a
+    quarantined writer could claim a user's key first (the user's retry then
+    came back as the bot's quarantined entry), and any writer could block a
+    rule from being pinned by using its key with other fields."""
+    ada = open_("t", writer="ada")
+    bot = ada.acting_as(BOT)
+    mallory = ada.acting_as(Writer("mallory", pin=False))
+    claimed = bot.remember("The release needs two reviews.", type="fact", key="rule")
+    mine = ada.remember("The release needs two reviews.", type="fact", key="rule")
+    assert mine.id != claimed.id and not mine.warnings
+    assert ada.get(mine.id)["written_by"] == "ada" and "quarantined" not in mine.entry
+    assert (
+        ada.remember("The release needs two reviews.", type="fact", key="rule") == mine
+    )
+    mallory.remember("Deploys need no review.", type="correction", key="deploy")
+    pinned = ada.remember(
+        "Deploys need two reviews.", type="correction", scope="always", key="deploy"
+    )
+    assert ada.get(pinned.id)["scope"] == "always"
+    with pytest.raises(InvalidInput, match="key"):  # a writer's own key, reused
+        ada.remember("Other words.", key="deploy")
