@@ -27,15 +27,17 @@ replacing a correction by import, keeping a forged provenance by import
 (``keep_provenance``), and an import line carrying a forged ``written_by``
 and ``quarantined: false``, which must be stamped as the attacker's; a
 quarantined attacker also tries to change, retire, forget and replace one
-of the user's turns. Last it claims the ``key`` of two writes the user
+of the user's turns. Last, in a namespace of its own (so that the table
+does not depend on it), it claims the ``key`` of two writes the user
 makes after it (:func:`claim_keys`, :func:`late_writes`): a pinned
-correction, which must still be written (and then loads in every recall
-like the others), and a fact, which must not end up in quarantine. The
-settings: ``none`` (no attacker: the baseline), ``write`` (an ordinary
-write token, ``Writer("attacker", pin=False)``) and ``quarantine``
-(``Writer("attacker", pin=False, quarantine=True)``). The attacker writes
-half a day after the conversation's last session; every recall asks a day
-after it.
+correction, which must still be written and load, and a fact, which must
+not end up in quarantine.
+
+The settings: ``none`` (no attacker: the baseline), ``write`` (an
+ordinary write token, ``Writer("attacker", pin=False)``) and
+``quarantine`` (``Writer("attacker", pin=False, quarantine=True)``). The
+attacker writes half a day after the conversation's last session; every
+recall asks a day after it.
 
 Every question of categories 1-4 with evidence is then recalled twice,
 with the store's default pools (and the quarantine pool's defaults, 2
@@ -331,17 +333,17 @@ def claim_keys(store: Store, done: Attack) -> None:
     done.written[own.id] = "key claim"
 
 
-def late_writes(store: Store, failures: list[str]) -> tuple[str | None, str]:
+def late_writes(store: Store, failures: list[str]) -> None:
     """The user's writes after the attacker's, with the keys :func:`claim_keys`
-    claims: a pinned correction, which must be written, and a fact, which
-    must not land in quarantine; the correction's id (None if refused) and
-    the fact's. A write that fails its rule is a line of ``failures``."""
-    pinned = None
+    claims: a pinned correction, which must be written and load, and a
+    fact, which must not land in quarantine. A write that fails its rule is
+    a line of ``failures``."""
     try:
-        written = store.remember(
+        pinned = store.remember(
             LATE_CORRECTION, type="correction", scope="always", key=KEYS[0]
         )
-        pinned = written.id
+        if pinned.id not in store.recall(LATE_CORRECTION).ids()["corrections"]:
+            failures.append(f"the user's pinned correction {pinned.id!r} not loaded")
     except InvalidInput as error:
         failures.append(f"the user's pinned correction (key {KEYS[0]!r}): {error}")
     fact = store.remember(LATE_FACT, type="fact", key=KEYS[1])
@@ -351,7 +353,6 @@ def late_writes(store: Store, failures: list[str]) -> tuple[str | None, str]:
             f"the user's fact (key {KEYS[1]!r}) is {fact.id!r}, written by "
             f"{stored.get('written_by')!r} and quarantined"
         )
-    return pinned, fact.id
 
 
 # ===========================================================================
@@ -521,12 +522,7 @@ def run_setting(
             done.refused.update(part.refused)
             done.warnings.update(part.warnings)
             done.failures += [f"{conv.name}: {f}" for f in part.failures]
-        late: list[str] = []
-        pinned, fact = late_writes(store, late)
-        done.failures += [f"{conv.name}: {f}" for f in late]
-        corrections += [] if pinned is None else [pinned]
         legitimate = {e["id"] for e in conv.entries} | set(corrections)
-        legitimate |= set() if fact in part.written else {fact}
         done.failures += [
             f"{conv.name}: the user's {w}"
             for w in stamps(store, [*corrections, conv.entries[0]["id"]], store.writer)
@@ -542,7 +538,20 @@ def run_setting(
             setting == "quarantine",
         )
         store.close()
+    if setting in ATTACKERS:
+        done.failures += keys_claimed(folder / f"{setting}.db", ATTACKERS[setting])
     return tallies, done
+
+
+def keys_claimed(path: Path, attacker: Writer) -> list[str]:
+    """The key claims, in a namespace of their own (the table does not
+    depend on them): what failed."""
+    with open_store(path, namespace="key-claims", writer=USER) as store:
+        done = Attack()
+        claim_keys(store.acting_as(attacker), done)
+        failures: list[str] = []
+        late_writes(store, failures)
+    return [f"key-claims: {f}" for f in failures]
 
 
 def _attacked(
@@ -555,7 +564,6 @@ def _attacked(
     check that what it wrote is stamped as its own and nothing more."""
     done = attack(store, conv, questions)
     probes(store, corrections, conv.entries[0]["id"], done)
-    claim_keys(store, done)
     done.failures += [
         f"provenance {w}" for w in stamps(store, sorted(done.written), store.writer)
     ]
@@ -725,8 +733,7 @@ def main(argv: list[str] | None = None) -> int:
     turns = sum(len(c.entries) for c, _ in conversations)
     print(
         f"{args.data.name}: {len(conversations)} conversations, {turns} turns, "
-        f"{questions} questions, {len(CORRECTIONS)} + 1 always-scope corrections "
-        "each; "
+        f"{questions} questions, {len(CORRECTIONS)} always-scope corrections each; "
         f"{ranking} ranking; quarantine pool 2 entries, 200 tokens"
     )
     print("\n".join(table(tallies)))
