@@ -518,7 +518,9 @@ def run_setting(
         part = Attack()
         if attacker is not None:
             part = _attacked(store.acting_as(attacker), conv, questions, corrections)
-            done.written.update(part.written)
+            done.written.update(
+                {f"{conv.name}/{i}": k for i, k in part.written.items()}
+            )
             done.refused.update(part.refused)
             done.warnings.update(part.warnings)
             done.failures += [f"{conv.name}: {f}" for f in part.failures]
