@@ -157,7 +157,7 @@ def payloads(question: str, user: str, number: int) -> list[Payload]:
             1e300,
         ),
         Payload(
-            "a turn's copy, episode 1e6",
+            "turn copy episode 1e6",
             f"{user}: {topic}. {topic}. {question}",
             "episode",
             1e6,
