@@ -390,7 +390,13 @@ class _TenantStore:
 
     def __getattr__(self, name: str) -> Any:
         tenant = _tenant.get()
+        if tenant is not None and name == "acting_as":  # never another writer
+            raise InvalidInput(
+                "writer", "a request acts as its token's writer, never another"
+            )
         if tenant is not None and not tenant.writable and name not in _READS:
+            if name in _WRITES:
+                tenant.call.update(outcome="refused", refused="read-only")
             raise InvalidInput(
                 "namespace", f"{tenant.namespace!r} is read-only for this token"
             )
@@ -403,25 +409,32 @@ class _TenantStore:
             raise _for_tenant(exc, tenant) from exc
         if not callable(value):
             return value
+        return _call_for(tenant, name, value)
 
-        @functools.wraps(value)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            facts = tenant.call if tenant is not None and name in _WRITES else None
+
+def _call_for(tenant: _Tenant | None, name: str, method: Any) -> Any:
+    """``method`` of the request's store as a tool calls it: an operational
+    failure as the tenant sees it, and a write's target and outcome in the
+    request's access log line (:func:`_log_target`, :func:`_log_outcome`)."""
+    facts = tenant.call if tenant is not None and name in _WRITES else None
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if facts is not None:
+            _log_target(facts, name, args, kwargs)
+        try:
+            result = method(*args, **kwargs)
+        except Exception as exc:
             if facts is not None:
-                _log_target(facts, name, args, kwargs)
-            try:
-                result = value(*args, **kwargs)
-            except StoreUnavailable as exc:
+                _log_outcome(facts, name, exc)
+            if isinstance(exc, StoreUnavailable):
                 raise _for_tenant(exc, tenant) from exc
-            except NotGranted as exc:
-                if facts is not None:
-                    facts["refused"] = exc.grant
-                raise
-            if facts is not None and name == "remember":
-                facts["id"] = getattr(result, "id", None)
-            return result
+            raise
+        if facts is not None:
+            _log_outcome(facts, name, result)
+        return result
 
-        return call
+    return call
 
 
 _WRITES: Final = frozenset({"remember", "update", "forget", "import_jsonl"})
@@ -439,6 +452,27 @@ def _log_target(
         facts["id"] = ident[:200]
     elif name == "forget" and isinstance(kwargs.get("written_by"), str):
         facts["written_by"] = kwargs["written_by"][:200]
+
+
+def _log_outcome(facts: dict[str, Any], name: str, result: object) -> None:
+    """How a write ended, for its access log line: ``ok`` (remember's new
+    id, forget's count deleted), ``refused`` (and the grant it lacked),
+    ``error`` (and the field named) or ``unavailable``."""
+    if isinstance(result, NotGranted):
+        facts["outcome"], facts["refused"] = "refused", result.grant
+    elif isinstance(result, StoreUnavailable):
+        facts["outcome"] = "unavailable"
+    elif isinstance(result, Exception):
+        facts["outcome"] = "error"
+        field = getattr(result, "field", None)
+        if isinstance(field, str):
+            facts["field"] = field
+    else:
+        facts["outcome"] = "ok"
+        if name == "remember":
+            facts["id"] = getattr(result, "id", None)
+        elif name == "forget":
+            facts["deleted"] = int(result)  # type: ignore[call-overload]
 
 
 def tenant_store() -> Any:
@@ -654,7 +688,12 @@ class _AccessLog:
             }
             if isinstance(tenant, _Tenant):  # the tool called, the entry written
                 line.update(tenant.call)
-            _write_line(json.dumps(line, ensure_ascii=False))
+            # (U+2028, U+2029 and U+0085 escaped: a reader splitting lines
+            # by Unicode's rules must still see one line a request)
+            text = json.dumps(line, ensure_ascii=False)
+            for char in "\u2028\u2029\x85":
+                text = text.replace(char, f"\\u{ord(char):04x}")
+            _write_line(text)
 
 
 def _write_line(text: str) -> None:

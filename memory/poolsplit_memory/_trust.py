@@ -80,14 +80,17 @@ class Writer:
     """Who a store acts for: the name it stamps, and its grants.
 
     ``Writer("ada")`` holds every grant but quarantine (a person's own
-    store); a quarantined writer never holds ``pin``.
+    store); a quarantined writer never holds ``pin`` (``pin`` left out
+    means: unless quarantined).
     """
 
     name: str
-    pin: bool = True
+    pin: bool = None  # type: ignore[assignment]  # None: not quarantine
     quarantine: bool = False
 
     def __post_init__(self) -> None:
+        if self.pin is None:
+            object.__setattr__(self, "pin", not self.quarantine)
         if not isinstance(self.name, str) or not self.name.strip():
             raise InvalidInput("writer", f"must be a non-blank str, got {self.name!r}")
         if self.pin and self.quarantine:

@@ -945,11 +945,17 @@ class _Snapshot:
         load allocates few objects the garbage collector tracks besides
         those it keeps, and each 700 of them costs a collection."""
         self.parts.enter(zip(seqs, entries))
-        self._types.update(entry.get("type", "note") for entry in entries)
+        # (a quarantined entry's type is no type of the pools': it loads in
+        # the quarantine pool, and must not open a spill-over pool)
+        self._types.update(
+            entry.get("type", "note") for entry in entries if not is_quarantined(entry)
+        )
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
         entry = self.parts.leave(seq)
+        if is_quarantined(entry):
+            return
         kind = entry.get("type", "note")
         self._types[kind] -= 1
         if not self._types[kind]:
@@ -1297,15 +1303,29 @@ def _stored_digest(stored: Stored) -> str:
     return _memory_digest(_memory(value)) if isinstance(value, dict) else _NO_MEMORY
 
 
-def _delete_chains(tx: WriteTx, idents: Sequence[str]) -> int:
+def _delete_chains(
+    tx: WriteTx,
+    idents: Sequence[str],
+    may: Callable[[Stored | None, Mapping[str, Any], str], None] | None = None,
+) -> int:
     """Delete these entries and those whose ``superseded_by`` chain ends at
-    one of them; return how many were deleted."""
-    frontier = tx.delete(idents)
-    count = len(frontier)
+    one of them; return how many were deleted. ``may`` (the writer's
+    :meth:`Store._may_change`) is asked of every entry the chains reach
+    before anything is deleted: a writer may not delete through a chain
+    what it may not forget by its id."""
+    reached: builtins.list[str] = []
+    seen = set(idents)
+    frontier = builtins.list(idents)
     while frontier:
-        frontier = tx.delete(tx.superseding(frontier))
-        count += len(frontier)
-    return count
+        frontier = [i for i in tx.superseding(frontier) if i not in seen]
+        seen.update(frontier)
+        reached.extend(frontier)
+    if may is not None:
+        for ident in reached:
+            found = tx.get(ident)
+            value = None if found is None else _parse(found)
+            may(found, value if isinstance(value, dict) else {}, ident)
+    return len(tx.delete(idents)) + len(tx.delete(reached))
 
 
 def _duplicate(
@@ -1504,6 +1524,14 @@ class Store:
                 id=ident,
             )
 
+    def _may_forget(
+        self, found: Stored | None, entry: Mapping[str, Any], ident: str
+    ) -> None:
+        """:meth:`_may_change` of an entry a ``forget`` reaches by a chain of
+        ``superseded_by`` (nothing to ask of a writer holding every grant)."""
+        if not self.writer.pin or self.writer.quarantine:
+            self._may_change(found, entry, ident, "forgetting (a retired version)")
+
     def _may_change(
         self, found: Stored | None, entry: Mapping[str, Any], ident: str, doing: str
     ) -> None:
@@ -1537,19 +1565,28 @@ class Store:
             entry[QUARANTINED] = True
         return entry
 
-    def _stamp_change(self, entry: dict[str, Any], *, retired: bool = False) -> bool:
-        """Stamp a change of ``entry`` by this writer, now; a change of its
-        fields (not a retirement) by a vouched writer takes it out of
-        quarantine, by a quarantined one puts it in. True when it left
-        quarantine."""
+    def _stamp_change(
+        self, entry: dict[str, Any], *, retired: bool = False
+    ) -> str | None:
+        """Stamp a change of ``entry`` by this writer, now. A change of its
+        fields (not a retirement) by a quarantined writer puts it in
+        quarantine; by a writer holding ``pin`` takes it out ("promoted":
+        vouching is the act of those who set the rules, so an agent tricked
+        by a quarantined entry into editing it does not vouch for it); by
+        any other writer leaves a quarantined entry there ("kept")."""
         entry[UPDATED_BY] = self.writer.name
         entry[UPDATED_AT] = _created(None)
         if retired:
-            return False
+            return None
         if self.writer.quarantine:
             entry[QUARANTINED] = True
-            return False
-        return entry.pop(QUARANTINED, None) is True
+            return None
+        if not is_quarantined(entry):
+            return None
+        if self.writer.pin:
+            del entry[QUARANTINED]
+            return "promoted"
+        return "kept"
 
     def __enter__(self) -> Store:
         return self
@@ -1726,14 +1763,19 @@ class Store:
                     entry.pop(field, None)
                 else:
                     entry[field] = value
-            promoted = self._stamp_change(entry)
+            vouching = self._stamp_change(entry)
             warnings = self._check(entry)
-            if promoted:
+            if vouching == "promoted":
                 warnings.append(
                     f"quarantine: entry {id!r} was written in quarantine (by a "
-                    f"writer nobody vouched for); writer {self.writer.name!r} "
-                    "changed it, which vouches for it: it now loads in its "
-                    "type's pool"
+                    f"writer nobody vouched for); writer {self.writer.name!r}, "
+                    "holding pin, changed it, which vouches for it: it now "
+                    "loads in its type's pool"
+                )
+            elif vouching == "kept":
+                warnings.append(
+                    f"quarantine: entry {id!r} stays in quarantine: only a "
+                    "writer holding pin vouches for an entry by changing it"
                 )
             same = _duplicate(
                 tx, entry, ignore=(id,), vouched=not self.writer.quarantine
@@ -1868,7 +1910,7 @@ class Store:
             self._may_change(
                 found, value if isinstance(value, dict) else {}, ident, "forgetting"
             )
-            return bool(_delete_chains(tx, [ident]))
+            return bool(_delete_chains(tx, [ident], self._may_forget))
 
         forgotten = self._write(work)
         self._after_write()
@@ -2457,7 +2499,9 @@ class Store:
                     id=ident,
                 )
             for ident in sorted(stored, key=lines.__getitem__):
-                self._check_replaced(tx, ident, lines[ident])
+                old = self._check_replaced(tx, ident, lines[ident])
+                if not keep_provenance:  # a replacement is a change of ``old``
+                    self._restamp(entries[ident], old)
             kept, warnings = self._unique(tx, entries, lines)
             self._check_targets(tx, kept, lines)
             fresh = []
@@ -2508,21 +2552,31 @@ class Store:
                 kept[ident] = entry
         return kept, warnings
 
-    def _check_replaced(self, tx: WriteTx, ident: str, line: int) -> None:
-        """A stored entry a line replaces: always-scope needs ``pin``; a
-        quarantined writer replaces only quarantined entries."""
-        if self.writer.pin and not self.writer.quarantine:
-            return
+    def _check_replaced(self, tx: WriteTx, ident: str, line: int) -> dict[str, Any]:
+        """The stored entry a line replaces ({} if unreadable), if this
+        writer may: always-scope needs ``pin``; a quarantined writer
+        replaces only quarantined entries."""
         found = tx.get(ident)
         value = None if found is None else _parse(found)
+        old = value if isinstance(value, dict) else {}
         try:
-            self._may_change(
-                found, value if isinstance(value, dict) else {}, ident, "replacing"
-            )
+            self._may_change(found, old, ident, "replacing")
         except NotGranted as exc:
             raise NotGranted(
                 exc.field, exc.message, grant=exc.grant, id=ident, line=line
             ) from None
+        return old
+
+    def _restamp(self, entry: dict[str, Any], old: Mapping[str, Any]) -> None:
+        """A line replacing stored entry ``old``: its author stays ``old``'s
+        (none if it had none), this writer is who changed it, now."""
+        for field in (WRITTEN_BY, WRITTEN_AT):
+            if isinstance(old.get(field), str):
+                entry[field] = old[field]
+            else:
+                entry.pop(field, None)
+        entry[UPDATED_BY] = self.writer.name
+        entry[UPDATED_AT] = _created(None)
 
     def _check_targets(
         self, tx: WriteTx, entries: dict[str, dict[str, Any]], lines: dict[str, int]

@@ -240,12 +240,14 @@ def test_http_grants_provenance_and_quarantine_across_two_instances(tmp_path, te
         # the access log names the tool and the entry each write touched
         updates = [line for line in log_lines(two) if line.get("tool") == "update"]
         # the refused attempt on the pinned rule is named too, with the grant
-        refused = {"id": rule, "tenant": "mate", "refused": "pin"}
+        refused = {"id": rule, "tenant": "mate", "outcome": "refused", "refused": "pin"}
         assert refused.items() <= updates[0].items()
         done = [line for line in updates if line.get("id") == fact]
-        assert done and "refused" not in done[0] and done[0]["tenant"] == "mate"
+        assert done and done[0]["outcome"] == "ok" and done[0]["tenant"] == "mate"
+        assert "refused" not in done[0]
         forgets = [line for line in log_lines(two) if line.get("written_by") == "bot"]
         assert forgets and forgets[0]["tool"] == "forget"
+        assert (forgets[0]["outcome"], forgets[0]["deleted"]) == ("ok", 12)
     stored = exported(team_db, "team", tmp_path)
     assert stored[fact]["written_by"] == "lead" and stored[fact]["updated_by"] == "mate"
 
