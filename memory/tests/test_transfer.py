@@ -343,6 +343,30 @@ def test_an_unwritable_export_file_is_one_line_and_keeps_the_old(
     assert one_line(err).startswith("poolsplit-mcp export: error: cannot write export")
 
 
+def test_a_reader_gone_before_the_end_is_one_line(tmp_path):
+    """``export | head``: a closed pipe is one line and status 2, never a
+    BrokenPipeError traceback (nor a second one at the interpreter's exit)."""
+    seed(str(tmp_path / "memory.db"), "default", dated_entries(3))
+    read, write = os.pipe()
+    os.close(read)  # before the command starts: its write always fails
+    try:
+        done = subprocess.run(
+            [SERVER, "export", "--db", tmp_path / "memory.db"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            timeout=HANG,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "poolsplit-mcp export: error: standard output closed before the end "
+        "was written\n"
+    )
+
+
 def test_an_unreadable_import_file_is_one_line(capsys):
     status, _, err = cli(["import", "absent.jsonl"], capsys)
     assert status == 2
