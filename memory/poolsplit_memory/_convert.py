@@ -99,6 +99,10 @@ def convert_mcp_memory(text: str, *, created: str) -> Converted:
             item = json.loads(line)
         except ValueError as exc:
             raise InvalidInput(None, f"not valid JSON: {exc}", line=number) from None
+        except RecursionError:  # json's parser recurses once per level
+            raise InvalidInput(
+                None, "is nested too deeply to read", line=number
+            ) from None
         if not isinstance(item, dict):
             raise InvalidInput(None, "must be a JSON object", line=number)
         kind = item.get("type")

@@ -481,6 +481,7 @@ def test_convert_leaves_out_other_types_with_a_warning(capsys, monkeypatch):
     [
         ("{not json", "line 2: not valid JSON: "),
         ("[1, 2]", "line 2: must be a JSON object"),
+        ("[" * 100_000, "line 2: is nested too deeply to read"),
         ('{"type": "entity", "name": "A"}', "line 2: entityType: must be a non-blank"),
         (
             '{"type": "entity", "name": "A", "entityType": "x", "observations": "o"}',
