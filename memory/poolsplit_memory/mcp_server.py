@@ -2,6 +2,7 @@
 
     poolsplit-mcp [--db URL] [--namespace NAME] [--pools FILE] [--ephemeral]
     poolsplit-mcp --version
+    poolsplit-mcp export|import|convert ...   (poolsplit_memory._transfer)
 
 Without ``--db`` the store is ``$XDG_DATA_HOME/poolsplit/memory.db`` (else
 ``~/.local/share/poolsplit/memory.db``), its folder created, the path printed
@@ -1292,7 +1293,8 @@ def _http_worker_app() -> Any:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=_PROG,
-        description="poolsplit memory served over MCP (stdio, or --http)",
+        description="poolsplit memory served over MCP (stdio, or --http); "
+        "poolsplit-mcp export|import|convert --help moves memories as JSONL",
     )
     parser.add_argument(
         "--db",
@@ -1434,14 +1436,28 @@ def _fail(message: str) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve the store over stdio; 2 with one line on stderr if it cannot."""
-    argv = sys.argv[1:] if argv is None else argv
+def _subcommand(argv: list[str]) -> int | None:
+    """Run ``poolsplit-mcp token ...`` or ``export|import|convert ...`` and
+    return its status; None when ``argv`` is neither (serve)."""
     from poolsplit_memory import _tokens  # the standard library only
 
     token_argv = _tokens.token_argv(argv)  # poolsplit-mcp token add|remove|list
     if token_argv is not None:
         return _tokens.main(token_argv)
+    from poolsplit_memory import _transfer  # the store only, no MCP SDK
+
+    transfer_argv = _transfer.transfer_argv(argv)  # export|import|convert
+    if transfer_argv is not None:
+        return _transfer.main(transfer_argv, lambda db: _choose_db(db, False))
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the store over stdio; 2 with one line on stderr if it cannot."""
+    argv = sys.argv[1:] if argv is None else argv
+    status = _subcommand(argv)
+    if status is not None:
+        return status
     args = _parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import sys
@@ -161,6 +162,121 @@ def run_sqlite(snippet, tmp_path, monkeypatch):
     assert "Never force-push to main" in printed
 
 
+def imported(name, tmp_path):
+    """The entries of a snippet's JSONL file after ``poolsplit-mcp import``
+    (the command itself, in this process), as the store exports them."""
+    from poolsplit_memory import open_store
+    from poolsplit_memory.mcp_server import main
+
+    assert main(["import", name, "--db", str(tmp_path / "memory.db")]) == 0
+    with open_store(tmp_path / "memory.db") as store:
+        text = io.StringIO()
+        store.export_jsonl(text)
+    return [json.loads(line) for line in text.getvalue().split("\n") if line]
+
+
+MEM0_SAVED = {  # what mem0 1.x's Memory.get_all returns
+    "results": [
+        {
+            "id": "f38b689d-6b24-45b7-bced-17fbb4d8bac7",
+            "memory": "Travelling to Paris in March",
+            "hash": "62bc074f56d1f909f1b4c2b639f56f6a",
+            "metadata": {"source": "chat"},
+            "created_at": "2026-02-25T23:57:00.108347-07:00",
+            "updated_at": None,
+            "user_id": "ada",
+        },
+        {
+            "id": "0c1e2a6e-5b9f-4d7e-9a51-3f2d8e0b7c11",
+            "memory": "Prefers window seats",
+            "hash": "9d2c0e2f1b7a4c3e8f6d5a4b3c2d1e0f",
+            "metadata": None,
+            "categories": ["travel"],
+            "created_at": "2026-03-01T08:00:00.000000-07:00",
+            "user_id": "ada",
+        },
+    ]
+}
+
+
+def run_mem0(snippet, tmp_path, monkeypatch):
+    """The mem0 recipe on a saved ``get_all``; its file imports."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mem0.json").write_text(json.dumps(MEM0_SAVED), encoding="utf-8")
+    run_printed(snippet)
+    got = [
+        (e["id"], e["content"], e["created"], e["tags"])
+        for e in imported("mem0.jsonl", tmp_path)
+    ]
+    assert got == [
+        (
+            "f38b689d-6b24-45b7-bced-17fbb4d8bac7",
+            "Travelling to Paris in March",
+            "2026-02-25T23:57:00.108347-07:00",
+            ["source:chat"],
+        ),
+        (
+            "0c1e2a6e-5b9f-4d7e-9a51-3f2d8e0b7c11",
+            "Prefers window seats",
+            "2026-03-01T08:00:00.000000-07:00",
+            ["travel"],
+        ),
+    ]
+
+
+BASIC_MEMORY_NOTE = """---
+title: Coffee Brewing Methods
+type: note
+tags: [coffee, brewing]
+permalink: coffee-brewing-methods
+---
+# Coffee Brewing Methods
+
+## Observations
+- [method] Pour over gives more clarity than French press
+- [technique] Water at 205F extracts best #brewing
+
+## Relations
+- relates_to [[Coffee Bean Origins]]
+"""
+
+
+def run_basic_memory(snippet, tmp_path, monkeypatch):
+    """The basic-memory recipe on a folder of two notes; its file imports."""
+    pytest.importorskip("yaml")
+    monkeypatch.chdir(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / "tea").mkdir(parents=True)
+    (notes / "coffee.md").write_text(BASIC_MEMORY_NOTE, encoding="utf-8")
+    (notes / "tea" / "green.md").write_text(
+        "# Green tea\n\nSteep at 80C for two minutes.\n", encoding="utf-8"
+    )
+    run_printed(snippet)
+    got = [
+        (e["type"], e["content"], e["tags"])
+        for e in imported("basic-memory.jsonl", tmp_path)
+    ]
+    coffee = "Coffee Brewing Methods"
+    assert got == [
+        (
+            "fact",
+            f"{coffee}: Pour over gives more clarity than French press",
+            [coffee, "method", "coffee", "brewing"],
+        ),
+        (
+            "fact",
+            f"{coffee}: Water at 205F extracts best #brewing",
+            [coffee, "technique", "brewing", "coffee"],
+        ),
+        (
+            "fact",
+            f"{coffee} relates to Coffee Bean Origins",
+            [coffee, "coffee", "brewing"],
+        ),
+        ("note", "green: Green tea Steep at 80C for two minutes.", ["green"]),
+    ]
+
+
 def elsewhere(where):
     def run(snippet, tmp_path, monkeypatch):
         pytest.skip(f"run by {where}")
@@ -185,6 +301,8 @@ RUNNERS = {
     ),
     ("README.md", "LlamaIndex", ""): run_llamaindex,
     ("memory/README.md", "The store, from Python", ""): run_store_from_python,
+    ("memory/README.md", "From mem0", ""): run_mem0,
+    ("memory/README.md", "From basic-memory", ""): run_basic_memory,
 }
 
 
