@@ -55,6 +55,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any, Final, Protocol
 
+from poolsplit import is_always
+
 from ._trust import QUARANTINE, WRITTEN_AT, WRITTEN_BY
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "WARNINGS_HEADING",
     "frame",
     "not_loaded",
+    "split_always",
     "warnings_section",
 ]
 
@@ -121,6 +124,21 @@ def frame(
         if lines:
             blocks.append(f"## {_heading(name, titles)}\n" + "\n".join(lines) + "\n")
     return LEAD + "\n" + "\n".join(blocks) if blocks else ""
+
+
+def split_always(
+    chosen: Mapping[str, Iterable[Mapping[str, Any]]],
+) -> tuple[dict[str, list[Mapping[str, Any]]], dict[str, list[Mapping[str, Any]]]]:
+    """The chosen entries per pool in two: the always-scope ones (standing
+    instructions: an adapter puts them where its framework puts those) and
+    the rest (retrieved context). Both keep every pool, in order."""
+    always: dict[str, list[Mapping[str, Any]]] = {}
+    context: dict[str, list[Mapping[str, Any]]] = {}
+    for name, entries in chosen.items():
+        listed = list(entries)
+        always[name] = [e for e in listed if is_always(e)]
+        context[name] = [e for e in listed if not is_always(e)]
+    return always, context
 
 
 def _titles(
