@@ -30,8 +30,10 @@ LangGraph/LangChain adapter and the LlamaIndex block. The format, which
   of its own after two spaces. So every line that starts at column 0 is
   the frame's: a content can never open a section, fake a role or end
   the frame.
-- DATE is ``YYYY-MM-DD``: the entry's ``created`` date, else its
-  ``written_at`` date; absent when neither has one.
+- DATE is ``YYYY-MM-DD``, the UTC day of the entry's ``created`` as
+  ``poolsplit.parse_created`` reads it (an ISO 8601 str, a datetime or
+  date, POSIX seconds), else of its ``written_at``; absent when neither
+  has an instant.
 - WRITER is the entry's ``written_by`` when it is set and is not
   ``caller`` (None: every writer is named). Rows written before
   provenance have none and name nobody.
@@ -50,12 +52,11 @@ Cost: O(total length of the contents and names).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import datetime, timezone
 from typing import Any, Final, Protocol
 
-from poolsplit import is_always
+from poolsplit import is_always, parse_created
 
 from ._trust import QUARANTINE, WRITTEN_AT, WRITTEN_BY
 
@@ -82,7 +83,6 @@ WARNINGS_HEADING: Final = "Warnings"
 # The headings a pool's name must never produce as it is.
 _RESERVED: Final = frozenset({QUARANTINE_HEADING, NOT_LOADED_HEADING, WARNINGS_HEADING})
 _NOT_PLAIN: Final = frozenset('"\\[]:')
-_DATE: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class Named(Protocol):
@@ -202,15 +202,14 @@ def _content(entry: Mapping[str, Any]) -> str:
 
 
 def _date(value: object) -> str:
-    """``YYYY-MM-DD`` of a stored time (an ISO 8601 str, a datetime or date), or ""."""
-    if isinstance(value, datetime):
-        return value.date().isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, str):
-        found = _DATE.match(value)
-        return found.group() if found else ""
-    return ""
+    """The UTC day (``YYYY-MM-DD``) of a stored time, or "" without an instant."""
+    seconds = parse_created(value)
+    if seconds is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(seconds, timezone.utc).date().isoformat()
+    except (OverflowError, OSError, ValueError):  # past the years datetime holds
+        return ""
 
 
 def _field(text: str) -> str:

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from poolsplit import parse_created
 
 from poolsplit_memory import Recall, Skipped, _frame, open_store
 from poolsplit_memory._frame import frame, not_loaded, warnings_section
@@ -186,10 +187,16 @@ def parse(text, ids):
 
 
 def expected_date(entry):
+    """The UTC day of created, else written_at (the core reads the time:
+    ``poolsplit.parse_created``, the one reader of its timestamp grammar)."""
     for key in ("created", "written_at"):
-        value = entry.get(key)
-        if isinstance(value, str) and DATE.match(value):
-            return value[:10]
+        seconds = parse_created(entry.get(key))
+        if seconds is not None:
+            try:
+                when = datetime.fromtimestamp(seconds, timezone.utc)
+            except (OverflowError, OSError, ValueError):
+                continue
+            return f"{when.year:04d}-{when.month:02d}-{when.day:02d}"
     return None
 
 
@@ -264,7 +271,10 @@ hostile = st.lists(
 times = st.one_of(
     st.none(),
     st.just("2026-01-05T09:00:00+00:00"),
+    st.just("2026-01-05T23:30:00-05:00"),
     st.just("2025-12-31"),
+    st.floats(allow_nan=True),
+    st.integers(-(10**12), 10**12),
     st.dates().map(lambda d: d.isoformat() + "T00:00:00Z"),
     hostile,
 )
@@ -402,6 +412,17 @@ def test_an_empty_recall_renders_nothing():
             },
             None,
             "- [a] 2026-02-01: x",
+        ),
+        # the UTC day of the instant; POSIX seconds too (the demo store's)
+        (
+            {"id": "a", "content": "x", "created": "2026-01-05T23:30:00-05:00"},
+            None,
+            "- [a] 2026-01-06: x",
+        ),
+        (
+            {"id": "a", "content": "x", "created": 1770787074.75},
+            None,
+            "- [a] 2026-02-11: x",
         ),
         # a legacy row without written_by names nobody
         (
