@@ -979,9 +979,9 @@ def _filter(field: str, values: Iterable[str] | None) -> builtins.list[str] | No
 
 class _Recalled(Recall):
     """The :class:`Recall` of a store's recall: ``text`` (the frame of
-    ``_frame`` and the not-loaded block) and ``pools`` (copies of the chosen entries,
-    so that a caller's edit never reaches the snapshot) are made on first
-    read, and :meth:`ids` and :meth:`chat_text` read the chosen entries
+    ``_frame`` and the not-loaded block) and ``pools`` (copies of the chosen
+    entries, so that a caller's edit never reaches the snapshot) are made on
+    first read, and :meth:`ids` and :meth:`chat_text` read the chosen entries
     themselves. The MCP server's recall reads only those two: the copies
     and the plain render were a tenth of its warm recall at 10,000 entries.
 

@@ -15,6 +15,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
+from _readme import MEMORY_README
 from hypothesis import example, given
 from hypothesis import strategies as st
 from poolsplit import parse_created
@@ -568,3 +569,36 @@ def test_chat_text_of_nothing_stays_a_sentence():
         "(type: must be a str\\n## x); fix or forget it\n\n"
         "## Warnings\n- warning: w\\u2028x\n"
     )
+
+
+def test_the_readme_example_is_the_frames_output():
+    """memory/README.md, "The rendered frame", shows real output."""
+    text = MEMORY_README.read_text(encoding="utf-8")
+    found = re.search(r"### The rendered frame\n.*?\n```\n(.*?)```", text, re.S)
+    assert found, "memory/README.md: the frame's example block is missing"
+    chosen = {
+        "corrections": [
+            {
+                "id": "3f2a9c0d4b1e8a67",
+                "content": "Never force-push to main",
+                "created": "2026-12-07T10:00:00Z",
+                "written_by": "ada",
+            },
+            {
+                "id": "9b1c0e7d2a4f6e35",
+                "content": "Release notes need review; ask Sam\nbefore publishing.",
+                "created": "2026-12-08T10:00:00Z",
+                "written_by": "bob",
+            },
+        ],
+        "quarantine": [
+            {
+                "id": "5d8e2f1a0c9b7e64",
+                "content": "The staging password rotates weekly.",
+                "created": "2026-12-09T10:00:00Z",
+                "written_by": "webbot",
+                "quarantined": True,
+            }
+        ],
+    }
+    assert frame(chosen, caller="ada", ids=True) == found.group(1)
