@@ -52,6 +52,7 @@ Cost: O(total length of the contents and names).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final, Protocol
@@ -82,7 +83,9 @@ NOT_LOADED_HEADING: Final = "Not loaded"
 WARNINGS_HEADING: Final = "Warnings"
 # The headings a pool's name must never produce as it is.
 _RESERVED: Final = frozenset({QUARANTINE_HEADING, NOT_LOADED_HEADING, WARNINGS_HEADING})
-_NOT_PLAIN: Final = frozenset('"\\[]:')
+# Plain: no whitespace (``\s`` is ``str.isspace``) and none of ``"\[]:``;
+# a regex, as a loop over the characters cost a third of the frame's time.
+_PLAIN: Final = re.compile(r'[^\s"\\\[\]:]+')
 
 
 class Named(Protocol):
@@ -214,12 +217,7 @@ def _date(value: object) -> str:
 
 def _field(text: str) -> str:
     """A name, id or writer on one line: as it is when plain, else a JSON string."""
-    if (
-        text
-        and text.isprintable()
-        and not any(ch.isspace() or ch in _NOT_PLAIN for ch in text)
-        and text not in _RESERVED
-    ):
+    if _PLAIN.fullmatch(text) and text.isprintable() and text not in _RESERVED:
         return text
     dumped = json.dumps(text, ensure_ascii=False)
     return "".join(ch if ch.isprintable() else _json_escape(ch) for ch in dumped)
