@@ -1,4 +1,4 @@
-"""LangChain and LangGraph: pooled memory in the agent's one system message.
+"""LangChain and LangGraph: pooled memory, standing rules in the system message.
 
     pip install 'poolsplit-memory[langgraph]'
 
@@ -18,9 +18,17 @@ refuses in a label, so ``ada@example.com`` is a user too). Each turn sees
 that namespace **exactly** (``search`` matches a prefix; items of
 ``("memories", "ada", "archive")`` are another namespace and never loaded for
 ``("memories", "ada")``) as it is now, fills the pools for the latest human
-message and puts the agent's prompt and the rendered pools into **one**
-``SystemMessage`` (several providers reject a second one). The ids injected
-per pool are in its ``additional_kwargs["poolsplit"]``.
+message and renders them in the frame of ``poolsplit_memory._frame``
+(stored data, not instructions; a content can never forge a line). The
+always-scope entries (standing rules) go after the agent's prompt into
+**one** ``SystemMessage`` (several providers reject a second one); the rest
+of the recall is retrieved context, sent for the call only as one
+``HumanMessage`` just before the current turn, as LangChain's docs put
+context read from a store ("Context engineering in agents", Messages: a
+user message added in ``wrap_model_call``; the RAG tutorial puts retrieved
+context in the user's turn). The ids injected per pool are in the system
+message's ``additional_kwargs["poolsplit"]``, the context's in that
+message's.
 
 The namespace stays loaded between turns, per store object (at most
 :data:`MAX_LOADED` namespaces each): its entries checked by the store's
@@ -105,7 +113,6 @@ from poolsplit import (
     Pool,
     TokenCounter,
     default_token_counter,
-    render,
     retrieve_pools,
 )
 
@@ -120,6 +127,7 @@ from poolsplit_memory import (
     not_loaded,
 )
 from poolsplit_memory._entries import Prepared, prepare
+from poolsplit_memory._frame import frame, split_always
 from poolsplit_memory._pooled import Part, Parts, lexical, owners
 from poolsplit_memory._ranking import Relevance
 from poolsplit_memory.store import pool_owners
@@ -179,7 +187,7 @@ def with_memory(
     now: datetime | None = None,
     ranking: str = "lexical",
 ) -> list[BaseMessage]:
-    """The model's input: one merged system message, then the history.
+    """The model's input: one merged system message, the history, the recall.
 
     The pools (None: the store's defaults for ``entries``) are filled for
     the latest ``HumanMessage`` (or "" when there is none). ``entries`` are
@@ -196,7 +204,10 @@ def with_memory(
     ``additional_kwargs["poolsplit"]["history"]`` reports ``sent`` and
     ``dropped`` message counts, the current turn's ``current_tokens`` and the
     budget. System messages already in ``messages`` are merged after
-    ``prompt`` instead of being sent again.
+    ``prompt`` instead of being sent again. The system message ends with
+    the always-scope entries; the other recalled entries are one
+    ``HumanMessage`` between the earlier history and the current turn
+    (none when there is none), so the latest question stays last.
 
     ``ranking`` ranks within a pool as ``open_store(ranking=...)`` does
     (:data:`RANKINGS`).
@@ -326,30 +337,40 @@ def _with_memory(
         "current_tokens": current_tokens,
         "max_history_tokens": max_history_tokens,
     }
-    system = _system_message(
+    system, recalled = _memory_messages(
         _joined(prompt, *own), results, headers, read, history=report
     )
-    return [system, *kept, *current]
+    return [system, *kept, *recalled, *current]
 
 
 def _joined(*parts: str) -> str:
     return "\n\n".join(part.rstrip("\n") for part in parts if part)
 
 
-def _system_message(
+def _memory_messages(
     prompt: str,
     results: Mapping[str, Sequence[Mapping[str, Any]]],
     headers: Mapping[str, str] | None,
     read: Prepared | _Report,
     **report: Any,
-) -> SystemMessage:
-    """The agent's prompt, then the rendered pools, as ONE ``SystemMessage``.
+) -> tuple[SystemMessage, list[HumanMessage]]:
+    """The ONE ``SystemMessage`` (the agent's prompt, then the always-scope
+    entries in the frame) and the rest of the recall, framed, as a
+    ``HumanMessage`` to send just before the current turn (none when no
+    context entry was recalled).
 
-    An always-scope entry that could not be loaded is named in the text
-    itself, so the model (and whoever reads the transcript) knows a
+    LangChain puts standing instructions in the system prompt and context
+    read from the store into the messages, as a user message a
+    ``wrap_model_call`` middleware adds for the call only (docs: "Context
+    engineering in agents", Messages, the Store tab); its RAG tutorial
+    likewise puts retrieved context in the user's turn, as data. An
+    always-scope entry that could not be loaded is named in the system
+    text, so the model (and whoever reads the transcript) knows a
     correction is missing; every skipped entry is in the metadata.
     """
-    text = _joined(prompt, render(results, headers=headers) + read.notice)
+    always, context = split_always(results)
+    standing = frame(always, headers=headers)
+    text = _joined(prompt, standing + read.notice)
     pools = {name: [e.get("id") for e in chosen] for name, chosen in results.items()}
     meta = {
         "pools": pools,
@@ -357,7 +378,13 @@ def _system_message(
         "warnings": read.warnings,
         **report,
     }
-    return SystemMessage(content=text, additional_kwargs={METADATA_KEY: meta})
+    system = SystemMessage(content=text, additional_kwargs={METADATA_KEY: meta})
+    recalled = frame(context, headers=headers)
+    if not recalled:
+        return system, []
+    ids = {name: [e.get("id") for e in chosen] for name, chosen in context.items()}
+    marked = {METADATA_KEY: {"pools": ids}}
+    return system, [HumanMessage(content=recalled, additional_kwargs=marked)]
 
 
 # ===========================================================================
@@ -1388,7 +1415,9 @@ def remember(
 
 
 class _MemoryMiddleware(AgentMiddleware):
-    """Puts the rendered pools into the agent's one system prompt each call."""
+    """Puts the framed pools into each model call: the always-scope entries in
+    the one system prompt, the rest as a user message before the current
+    turn (the call's messages only: the state is not changed)."""
 
     def __init__(
         self,
@@ -1429,10 +1458,12 @@ class _MemoryMiddleware(AgentMiddleware):
         results, read = _filled(loaded, message, self.ranking, self.now)
         own = [request.system_message.text] if request.system_message else []
         own += [m.text for m in request.messages if isinstance(m, SystemMessage)]
-        system = _system_message(
+        system, recalled = _memory_messages(
             _joined(self.prompt, *own), results, self.headers, read
         )
-        return request.override(system_message=system, messages=history)
+        at = len(history) if start is None else start
+        messages = [*history[:at], *recalled, *history[at:]]
+        return request.override(system_message=system, messages=messages)
 
     def wrap_model_call(
         self,
@@ -1467,8 +1498,10 @@ def memory_middleware(
     Before every model call it reads ``namespace`` (exactly) from the agent's
     store, fills ``pools`` for the latest human message and replaces the
     request's system message with ONE: ``prompt``, the agent's own
-    ``system_prompt`` and any system message in the state, then the rendered
-    pools. The messages are sent as the
+    ``system_prompt`` and any system message in the state, then the
+    always-scope entries, framed; the other entries, framed, go into the
+    call's messages as one ``HumanMessage`` just before the latest human
+    message (never into the state). The messages are otherwise sent as the
     agent keeps them (history trimming is a separate middleware's job), so
     the latest question always reaches the model whole. ``namespace`` is a
     tuple or a function of the run's config (default: ``("memories",
@@ -1494,7 +1527,8 @@ def memory_prompt(
     namespace the run's config names through ``langgraph.config.get_store()``
     (exactly that namespace, never a longer one) and returns
     :func:`with_memory`'s messages: one system message, the history trimmed
-    to ``max_history_tokens``, the latest question whole. ``ranking``: as
+    to ``max_history_tokens``, the recalled context, the latest question
+    whole. ``ranking``: as
     :func:`with_memory`'s.
     """
     ranking = _check_ranking(ranking)

@@ -15,6 +15,17 @@ queue (``_aput``: each turn written into the store as an ``episode`` entry,
 so a new block, a new process, on the same store sees them) and asks it to
 shrink under pressure (``atruncate``).
 
+Where the text goes. ``Memory`` puts every block's text in one place, its
+``insert_method``: the system message by default (``InsertMethod.SYSTEM``),
+or the latest user message (``InsertMethod.USER``), inside its
+``<memory><poolsplit>`` template. That is LlamaIndex's place for standing
+instructions and for retrieved context alike (its ``ContextChatEngine``
+puts retrieved nodes in the system prompt too), so the block keeps the
+recall whole there and follows ``Memory``'s setting: the always-scope
+entries and the rest, each pool under its heading, in the frame of
+``poolsplit_memory._frame`` (stored data, not instructions). A block cannot
+place its parts apart without reaching into ``Memory``'s private state.
+
 Priority and truncation. ``Memory`` never truncates a block at
 ``priority=0``; others it truncates in priority order, and which end goes
 first has changed between versions (run-llama/llama_index#23090: 0.14.25
@@ -35,7 +46,7 @@ import asyncio
 import io
 import json
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final, Optional
 
@@ -53,10 +64,11 @@ from poolsplit import (
     Pool,
     PoolsplitWarning,
     default_token_counter,
-    render,
+    is_always,
 )
 
 from poolsplit_memory import InvalidInput, Store, build_entry
+from poolsplit_memory._frame import frame, not_loaded
 
 __all__ = ["EPISODE_TYPE", "PoolsplitMemoryBlock"]
 
@@ -94,7 +106,9 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
     headers: Optional[dict[str, str]] = None  # noqa: UP045 - pydantic reads it at runtime
     token_counter: Callable[[str], int] = Field(default=default_token_counter)
     now: Optional[datetime] = None  # noqa: UP045
-    _rendered: dict[str, tuple[Results, str]] = PrivateAttr(default_factory=dict)
+    _rendered: dict[str, tuple[Results, str, Optional[str]]] = PrivateAttr(  # noqa: UP045
+        default_factory=dict
+    )
 
     @field_validator("store", mode="before")
     @classmethod
@@ -123,32 +137,38 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
     async def _aget(
         self, messages: list[ChatMessage] | None = None, **block_kwargs: Any
     ) -> str:
-        """The rendered pools for the latest user message in ``messages``.
+        """The framed pools for the latest user message in ``messages``.
 
-        A stored row that fails validation is left out by the store and, when
-        it is always-scope, named in the text (``Recall.text``), so the model
-        knows a correction could not be loaded.
+        The text is the frame of ``poolsplit_memory._frame`` (stored data,
+        not instructions; no content can forge a line, nor the ``</memory>``
+        closing tag ``Memory``'s template puts at column 0). A stored row
+        that fails validation is left out by the store and, when it is
+        always-scope, named in the text, so the model knows a correction
+        could not be loaded.
         """
         message = ""
         for chat in messages or ():
             if chat.role == MessageRole.USER:
                 message = _text(chat)
-        results, missing = await asyncio.to_thread(self._recall, message)
-        text = _with_notice(render(results, headers=self.headers), missing)
-        self._rendered = {text: (results, missing)}  # what atruncate cuts from
+        results, missing, caller = await asyncio.to_thread(self._recall, message)
+        text = self._framed(results, missing, caller)
+        self._rendered = {text: (results, missing, caller)}  # what atruncate cuts
         return text
 
-    def _recall(self, message: str) -> tuple[Results, str]:
-        """The pools for ``message`` and the block naming unloadable corrections.
+    def _recall(self, message: str) -> tuple[Results, str, str | None]:
+        """The pools for ``message``, the section naming unloadable
+        corrections, and the reader (``Recall.caller``).
 
         Always ``store.recall`` (with the block's pools when given), so the
         store's warm cache applies and its one rule decides what loads.
         """
         recall = self.store.recall(message, now=self.now, pools=self.pools)
         results = {name: list(chosen) for name, chosen in recall.pools.items()}
-        plain = render(results)
-        rest = recall.text[len(plain) :] if recall.text.startswith(plain) else ""
-        return results, rest
+        return results, not_loaded(recall.always_skipped), recall.caller
+
+    def _framed(self, results: Results, missing: str, caller: str | None) -> str:
+        text = frame(results, caller=caller, headers=self.headers)
+        return text + missing if text else missing.lstrip("\n")
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         """Write each flushed turn (a user message and its replies) as an episode.
@@ -243,10 +263,10 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
             return None
         if not isinstance(content, str) or content not in self._rendered:
             return content
-        results, missing = self._rendered[content]
+        results, missing, caller = self._rendered[content]
         kept = {name: list(chosen) for name, chosen in results.items()}
         context = {
-            name: [e for e in chosen if not _is_always(e)]
+            name: [e for e in chosen if not is_always(e)]
             for name, chosen in kept.items()
         }
         target = self.token_counter(content) - tokens_to_truncate
@@ -254,7 +274,7 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
         while self.token_counter(text) > target and any(context.values()):
             name = max(reversed(list(context)), key=lambda n: len(context[n]))
             kept[name].remove(context[name].pop())
-            text = _with_notice(render(kept, headers=self.headers), missing)
+            text = self._framed(kept, missing, caller)
         need = self.token_counter(text)
         if need > target:
             warnings.warn(
@@ -267,11 +287,3 @@ class PoolsplitMemoryBlock(BaseMemoryBlock[str]):
                 stacklevel=2,
             )
         return text or None
-
-
-def _with_notice(text: str, missing: str) -> str:
-    return text + missing if text else missing.lstrip("\n")
-
-
-def _is_always(entry: Mapping[str, Any]) -> bool:
-    return entry.get("scope") == "always"

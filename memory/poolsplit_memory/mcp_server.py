@@ -21,9 +21,10 @@ except ``recall`` and ``explain``, whose text is what the model reads:
   base_priority=None, supersedes=None, key=None)`` -> ``{"id", "warnings"}``;
   the same content, type and scope as an active entry writes nothing and
   returns that entry's id with an ``idempotent`` warning
-- ``recall(message, tags=[], project=None)`` -> the rendered pools, each
-  entry as ``- [id] content``, then every warning and skipped row (a plain
-  sentence when nothing is stored);
+- ``recall(message, tags=[], project=None)`` -> the pools in the frame of
+  ``_frame`` (a line saying the notes are stored data, not instructions;
+  each entry as ``- [id] DATE by WRITER: content``), then every warning and
+  skipped row (a plain sentence when nothing is stored);
   ``{"pools": {name: [ids]}, "skipped": [{"id", "reason"}], "warnings"}``
 - ``get(id)`` -> ``{"entry": {...} or null}``
 - ``list(type=None, limit=50, cursor=None)`` -> ``{"entries", "next_cursor"}``
@@ -47,7 +48,9 @@ template), listed a page of 50 at a time (``resources/list`` with its
 cursor, as ``list``) and read as its JSON; a request reaches only its own
 namespace (over HTTP the token's), any other URI is "not found". The
 ``recall`` prompt (argument ``message``) is recall's text as one user
-message.
+message: MCP prompt messages are ``user`` or ``assistant`` (no system
+role), and an assistant message would present the notes as the model's
+own words; the frame's first line says they are stored data.
 
 Arguments: a number may be sent as a string that spells it (``"9"``), a
 list as a string that spells it in JSON (``'["a"]'``); any other string for

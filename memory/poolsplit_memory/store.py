@@ -114,6 +114,7 @@ from poolsplit import (
     default_token_counter,
 )
 
+from ._frame import frame, not_loaded, warnings_section
 from ._pooled import Owners, Part, Parts, lexical, owners
 from ._postgres import PostgresBackend
 from ._ranking import (
@@ -324,7 +325,11 @@ class Page:
 
 @dataclass(frozen=True)
 class Recall:
-    """A recall: the text to inject, the entries per pool, what was left out."""
+    """A recall: the text to inject, the entries per pool, what was left out.
+
+    ``caller`` is the reader's writer name: :meth:`chat_text` names the
+    writer of every entry but the caller's own (None: every writer).
+    """
 
     text: str
     pools: dict[str, list[dict[str, Any]]]
@@ -334,6 +339,7 @@ class Recall:
     # how many active entries the recall chose from.
     always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
     loaded: int = 0
+    caller: str | None = None
 
     @property
     def _chosen(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
@@ -351,12 +357,13 @@ class Recall:
         }
 
     def chat_text(self) -> str:
-        """The recall as a chat client shows it to the model: each entry with
-        its id in brackets (``- [id] content``, so the model can update or
-        forget it), the always-scope rows that could not be loaded, every
+        """The recall as a chat client shows it to the model: the entries in
+        the frame of ``_frame`` (stored data, not instructions), each with
+        its id in brackets (``- [id] DATE: content``, so the model can update
+        or forget it), the always-scope rows that could not be loaded, every
         warning and every skipped row; a plain sentence when nothing was
         recalled (never "")."""
-        text = poolsplit.render(self._chosen, ids=True)
+        text = frame(self._chosen, caller=self.caller, ids=True)
         if not text:
             text = (
                 "Nothing is stored in this memory yet.\n"
@@ -364,16 +371,7 @@ class Recall:
                 else "No stored memory was selected for this message.\n"
             )
         text += not_loaded(self.always_skipped)
-        named = {s.id for s in self.always_skipped}
-        lines = [f"- warning: {w}" for w in self.warnings]
-        lines += [
-            f"- row {s.id!r} skipped ({s.reason}); fix or forget it"
-            for s in self.skipped
-            if s.id not in named
-        ]
-        if lines:
-            text += "\n## Warnings\n" + "\n".join(lines) + "\n"
-        return text
+        return text + warnings_section(self.warnings, self.skipped, self.always_skipped)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"pools": {name: [ids]}, "skipped": [...], "warnings": [...]}``."""
@@ -1020,10 +1018,10 @@ def _filter(field: str, values: Iterable[str] | None) -> builtins.list[str] | No
 
 
 class _Recalled(Recall):
-    """The :class:`Recall` of a store's recall: ``text`` (``poolsplit.render``
-    and the not-loaded block) and ``pools`` (copies of the chosen entries,
-    so that a caller's edit never reaches the snapshot) are made on first
-    read, and :meth:`ids` and :meth:`chat_text` read the chosen entries
+    """The :class:`Recall` of a store's recall: ``text`` (the frame of
+    ``_frame`` and the not-loaded block) and ``pools`` (copies of the chosen
+    entries, so that a caller's edit never reaches the snapshot) are made on
+    first read, and :meth:`ids` and :meth:`chat_text` read the chosen entries
     themselves. The MCP server's recall reads only those two: the copies
     and the plain render were a tenth of its warm recall at 10,000 entries.
 
@@ -1039,10 +1037,12 @@ class _Recalled(Recall):
         self,
         chosen: Mapping[str, Sequence[dict[str, Any]]],
         snap: _Snapshot,
+        caller: str | None = None,
     ) -> None:
         # Recall is frozen: its fields are set as its own __init__ does.
         fields = {
             "_got": chosen,
+            "caller": caller,
             "skipped": list(snap.skipped),
             "warnings": list(snap.warnings),
             "always_skipped": list(snap.always_skipped),
@@ -1061,7 +1061,8 @@ class _Recalled(Recall):
     # the instance's __dict__, which the frozen __setattr__ does not guard).
     @functools.cached_property
     def text(self) -> str:
-        return poolsplit.render(self._chosen) + not_loaded(self.always_skipped)
+        text = frame(self._chosen, caller=self.caller)
+        return text + not_loaded(self.always_skipped)
 
     @functools.cached_property
     def pools(self) -> dict[str, builtins.list[dict[str, Any]]]:
@@ -1071,11 +1072,16 @@ class _Recalled(Recall):
         }
 
 
-def _recalled(got: Mapping[str, Sequence[dict[str, Any]]], snap: _Snapshot) -> Recall:
+def _recalled(
+    got: Mapping[str, Sequence[dict[str, Any]]],
+    snap: _Snapshot,
+    caller: str | None = None,
+) -> Recall:
     """The :class:`Recall` of a selection from ``snap``, read under the
     store's lock: what was skipped, the warnings, and the chosen entries
-    (whose copies and text are made when first read)."""
-    return _Recalled(got, snap)
+    (whose copies and text are made when first read); ``caller``, the
+    reader's writer name, is not named in the text."""
+    return _Recalled(got, snap, caller)
 
 
 def _part_vectors(whole: Vectors, part: Part) -> Vectors:
@@ -2018,8 +2024,9 @@ class Store:
     ) -> Recall:
         """The entries to inject for this context, per pool, and the text.
 
-        The text is ``poolsplit.render`` of the pools; when an always-scope
-        row could not be loaded, a block after it names the row. Rows that
+        The text is the pools in the frame of ``_frame`` (stored data, not
+        instructions); when an always-scope row could not be loaded, a
+        block after it names the row. Rows that
         fail validation are left out and listed in ``skipped``; every other
         entry still loads. A recall with no write since the last one reads
         no entry rows. ``pools`` (None: the store's) fills other pools for
@@ -2053,7 +2060,7 @@ class Store:
                 relevance=self._relevance(snap, context, now, times),
                 scan=self.ranking == "semantic",
             )
-            return _recalled(got, snap)
+            return _recalled(got, snap, self.writer.name)
 
     def explain(
         self,
@@ -2762,22 +2769,6 @@ def _explain_tail(
         lines = [f"- {s.id}: {s.reason}" for s in skipped]
         text += "\nrows left out:\n" + "\n".join(lines) + "\n"
     return text
-
-
-def not_loaded(always_skipped: Sequence[Skipped]) -> str:
-    """The block naming always-scope entries a recall could not load ("" for none).
-
-    Appended to the rendered pools (``Recall.text``, the adapters' prompt),
-    so the model reads that a correction is missing, not only the caller.
-    """
-    if not always_skipped:
-        return ""
-    lines = [
-        f"- always-scope entry {s.id!r} could not be loaded ({s.reason}); "
-        "fix or forget it"
-        for s in always_skipped
-    ]
-    return "\n## Not loaded\n" + "\n".join(lines) + "\n"
 
 
 class Loadable(NamedTuple):

@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from poolsplit import Pool
+from test_frame import LEAD, parse, reading
 
 import poolsplit_memory
 from poolsplit_memory import (
@@ -825,7 +826,12 @@ def test_recall_renders_the_pools_and_reports_ids(open_):
     # every pool its own floor: the message matches nothing in "other", so
     # that pool loads as for a vague message (its freshest)
     assert ids["other"] == [note.id]
-    assert recall.text == poolsplit.render(recall.pools)
+    # the frame: every pool's entries, dated, their contents as stored
+    assert parse(recall.text, False) == (reading(recall.pools, None, False), {})
+    assert recall.text.startswith(
+        f"{LEAD}\n## corrections\n- 2026-06-01: Never force-push to main\n\n"
+        "## tasks\n- 2026-06-01: Ship the billing fix\n"
+    )
     assert recall.to_dict() == {"pools": ids, "skipped": [], "warnings": []}
     assert store.recall("anything new?", now=NOW).ids()["other"] == [note.id]
 
@@ -952,7 +958,7 @@ def test_property_recall_equals_retrieve_pools_on_the_active_entries(
         for _ in range(2):  # a new snapshot, then a cached one
             recall = store.recall(message, tags=["a"], project="p", now=NOW)
             assert recall.pools == expected
-            assert recall.text == poolsplit.render(expected)
+            assert parse(recall.text, False) == (reading(expected, None, False), {})
     finally:
         open_.close_all()
 
@@ -1021,7 +1027,7 @@ def test_a_bad_always_row_is_named_in_the_text_itself(open_, store_url):
     plant(store_url, "ada", "broken", "{oops", type="correction", scope="always")
     recall = store.recall("commit", now=NOW)
     assert recall.ids()["corrections"] == [rule.id]
-    assert "- Never force-push" in recall.text
+    assert f"{LEAD}\n## corrections\n- 2026-06-01: Never force-push\n" in recall.text
     assert "## Not loaded" in recall.text
     assert "'bad' could not be loaded (base_priority: " in recall.text
     assert "'broken' could not be loaded (invalid JSON" in recall.text

@@ -14,6 +14,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+from test_frame import LEAD
 
 from poolsplit_memory import Imported, InvalidInput
 
@@ -237,4 +238,4 @@ def test_recall_chat_text_says_when_nothing_is_stored(open_):
     assert store.recall("x").chat_text() == "Nothing is stored in this memory yet.\n"
     store.remember("alpha", type="fact")
     text = store.recall("x").chat_text()
-    assert text.startswith("## facts\n- [") and "alpha" in text
+    assert text.startswith(LEAD + "\n## facts\n- [") and "alpha" in text

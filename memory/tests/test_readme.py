@@ -71,13 +71,22 @@ def run_try_memory(snippet, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     printed = run_printed(snippet)
     shown = re.sub(r"\[[0-9a-f]{16}\]", "[ID]", printed)
-    assert shown.strip() == first_page_output().strip()
+    assert dated(shown.strip()) == dated(first_page_output().strip())
+
+
+def dated(text):
+    """``text`` with each entry's date (today's, when run) as ``DATE``."""
+    return re.sub(
+        r"^(- \[ID\]) [0-9]{4}-[0-9]{2}-[0-9]{2}:", r"\1 DATE:", text, flags=re.M
+    )
 
 
 def first_page_output():
     """The output block printed after the try-it snippet in README.md."""
     text = README.read_text(encoding="utf-8")
-    found = re.search(r"It prints \(the id differs;.*?\):\n\n```\n(.*?)```", text, re.S)
+    found = re.search(
+        r"It prints \(the id and the date differ;.*?\):\n\n```\n(.*?)```", text, re.S
+    )
     assert found, "README.md: the try-it snippet's output block is missing"
     return found.group(1)
 
