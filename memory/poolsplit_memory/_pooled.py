@@ -46,7 +46,12 @@ from ._ranking import (
     recall_by_part_scores,
     recall_by_scores,
 )
-from ._trust import QUARANTINE, is_quarantined
+from ._trust import (
+    QUARANTINE,
+    QUARANTINE_ENTRIES,
+    QUARANTINE_TOKENS,
+    is_quarantined,
+)
 
 __all__ = ["Owners", "Part", "Parts", "lexical", "owners", "separate"]
 
@@ -282,6 +287,13 @@ class Parts:
         The result is ``poolsplit.retrieve_pools`` of every entry with
         :meth:`scorer` and :meth:`floored` pools (the property tests'
         statement of it)."""
+        if QUARANTINE in self.parts and all(p.name != QUARANTINE for p in pools):
+            # quarantined entries load in the quarantine pool, never nowhere:
+            # its default caps when the caller names none
+            quarantine = poolsplit.Pool(
+                QUARANTINE, QUARANTINE_TOKENS, QUARANTINE_ENTRIES
+            )
+            pools = [*pools, quarantine]
         typed = [pool for pool in pools if pool.name != QUARANTINE]
         if not separate(typed):
             got = self._shared(typed, context, now, token_counter, relevance, scan)

@@ -113,7 +113,6 @@ from poolsplit import (
     Pool,
     TokenCounter,
     default_token_counter,
-    retrieve_pools,
 )
 
 from poolsplit_memory import (
@@ -130,6 +129,7 @@ from poolsplit_memory._entries import Prepared, prepare
 from poolsplit_memory._frame import frame, split_always
 from poolsplit_memory._pooled import Part, Parts, lexical, owners
 from poolsplit_memory._ranking import Relevance
+from poolsplit_memory._trust import PROVENANCE
 from poolsplit_memory.store import pool_owners
 
 __all__ = [
@@ -280,10 +280,9 @@ def _filled(
             return source.fill(message, relevance, at)
     read = source
     context = {"message": message}
-    if ranking == "core":
-        results = retrieve_pools(read.entries, read.pools, context, now=now)
-        return results, read
     at = datetime.now(timezone.utc) if now is None else now
+    # the core ranking too goes through the parts: a quarantined item loads
+    # in the quarantine pool only, whatever the ranking
     parts = Parts(owners(read.pools), ranking)
     parts.enter(enumerate(read.entries))
     results = parts.recall(
@@ -291,7 +290,7 @@ def _filled(
         context,
         now=at,
         token_counter=default_token_counter,
-        relevance=lexical(message, at),
+        relevance=None if ranking == "core" else lexical(message, at),
     )
     return results, read
 
@@ -1398,6 +1397,12 @@ def remember(
     if not isinstance(key, str) or not key:
         raise InvalidInput(
             "id", f"must be a non-empty str (the BaseStore item key), got {key!r}"
+        )
+    stamped = [field for field in PROVENANCE if field in entry]
+    if stamped:  # (issue 51: provenance is a store's to write, never a caller's)
+        raise InvalidInput(
+            stamped[0],
+            "is stamped by a poolsplit store, never given with an entry; leave it out",
         )
     warnings = check_entry(
         entry,
