@@ -22,21 +22,33 @@ table), the odd ones only report. Two measures per half:
   earlier entry of a false pair) is wrong. Precision = right / suggestions,
   recall = true pairs whose earlier entry was suggested / true pairs.
 
-Nothing is timed or asserted; exit status 0.
+``--cost N [N ...]`` times ``remember`` on a SQLite store of N memories
+(``conversation.py``'s, as ``store_scale.py`` writes them; imported, then
+one recall builds the snapshot): 30 rounds, each a remember with the
+lookup and one with it replaced by "nothing found" (interleaved, each new
+content written then forgotten), and prints the medians, their ratio, and
+how many entries the lookup compared (those of the contents
+``near_contents`` finds) against the entries of the pool. Nothing is
+asserted; exit status 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
+import statistics
+import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import poolsplit_memory.store as store_module
 from poolsplit_memory import open_store
 from poolsplit_memory._ranking import Statistics
-from poolsplit_memory._stale import SAME_SUBJECT, paired
+from poolsplit_memory._stale import SAME_SUBJECT, near_contents, paired
 
 PAIRS = Path(__file__).resolve().parent / "supersedes" / "pairs.json"
 HALVES = ("choose", "report")
@@ -161,13 +173,78 @@ def store_table(
     return _tally(pairs, found)
 
 
+def _compared(store: Any, content: str, kind: str) -> tuple[int, int]:
+    """(entries the lookup would compare, entries of the pool) for a new
+    ``content`` of ``kind`` (read from the store's snapshot, as remember
+    does; private names: a benchmark's view, no API)."""
+    with store._cache_lock:
+        snap = store._snapshot()
+        part = snap.parts.parts.get(snap.parts.owner({"type": kind}))
+        if part is None:
+            return 0, 0
+        stats = part.stats
+        found = stats.terms_of(content)
+        contents = near_contents(found, stats.idf, stats.holders)
+        return len(part.holding(contents)), len(part)
+
+
+def cost(size: int, rounds: int = 30) -> str:
+    """One line: remember's median with the lookup and without, at ``size``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conversation import memories, sentence
+
+    rng = random.Random(7)
+    found = store_module._possible_supersedes
+    times: dict[bool, list[float]] = {True: [], False: []}
+    compared: list[int] = []
+    pool = 0
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder) / "fill.jsonl"
+        source.write_text(
+            "".join(json.dumps(entry) + "\n" for entry in memories(size)),
+            encoding="utf-8",
+        )
+        with open_store(str(Path(folder) / "memory.db"), namespace="ada") as store:
+            store.import_jsonl(str(source))
+            store.recall("warm the snapshot")
+            store.recall("and build the index")
+            for number in range(rounds + 2):
+                for on in (True, False) if number % 2 else (False, True):
+                    content = sentence(rng)
+                    store_module._possible_supersedes = (
+                        found if on else (lambda snap, entry: [])
+                    )
+                    started = time.perf_counter()
+                    written = store.remember(content, type="episode")
+                    took = time.perf_counter() - started
+                    store_module._possible_supersedes = found
+                    if on:
+                        seen, pool = _compared(store, content, "episode")
+                        compared.append(seen)
+                    store.forget(written.id)
+                    if number >= 2:  # warm-up rounds left out
+                        times[on].append(took)
+    with_ms = statistics.median(times[True]) * 1000
+    without_ms = statistics.median(times[False]) * 1000
+    return (
+        f"{size:>7,} entries: remember {with_ms:.2f} ms with the lookup, "
+        f"{without_ms:.2f} ms without (ratio {with_ms / without_ms:.2f}); "
+        f"compared {statistics.median(compared):.0f} of {pool} episodes (median)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=Path, default=PAIRS)
     parser.add_argument(
         "--sweep", action="store_true", help="the choose half's threshold table"
     )
+    parser.add_argument("--cost", type=int, nargs="+", metavar="N")
     args = parser.parse_args(argv)
+    if args.cost:
+        for size in args.cost:
+            print(cost(size))
+        return 0
     pairs, background = _load(args.pairs)
     positives = sum(1 for p in pairs if p["label"])
     print(

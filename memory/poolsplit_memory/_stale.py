@@ -32,6 +32,7 @@ Pure functions over entries; the statistics come in as ``idf``.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -42,8 +43,9 @@ from ._ranking import terms
 from ._trust import is_quarantined
 
 __all__ = [
+    "MOST_NEAR",
     "SAME_SUBJECT",
-    "must_share",
+    "near_contents",
     "older_first",
     "paired",
     "possible_supersedes",
@@ -55,7 +57,10 @@ __all__ = [
 # half of benchmarks/supersedes/pairs.json (the lowest threshold of the
 # best F1 there); benchmarks/README.md has both halves' precision and recall.
 SAME_SUBJECT: Final = 0.52
-# A relative margin for rounding: must_share's bound errs on the side of
+# The most contents a remember compares with the new memory (near_contents):
+# a bound on its cost where every term of the new memory is common.
+MOST_NEAR: Final = 128
+# A relative margin for rounding: near_contents's bound errs on the side of
 # more candidates, never fewer.
 _MARGIN: Final = 1e-9
 
@@ -73,7 +78,21 @@ def _content(entry: Entry) -> str:
 
 
 def _weight(found: Iterable[str], idf: Idf) -> float:
-    return math.fsum(idf(term) for term in found)
+    # fsum: correctly rounded, so a sum does not depend on a set's order
+    return math.fsum(map(idf, found))
+
+
+def _memo(idf: Idf) -> Idf:
+    """``idf``, each term's computed once (for one call over many entries)."""
+    cache: dict[str, float] = {}
+
+    def weigh(term: str) -> float:
+        value = cache.get(term)
+        if value is None:
+            value = cache[term] = idf(term)
+        return value
+
+    return weigh
 
 
 def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
@@ -82,22 +101,23 @@ def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
     >>> subject_share({"x", "y"}, {"x", "z"}, lambda term: 1.0)
     0.5
     """
+    shared = [term for term in a if term in b]
+    if not shared:
+        return 0.0
     whole = _weight(a, idf) * _weight(b, idf)
     if whole <= 0.0:
         return 0.0
-    shared = _weight([term for term in a if term in b], idf)
-    return min(1.0, shared / math.sqrt(whole))
+    return min(1.0, _weight(shared, idf) / math.sqrt(whole))
 
 
 def _comparable(a: Entry, b: Entry) -> bool:
-    """Every condition of the rule but the subject's."""
+    """The rule's conditions but the subject and the content."""
     return (
         a.get("id") != b.get("id")
         and entry_type(a) == entry_type(b)
         and default_is_active(a)
         and default_is_active(b)
         and is_quarantined(a) == is_quarantined(b)
-        and " ".join(_content(a).split()) != " ".join(_content(b).split())
     )
 
 
@@ -115,8 +135,10 @@ def paired(
     ``threshold`` is for benchmarks/supersedes.py's sweep only."""
     if not _comparable(a, b):
         return False
-    share = subject_share(terms_of(_content(a)), terms_of(_content(b)), idf)
-    return share >= threshold
+    text_a, text_b = _content(a), _content(b)
+    if subject_share(terms_of(text_a), terms_of(text_b), idf) < threshold:
+        return False
+    return " ".join(text_a.split()) != " ".join(text_b.split())
 
 
 def possible_supersedes(
@@ -127,39 +149,64 @@ def possible_supersedes(
     terms_of: Terms = terms,
 ) -> list[str]:
     """The ids of ``candidates`` paired with ``entry``, in their order, each
-    once. O(candidates x their terms)."""
+    once. O(candidates x their terms); each term's idf is asked once, and
+    a candidate sharing less than ``SAME_SUBJECT ** 2`` of the entry's
+    weight (see :func:`near_contents`) is passed over before the rule's
+    other sums."""
+    weigh = _memo(idf)
+    mine = frozenset(terms_of(_content(entry)))
+    least = SAME_SUBJECT**2 * _weight(mine, weigh) * (1.0 - _MARGIN)
     found: dict[str, None] = {}
     for other in candidates:
-        if paired(entry, other, idf, terms_of=terms_of):
+        theirs = terms_of(_content(other))
+        if _weight([term for term in theirs if term in mine], weigh) < least:
+            continue
+        if paired(entry, other, weigh, terms_of=terms_of):
             found[str(other.get("id"))] = None
     return list(found)
 
 
-def must_share(found: Collection[str], idf: Idf) -> list[str]:
-    """Terms of an entry (``found``) of which every entry paired with it
-    holds one: its rarest terms, until those left weigh less than
-    ``SAME_SUBJECT ** 2`` of the whole.
+def near_contents(
+    found: Collection[str],
+    idf: Idf,
+    holders: Callable[[str], Iterable[str]],
+) -> list[str]:
+    """The contents (``holders(term)``: those holding ``term``) that may be
+    paired with a content of the terms ``found``; every other is never.
 
-    Why that suffices: ``W(A & B) <= W(B)``, so ``share >= s`` gives
-    ``W(A & B) >= s**2 x W(A)``; an entry sharing none of these terms shares
-    at most what is left, less than that. So a store reads only the entries
-    holding one of these terms (rare ones: short postings), and finds what
-    :func:`possible_supersedes` would find among all of them.
+    Why: ``W(A & B) <= W(B)``, so ``share >= s`` needs ``W(A & B) >= s**2 x
+    W(A)``. The terms of A are walked rarest first, each adding its idf to
+    the contents holding it, until those left weigh less than that: a
+    content none of the walked terms holds shares less, and one whose sum
+    plus what is left is still less shares less too. So a store reads the
+    postings of a new memory's rarest terms only (short ones), and finds
+    what :func:`possible_supersedes` finds among every entry, as long as
+    at most ``MOST_NEAR`` contents are left; past that, the ``MOST_NEAR``
+    sharing the most weight of the walked terms (a store whose every term
+    is common: ``benchmarks/supersedes.py --cost``).
 
-    >>> must_share({"ada", "lisbon", "live"}, {"ada": 0.1, "lisbon": 2.0,
-    ...     "live": 0.5}.__getitem__)
-    ['lisbon', 'live']
+    >>> held = {"lisbon": ["b"], "ada": ["a", "b", "c"], "live": ["a", "b"]}
+    >>> idf = {"ada": 0.1, "lisbon": 2.0, "live": 0.5}.__getitem__
+    >>> near_contents({"ada", "lisbon", "live"}, idf, held.__getitem__)
+    ['b']
     """
-    ranked = sorted(found, key=lambda term: (-idf(term), term))
-    left = _weight(ranked, idf)
-    bound = SAME_SUBJECT**2 * left * (1.0 - _MARGIN)
-    chosen: list[str] = []
+    weigh = _memo(idf)
+    ranked = sorted(found, key=lambda term: (-weigh(term), term))
+    left = _weight(ranked, weigh)
+    least = SAME_SUBJECT**2 * left * (1.0 - _MARGIN)
+    shared: dict[str, float] = {}
     for term in ranked:
-        if left < bound:
+        if left < least:
             break
-        chosen.append(term)
-        left -= idf(term)
-    return chosen
+        weight = weigh(term)
+        for content in holders(term):
+            shared[content] = shared.get(content, 0.0) + weight
+        left -= weight
+    near = [content for content, got in shared.items() if got + left >= least]
+    if len(near) <= MOST_NEAR:
+        return near
+    # The cost's bound: the contents sharing the most of the walked weight.
+    return heapq.nlargest(MOST_NEAR, near, key=shared.__getitem__)
 
 
 def older_first(a: Entry, b: Entry) -> tuple[Entry, Entry]:
@@ -189,7 +236,7 @@ def stale_pairs(
     found: list[tuple[Entry, Entry]] = []
     for same in by_type.values():
         for i, a in enumerate(same):
-            idf = idf_of(a)
+            idf = _memo(idf_of(a))
             given = terms if terms_of is None else terms_of(a)
             for b in same[i + 1 :]:
                 if paired(a, b, idf, terms_of=given):

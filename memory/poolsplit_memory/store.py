@@ -128,7 +128,7 @@ from ._ranking import (
 from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
 from ._shared import Handle, own_backend, shared_backend, snapshots
 from ._sqlite import SQLiteBackend
-from ._stale import must_share, possible_supersedes, stale_pairs
+from ._stale import near_contents, possible_supersedes, stale_pairs
 from ._trust import (
     PROVENANCE,
     QUARANTINE,
@@ -1374,15 +1374,15 @@ def _hashable(value: object) -> bool:
 def _possible_supersedes(snap: _Snapshot, entry: Mapping[str, Any]) -> list[str]:
     """The ids of the active entries of ``snap`` the rule pairs with
     ``entry`` (``_stale.paired``, with the statistics of its pool): only
-    those holding one of the terms ``_stale.must_share`` names (the rarest:
-    short postings) are compared, which finds what comparing every entry
-    of its pool would."""
+    the entries of the contents ``_stale.near_contents`` finds through the
+    postings of the entry's rarest terms are compared, which finds what
+    comparing every entry of its pool would."""
     part = snap.parts.parts.get(snap.parts.owner(entry))
     if part is None:
         return []
     stats = part.stats
-    needed = must_share(stats.terms_of(_content_text(entry)), stats.idf)
-    contents = {content for term in needed for content in stats.holders(term)}
+    found = stats.terms_of(_content_text(entry))
+    contents = near_contents(found, stats.idf, stats.holders)
     return possible_supersedes(
         entry, part.holding(contents), stats.idf, terms_of=stats.terms_of
     )
@@ -1696,15 +1696,17 @@ class Store:
     ) -> Written:
         """``written`` with the ids the rule pairs with a new ``entry``
         (``_stale.py``) and their warning, but ``supersedes`` (retired by
-        the write). Read from the snapshot the write brought forward (the
-        first write of a process reads the namespace whole, as its first
-        recall would; the recall after it then reads nothing). The write
-        has committed: a failure here is never its error, and finds
-        nothing."""
+        the write). Read from the store's snapshot, which the write brought
+        forward, when a recall made one: a store that never recalled names
+        none (reading the namespace whole for it would cost a one-off
+        script's remember 200 ms at 10,000 entries). The write has
+        committed: a failure here is never its error, and finds nothing."""
         if written.entry is not entry:  # a twin's id or a retry: nothing new
             return written
         try:
             with self._cache_lock:
+                if snapshots.get((self._owner, self.pools)) is None:
+                    return written
                 found = _possible_supersedes(self._snapshot(), entry)
         except StoreUnavailable:
             return written
