@@ -28,8 +28,9 @@ one recall builds the snapshot): 30 rounds, each a remember with the
 lookup and one with it replaced by "nothing found" (interleaved, each new
 content written then forgotten), and prints the medians, their ratio, and
 how many entries the lookup compared (those of the contents
-``near_contents`` finds) against the entries of the pool. Nothing is
-asserted; exit status 0.
+``near_contents`` finds) against the entries of the pool; then 30 rounds
+of two warm recalls, with the recall's pairs' warnings and without them.
+Nothing is asserted; exit status 0.
 """
 
 from __future__ import annotations
@@ -224,13 +225,38 @@ def cost(size: int, rounds: int = 30) -> str:
                     store.forget(written.id)
                     if number >= 2:  # warm-up rounds left out
                         times[on].append(took)
+            recalls = _recall_times(store, rounds, sentence, rng)
     with_ms = statistics.median(times[True]) * 1000
     without_ms = statistics.median(times[False]) * 1000
+    recall_with = statistics.median(recalls[True]) * 1000
+    recall_without = statistics.median(recalls[False]) * 1000
     return (
         f"{size:>7,} entries: remember {with_ms:.2f} ms with the lookup, "
         f"{without_ms:.2f} ms without (ratio {with_ms / without_ms:.2f}); "
-        f"compared {statistics.median(compared):.0f} of {pool} episodes (median)"
+        f"compared {statistics.median(compared):.0f} of {pool} episodes (median); "
+        f"warm recall {recall_with:.2f} ms with the pairs' warnings, "
+        f"{recall_without:.2f} ms without (ratio {recall_with / recall_without:.2f})"
     )
+
+
+def _recall_times(
+    store: Any, rounds: int, sentence: Any, rng: random.Random
+) -> dict[bool, list[float]]:
+    """Warm recalls of a sentence-like message, with the recall's pairs'
+    warnings and with them replaced by none, interleaved."""
+    warned = store_module._stale_warnings
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for number in range(rounds + 2):
+        message = sentence(rng)
+        for on in (True, False) if number % 2 else (False, True):
+            store_module._stale_warnings = warned if on else (lambda got, snap: [])
+            started = time.perf_counter()
+            store.recall(message)
+            took = time.perf_counter() - started
+            store_module._stale_warnings = warned
+            if number >= 2:
+                times[on].append(took)
+    return times
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -59,7 +59,7 @@ __all__ = [
 SAME_SUBJECT: Final = 0.52
 # The most contents a remember compares with the new memory (near_contents):
 # a bound on its cost where every term of the new memory is common.
-MOST_NEAR: Final = 128
+MOST_NEAR: Final = 64
 # A relative margin for rounding: near_contents's bound errs on the side of
 # more candidates, never fewer.
 _MARGIN: Final = 1e-9
