@@ -9,6 +9,7 @@ scratch over the entries of the pool.
 
 from __future__ import annotations
 
+import doctest
 import functools
 import math
 import re
@@ -20,7 +21,7 @@ import snowballstemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolsplit_memory import open_store
+from poolsplit_memory import _stale, open_store
 from poolsplit_memory._ranking import Statistics
 from poolsplit_memory._stale import (
     near_contents,
@@ -109,6 +110,11 @@ entries = st.lists(
 
 
 # --- the rule, property tests ---------------------------------------------------
+
+
+def test_the_modules_examples_hold():
+    assert doctest.testmod(_stale).failed == 0
+
 
 
 @given(pool=entries)
