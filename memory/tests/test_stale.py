@@ -116,7 +116,6 @@ def test_the_modules_examples_hold():
     assert doctest.testmod(_stale).failed == 0
 
 
-
 @given(pool=entries)
 def test_property_the_rule_is_the_readme_statement(pool):
     """Every pair of the pool, by the library and by the oracle."""
