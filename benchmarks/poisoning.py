@@ -99,6 +99,7 @@ from typing import Any
 
 from locomo import Conversation
 from poolsplit_memory import InvalidInput, NotGranted, Recall, Store, Writer, open_store
+from poolsplit_memory._frame import QUARANTINE_HEADING
 
 import poolsplit
 from poolsplit import Pool, TokenCounter
@@ -438,8 +439,14 @@ class Tally:
 
 
 def forged_lines(got: Recall) -> int:
-    """Lines of the rendered text that open a section no pool opened."""
-    headers = {f"## {name}" for name, entries in got.pools.items() if entries}
+    """Lines of the rendered text that open a section no pool opened (the
+    quarantine pool's heading says its writer is unvouched: memory/README.md,
+    "The rendered frame")."""
+    headers = {
+        f"## {QUARANTINE_HEADING if name == 'quarantine' else name}"
+        for name, entries in got.pools.items()
+        if entries
+    }
     return sum(
         1
         for line in got.text.splitlines()
