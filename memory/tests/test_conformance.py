@@ -827,7 +827,10 @@ def test_recall_renders_the_pools_and_reports_ids(open_):
     # that pool loads as for a vague message (its freshest)
     assert ids["other"] == [note.id]
     # the frame: every pool's entries, dated, their contents as stored
-    assert parse(recall.text, False) == (reading(recall.pools, None, False), {})
+    assert parse(recall.text, False) == (
+        reading(recall.pools, store.writer.name, False),
+        {},
+    )
     assert recall.text.startswith(
         f"{LEAD}\n## corrections\n- 2026-06-01: Never force-push to main\n\n"
         "## tasks\n- 2026-06-01: Ship the billing fix\n"
@@ -958,7 +961,10 @@ def test_property_recall_equals_retrieve_pools_on_the_active_entries(
         for _ in range(2):  # a new snapshot, then a cached one
             recall = store.recall(message, tags=["a"], project="p", now=NOW)
             assert recall.pools == expected
-            assert parse(recall.text, False) == (reading(expected, None, False), {})
+            assert parse(recall.text, False) == (
+                reading(expected, store.writer.name, False),
+                {},
+            )
     finally:
         open_.close_all()
 

@@ -526,9 +526,10 @@ def test_http_no_token_or_a_wrong_one_is_401_and_writes_nothing(tmp_path):
     assert lines[-1]["tenant"] == "ada" and lines[-1]["namespace"] == "ada"
     assert set(lines[-1]) == {
         "time", "pid", "method", "path", "status", "ms", "in", "out", "tenant",
-        "namespace", "tool", "id",
+        "namespace", "tool", "id", "outcome",
     }  # fmt: skip
-    assert lines[-1]["tool"] == "remember"  # the write: its tool and entry id
+    assert lines[-1]["tool"] == "remember"  # the write: its tool, entry id, outcome
+    assert lines[-1]["outcome"] == "ok"
     assert [lines[-1]["id"]] == list(exported(str(db), "ada", tmp_path))
 
 
