@@ -64,6 +64,9 @@ export POOLSPLIT_REQUIRE_PG=1 POOLSPLIT_REQUIRE_SEMANTIC=1
 tests_tmp=""
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     tests_tmp=$(mktemp -d /dev/shm/poolsplit-memory-tests.XXXXXX)
+    # Readable by all, as /tmp is: test_replication's servers run as the user
+    # "postgres" in a folder of their own made here (mktemp -d makes it 0700).
+    chmod 755 "$tests_tmp"
 fi
 # Two workers: many tests wait on a server process, a PostgreSQL backend or a
 # lock, so two keep a second core busy. --dist loadgroup keeps each
