@@ -29,6 +29,10 @@ from poolsplit_memory import _postgres, open_store
 
 psycopg = pytest.importorskip("psycopg")
 
+# One worker runs this module (scripts/test-memory.sh: --dist loadgroup), so
+# that the module's primary and standby are made once, not once a worker.
+pytestmark = pytest.mark.xdist_group("replication")
+
 GUARD = 120  # seconds: a bound for a server to start or catch up, never a measure
 # Writes through two --http instances with --read-db; issue 36's figure is
 # POOLSPLIT_STANDBY_WRITES=1000 (benchmarks/README.md, team_scale section).

@@ -26,7 +26,7 @@ ENTRIES = 1000
 MOST = 1.5  # the estimate over what is retained (here: 1.20 and 1.32)
 
 PROBE = """
-import gc, io, json, os, random, sys, tracemalloc
+import gc, io, itertools, json, os, random, sys, tracemalloc
 from poolsplit_memory import open_store
 from poolsplit_memory import store as store_module
 
@@ -37,17 +37,21 @@ syllables = syllables.split()
 vocab = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4)))
                 for _ in range(12000)})
 rng.shuffle(vocab)
-weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+# Cumulative weights made once: choices(weights=) adds up all 12,000 on every
+# call, and a running length: the same words from the same draws, the 1,000
+# entries of "long" made in 0.3 s of CPU instead of 21.
+cumulative = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(vocab))))
 stop = "the and to of a in was it with for my on that is we at but so".split()
 lines = []
 for k in range(entries):
     entry = {"id": f"e{k:05d}", "type": rng.choice(["fact", "episode", "note"]),
              "content": "", "created": f"2026-11-{1 + k % 28:02d}T10:00:00+00:00"}
     room = target - len(json.dumps(entry, separators=(",", ":")))
-    words = []
-    while sum(map(len, words)) + len(words) < room:
+    words, length = [], 0
+    while length + len(words) < room:
         words.append(rng.choice(stop) if rng.random() < 0.4
-                     else rng.choices(vocab, weights=weights)[0])
+                     else rng.choices(vocab, cum_weights=cumulative)[0])
+        length += len(words[-1])
     entry["content"] = " ".join(words)
     lines.append(json.dumps(entry) + "\\n")
 path = os.path.join(os.getcwd(), "memory.db")  # the test's tmp_path
