@@ -1,6 +1,7 @@
 """poolsplit-mcp: the memory store served to MCP clients over stdio.
 
     poolsplit-mcp [--db URL] [--namespace NAME] [--pools FILE] [--ephemeral]
+    poolsplit-mcp reindex [--db URL] [--namespace NAME]
     poolsplit-mcp --version
 
 Without ``--db`` the store is ``$XDG_DATA_HOME/poolsplit/memory.db`` (else
@@ -1403,14 +1404,27 @@ def _fail(message: str) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve the store over stdio; 2 with one line on stderr if it cannot."""
-    argv = sys.argv[1:] if argv is None else argv
+def _subcommand(argv: list[str]) -> int | None:
+    """``poolsplit-mcp token add|remove|list`` and ``poolsplit-mcp reindex``
+    run, their status returned; None for the server's own arguments."""
     from poolsplit_memory import _tokens  # the standard library only
 
     token_argv = _tokens.token_argv(argv)  # poolsplit-mcp token add|remove|list
     if token_argv is not None:
         return _tokens.main(token_argv)
+    if argv[:1] == ["reindex"]:  # issue 50: embed a store ahead of time
+        from poolsplit_memory import _reindex
+
+        return _reindex.main(argv[1:], lambda db: _choose_db(db, False))
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the store over stdio; 2 with one line on stderr if it cannot."""
+    argv = sys.argv[1:] if argv is None else argv
+    status = _subcommand(argv)
+    if status is not None:
+        return status
     args = _parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(

@@ -59,19 +59,26 @@ def same_session(a, b):
     return abs(apart) <= 30 * 60
 
 
-def oracle(entries, message):
+def oracle(entries, message, without=frozenset()):
+    """Each entry's score by the README; the ids in ``without`` have no
+    vector yet: their semantic term is their lexical one (h = r / max r).
+    A row's cosine is its own dot product with the message's vector (its
+    last bits never depend on the other rows: einsum, not BLAS's blocks)."""
     embedder = _semantic.Embedder.shared()
     matrix = embedder.matrix(embedder.passages([e["content"] for e in entries]))
-    cosines = matrix @ embedder.query(message)
-    low, high = float(cosines.min()), float(cosines.max())
+    cosines = numpy.einsum("ij,j->i", matrix, embedder.query(message)).tolist()
+    present = [c for e, c in zip(entries, cosines) if e["id"] not in without]
+    low, high = min(present), max(present)
     spread = high - low
     ramp = min(1.0, max(0.0, (spread - 0.05) / (0.2 - 0.05)))
     shares = [oracle_score(entries, e, {"message": message})[1] for e in entries]
     top = max(shares)
     hybrid = [
-        0.3 * (share / top if top else 0.0)
+        (share / top if top else 0.0)
+        if entry["id"] in without
+        else 0.3 * (share / top if top else 0.0)
         + 0.7 * (cosine - low) / max(spread, 0.2) * ramp
-        for cosine, share in zip(cosines.tolist(), shares)
+        for entry, cosine, share in zip(entries, cosines, shares)
     ]
     # The window, in write order: h plus 0.5 x the better neighbour's h (a
     # missing neighbour, or one of another session, 0); entries of equal
@@ -99,6 +106,7 @@ def test_semantic_recall_is_the_readme_formula(open_):
     store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, len(FACTS))])
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     message = "who got a new dog?"
     stored = [store.get(e["id"]) for e in store.list().entries]
     expected = oracle(stored, message)
@@ -159,6 +167,7 @@ def test_semantic_recall_is_the_readme_formula_on_any_store(open_, picks, messag
         for n, (turn, minutes) in enumerate(picks)
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.reindex()
     stored = [store.get(f"t{n}") for n in range(len(picks))]
     expected = oracle(stored, message)
     got = [expected[e["id"]] for e in store.recall(message, now=NOW).pools["all"]]
@@ -174,6 +183,7 @@ def test_the_turn_after_a_match_is_recalled_with_it(open_):
         for n, text in enumerate(TURNS)
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.reindex()
     got = store.recall(MESSAGES[0], now=NOW).ids()["all"]
     assert got == ["t0", "t1"]
 
@@ -189,6 +199,7 @@ def test_an_updated_entry_keeps_its_place_in_the_window(open_):
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
     store.update("t1", content=TURNS[1])
+    store.reindex()
     assert store.recall(MESSAGES[0], now=NOW).ids()["all"] == ["t0", "t1"]
 
 
@@ -214,6 +225,7 @@ def test_the_turn_after_a_match_is_context_only_in_its_session(open_, minutes, w
     (sharing nothing with the question) it is left out."""
     store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, 2)])
     store.import_jsonl(io.StringIO("\n".join(_turns_apart(minutes)) + "\n"))
+    store.reindex()
     got = store.recall(MESSAGES[0], now=NOW).ids()["all"]
     assert got[0] == "t0"
     assert ("t1" in got) is with_it
@@ -255,6 +267,7 @@ def test_a_fact_written_days_before_the_match_does_not_load(open_):
         for i, t, c, d in rows
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.reindex()
     got = store.recall("How do we deploy the billing service?", now=NOW).ids()
     assert got["skills"] == ["s-deploy"]
     assert got["facts"][0] == "f-owner"
@@ -269,6 +282,7 @@ def test_a_recall_leaves_out_what_relates_less_than_half_the_best(open_):
     store = open_("ada", ranking="semantic", pools=[Pool("all", 1000, len(FACTS))])
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     got = [
         e["content"] for e in store.recall("who got a new dog?", now=NOW).pools["all"]
     ]
@@ -303,9 +317,9 @@ def test_the_fast_loop_and_the_scorer_use_one_semantic_rule(picks, message):
     ]
     embedder = _semantic.Embedder.shared()
     matrix = embedder.matrix(embedder.passages([e["content"] for e in entries]))
-    vectors = _semantic.Vectors(embedder, entries, matrix)
+    cosines = _semantic.cosines(matrix, embedder.query(message)).tolist()
     stats = _ranking.Statistics(entries)
-    relevance = _semantic.Hybrid(stats, message, vectors, NOW)
+    relevance = _semantic.Hybrid(stats, message, entries, cosines, NOW)
     context = {"message": message}
     fast = _ranking._fast_scores(
         stats, entries, context, NOW, relevance, _ranking._Split()
@@ -319,6 +333,7 @@ def test_a_semantic_store_of_one_entry_recalls_it(open_):
     """One entry: every spread is 0 (no division by it)."""
     store = open_("ada", ranking="semantic")
     store.remember("Ada paints sunsets on weekends", type="fact", now=NOW)
+    store.reindex()
     assert [e["content"] for e in store.recall("sunsets", now=NOW).pools["facts"]] == [
         "Ada paints sunsets on weekends"
     ]
@@ -339,6 +354,7 @@ def test_a_vague_message_returns_equal_tasks_freshest_first_semantic(open_):
         store.import_jsonl(
             io.StringIO(json.dumps({"content": text, "type": "task", "created": day}))
         )
+    store.reindex()
     got = store.recall("what should I pick up next?", now=NOW).pools["tasks"]
     assert [e["content"] for e in got] == [tasks[i][0] for i in (0, 1, 3, 2)]
 
@@ -349,6 +365,7 @@ def test_a_vector_row_of_the_wrong_length_is_embedded_again(open_):
     store = open_("ada", ranking="semantic")
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     first = store.list().entries[0]["id"]
 
     def read(backend):
@@ -363,6 +380,8 @@ def test_a_vector_row_of_the_wrong_length_is_embedded_again(open_):
     )
     assert len(read(store._backend)[1]) == 100
     other = open_("ada", ranking="semantic")
+    other.recall("who got a new dog?", now=NOW)  # finds it stale
+    other.reindex()  # (or the catch-up's thread, started by that recall)
     recall = other.recall("who got a new dog?", now=NOW)
     assert recall.pools["facts"][0]["content"] == "Bob adopted a puppy last spring"
     assert read(other._backend) == (mark, vector)
@@ -383,6 +402,7 @@ def test_a_recall_embeds_only_its_message(open_, monkeypatch):
     store = open_("ada", ranking="semantic")
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     embedded = []
     real = _semantic.Embedder.passages
     monkeypatch.setattr(
@@ -393,7 +413,8 @@ def test_a_recall_embeds_only_its_message(open_, monkeypatch):
     store.recall("new dog", now=NOW)
     store.recall("cello lessons", now=NOW)
     assert embedded == []
-    store.remember("Eve runs marathons", type="fact", now=NOW)  # on write
+    store.remember("Eve runs marathons", type="fact", now=NOW)  # after write
+    store.reindex()
     assert embedded == ["Eve runs marathons"]
     store.recall("running", now=NOW)
     assert embedded == ["Eve runs marathons"]
@@ -409,6 +430,7 @@ def test_vectors_follow_updates_and_forget(open_, store_url):
     first = store.remember("Bob adopted a puppy", type="fact", now=NOW)
     second = store.remember("Ada paints sunsets", type="fact", now=NOW)
     store.update(first.id, content="Bob adopted a kitten")
+    store.reindex()
     reader = open_("ada", ranking="semantic")
     rows = stored_vectors(reader, [first.id, second.id])
     assert rows[first.id][0] == _semantic.digest("Bob adopted a kitten")
@@ -423,6 +445,7 @@ def test_after_a_write_only_the_written_entries_vectors_are_read(open_, monkeypa
     store = open_("ada", ranking="semantic")
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     store.recall("pets", now=NOW)
     other = open_("bob", ranking="semantic")
     asked: list[list[str]] = []
@@ -435,9 +458,11 @@ def test_after_a_write_only_the_written_entries_vectors_are_read(open_, monkeypa
 
     monkeypatch.setattr(type(_sql_tx(store)), "vectors", counting)
     written = store.remember("Eve runs marathons", type="fact", now=NOW)
+    store.reindex()  # the catch-up looks it up once, then embeds it
     store.recall("running", now=NOW)
     assert asked == [[written.id]]
     other.remember("elsewhere", type="fact", now=NOW)
+    other.reindex()
     store.recall("running", now=NOW)
     assert asked == [[written.id]]
     assert store.recall("marathon", now=NOW).ids()
@@ -449,6 +474,7 @@ def test_after_a_write_only_the_written_entries_content_is_hashed(open_, monkeyp
     store = open_("ada", ranking="semantic")
     for text in FACTS:
         store.remember(text, type="fact", now=NOW)
+    store.reindex()
     store.recall("pets", now=NOW)
     hashed: list[str] = []
     real = _semantic.digest
@@ -472,6 +498,7 @@ def test_an_import_is_embedded_and_recalled_by_meaning(open_):
         for n, text in enumerate(FACTS)
     ]
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    store.reindex()
     got = store.recall("moving abroad for work", now=NOW).ids()["all"]
     assert got[0] == "f4"  # Dan moved to Lisbon for a new job
 
