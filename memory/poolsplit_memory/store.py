@@ -139,7 +139,7 @@ from ._types import (
     StoreUnavailable,
     WriteTx,
 )
-from ._vectors import Catchup, Space, hybrid, missing_note
+from ._vectors import Catchup, Query, Space, hybrid, missing_note
 from ._when import time_zone
 
 __all__ = [
@@ -1703,6 +1703,7 @@ class Store:
         chosen_pools = self.pools if pools is None else _check_pools(pools)
         now = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, now, tz)  # parsed before the lock
+        query = None if self._embedder is None else Query(self._embedder, message)
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools)
@@ -1715,7 +1716,7 @@ class Store:
                 context,
                 now=now,
                 token_counter=self._token_counter,
-                relevance=self._relevance(snap, context, now, times),
+                relevance=self._relevance(snap, context, now, times, query),
                 scan=self.ranking == "semantic",
             )
             return _recalled(got, snap)
@@ -1819,6 +1820,7 @@ class Store:
         context: Mapping[str, Any],
         now: datetime,
         times: Times,
+        query: Query | None = None,
     ) -> Callable[[Part], Relevance] | None:
         """The message's relevance at ``now`` with the ``times`` it names,
         per part: lexical, or hybrid with the part's
@@ -1831,7 +1833,9 @@ class Store:
         snap.space.refresh(self._read_vectors)
         assert self._catchup is not None  # the semantic ranking's
         self._catchup.want(snap.space)
-        return hybrid(snap.space, self._embedder, message, now, times)
+        if query is None:
+            query = Query(self._embedder, message)
+        return hybrid(snap.space, query, message, now, times)
 
     def _space(self) -> Space:
         """The store's snapshot's vectors, refreshed (the caller holds

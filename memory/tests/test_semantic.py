@@ -873,7 +873,8 @@ def test_one_tenants_embedding_never_holds_up_anothers_recall(open_, monkeypatch
         return real(text)
 
     monkeypatch.setattr(embedder._model, "query", query)
-    blocked = threading.Thread(target=lambda: slow.recall("slow puppy?", now=NOW))
+    asked = f"slow puppy? {next(_namespaces)}"  # (never in the message cache)
+    blocked = threading.Thread(target=lambda: slow.recall(asked, now=NOW))
     blocked.start()
     assert entered.wait(60)
     answered = []
