@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import statistics
@@ -56,6 +57,7 @@ from poolsplit_memory._semantic import MODEL, digest
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 AGE = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 WARM_UP = 3
+_RUNS = itertools.count(1)
 
 
 def _jsonl(size: int) -> str:
@@ -99,7 +101,9 @@ def _plant(url: str, namespace: str, seed: int = 7) -> None:
 
 
 def one_size(url: str, size: int, turns: int, smallest: bool) -> dict[str, float]:
-    """Every figure of one backend and size (milliseconds)."""
+    """Every figure of one backend and size (milliseconds). Every message
+    is new to the process (the embedder keeps the recent ones' vectors)."""
+    tag = f"run {next(_RUNS)}"
     text = _jsonl(size)
     out: dict[str, float] = {}
     with open_store(url, namespace="ada") as lexical:
@@ -113,7 +117,7 @@ def one_size(url: str, size: int, turns: int, smallest: bool) -> dict[str, float
     firsts: dict[str, list[float]] = {"lexical": [], "semantic": []}
     for ranking in ("lexical", "semantic", "semantic", "lexical"):
         with open_store(url, namespace="ada", ranking=ranking) as store:
-            message = next(asked)
+            message = f"{next(asked)} ({tag})"
             firsts[ranking].append(_recall_ms(store, message))
     out["first lexical"] = statistics.median(firsts["lexical"])
     out["first after switch"] = statistics.median(firsts["semantic"])
@@ -126,17 +130,17 @@ def one_size(url: str, size: int, turns: int, smallest: bool) -> dict[str, float
     semantic = open_store(url, namespace="ada", ranking="semantic")
     try:
         for _ in range(WARM_UP):
-            lexical.recall(next(asked), now=NOW)
-            semantic.recall(next(asked), now=NOW)
+            lexical.recall(f"{next(asked)} ({tag})", now=NOW)
+            semantic.recall(f"{next(asked)} ({tag})", now=NOW)
         warm: dict[str, list[float]] = {"lexical": [], "semantic": [], "after": []}
         for turn in range(turns):
             order = ("lexical", "semantic") if turn % 2 else ("semantic", "lexical")
             for ranking in order:
                 store = lexical if ranking == "lexical" else semantic
-                message = f"{next(asked)} ({turn})"
+                message = f"{next(asked)} ({tag} {turn})"
                 warm[ranking].append(_recall_ms(store, message))
             semantic.remember(f"{sentence_of(turn)} ({turn})", type="fact", now=AGE)
-            message = f"{next(asked)} ({turn})"
+            message = f"{next(asked)} ({tag} {turn})"
             warm["after"].append(_recall_ms(semantic, message))
         out["warm lexical"] = statistics.median(warm["lexical"])
         out["warm semantic"] = statistics.median(warm["semantic"])

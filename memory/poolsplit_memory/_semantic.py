@@ -255,15 +255,38 @@ def _text(entry: Entry) -> str:
     return "" if content is None else str(content)
 
 
+class Shape:
+    """What a part's hybrid reads of its entries besides the message, made
+    once per change of the part: each entry's content, and where two
+    neighbours were written in different sessions (``apart[i]``: entries
+    ``i`` and ``i + 1``)."""
+
+    def __init__(self, stats: Statistics, entries: Sequence[Entry]) -> None:
+        import numpy
+
+        self.contents = [_text(entry) for entry in entries]
+        self.always = numpy.array(
+            [poolsplit.is_always(entry) for entry in entries], dtype=bool
+        )
+        created = _times(stats, entries)
+        self.apart = numpy.array(
+            [not same_session(a, b) for a, b in zip(created, created[1:])],
+            dtype=bool,
+        )
+
+
 class Hybrid(Relevance):
     """One message's hybrid relevance over a part's entries.
 
     ``share(entry)`` is ``w`` (module docstring); every entry given has
     one, so the factor is 1 only for an entry at the bottom of both.
-    ``cosines`` are the entries' cosines with the message, None for an
-    entry without a vector yet: its semantic term is its lexical one
-    (``h = r / max r``), so the entries not embedded yet rank lexically
-    among the others (at least one entry has a cosine).
+    ``cosines`` are the entries' cosines with the message, None (or NaN)
+    for an entry without a vector yet: its semantic term is its lexical
+    one (``h = r / max r``), so the entries not embedded yet rank
+    lexically among the others (at least one entry has a cosine).
+    ``shape``: the part's :class:`Shape`, when kept. In numpy, element by
+    element in the order the formula states (so float for float the
+    formula's: memory/tests/test_semantic.py's oracle is plain Python).
     """
 
     symbol: ClassVar[str] = "w"
@@ -274,36 +297,82 @@ class Hybrid(Relevance):
         stats: Statistics,
         message: str,
         entries: Sequence[Entry],
-        cosines: Sequence[float | None],
+        cosines: Any,
         now: datetime | None = None,
         *,
         times: Times | None = None,
+        shape: Shape | None = None,
     ) -> None:
+        import numpy
+
         # every lexical r
         super().__init__(stats, message, now, complete=True, times=times)
+        shape = Shape(stats, entries) if shape is None else shape
         lexical = self._share
         top = max(lexical.values(), default=0.0)
-        present = [c for c in cosines if c is not None]
-        low, high = (min(present), max(present)) if present else (0.0, 0.0)
+        cos = numpy.array(
+            [numpy.nan if c is None else c for c in cosines]
+            if isinstance(cosines, list)
+            else cosines,
+            dtype=numpy.float64,
+        )
+        present = ~numpy.isnan(cos)
+        shown = cos[present]
+        low, high = (float(shown.min()), float(shown.max())) if len(shown) else (0, 0)
         spread = high - low
         ramp = min(1.0, max(0.0, (spread - VAGUE) / (SPREAD - VAGUE)))
         scale = ramp / max(spread, SPREAD)
-        contents = [_text(entry) for entry in entries]
-        created = _times(stats, entries)
-        hybrid = []
-        for content, cosine in zip(contents, cosines):
-            lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
-            if cosine is None:
-                hybrid.append(lex)
-                continue
-            semantic = (cosine - low) * scale
-            hybrid.append(ALPHA * lex + (1.0 - ALPHA) * semantic)
-        self._share = windowed(contents, hybrid, created)
+        get = lexical.get
+        lex = numpy.array([get(c, 0.0) for c in shape.contents], dtype=numpy.float64)
+        lex = lex / top if top > 0 else lex * 0.0
+        semantic = (cos - low) * scale
+        hybrid = numpy.where(present, ALPHA * lex + (1.0 - ALPHA) * semantic, lex)
+        self._share = _windowed(shape.contents, hybrid, shape.apart)
         self._settle()
+        self._shape = shape
+
+    def candidates(self, entries: Sequence[Entry]) -> Sequence[Entry]:
+        """Those of ``entries`` (the part's, in its order) whose score can be
+        above 0: a factor above 0 (``w`` at least FLOOR x the best, and
+        above 0) or always-scope; every entry when the message tells none
+        apart (``best`` 0: all x1) or names a time (an entry in its window
+        is never floored out). The others score 0, which the store's
+        floored pools never load, so a recall over the candidates is the
+        recall over the part (memory/tests/test_semantic.py compares them):
+        the core's loop then reads tens of entries, not the part's 10,000.
+        """
+        shape = self._shape
+        if self.best <= 0.0 or self.windows or len(entries) != len(shape.contents):
+            return entries
+        import numpy
+
+        share = self._share
+        threshold = self.floor * self.best
+        values = numpy.array([share[c] for c in shape.contents], dtype=numpy.float64)
+        keep = ((values > 0.0) & (values >= threshold)) | shape.always
+        return [entries[at] for at in numpy.flatnonzero(keep).tolist()]
 
     def share(self, entry: Entry) -> float:
         """``w`` for an entry of the part; 0 for any other."""
         return self._share.get(_text(entry), 0.0)
+
+
+def _windowed(contents: Sequence[str], hybrid: Any, apart: Any) -> dict[str, float]:
+    """:func:`windowed` in numpy, the sessions given as ``apart`` (see
+    :class:`Shape`); memory/tests/test_semantic.py proves them equal."""
+    import numpy
+
+    before = numpy.concatenate(([0.0], hybrid[:-1]))
+    after = numpy.concatenate((hybrid[1:], [0.0]))
+    if len(apart):
+        before[1:][apart] = 0.0
+        after[:-1][apart] = 0.0
+    values = (hybrid + WINDOW * numpy.maximum(before, after)).tolist()
+    shares = dict(zip(contents, values))
+    if len(shares) < len(values):  # equal contents: the largest w of them
+        for content, value in zip(contents, values):
+            shares[content] = max(shares[content], value)
+    return shares
 
 
 def _times(stats: Statistics, entries: Sequence[Entry]) -> list[float | None]:

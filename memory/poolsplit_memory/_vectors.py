@@ -216,17 +216,23 @@ class Space:
                 del self.missing[ident]
                 self.matrix.put(ident, mark, vector)
 
-    def rows(self, part: Any) -> tuple[list[int], int]:
+    def rows(self, part: Any) -> tuple[Any, int, _semantic.Shape]:
         """The matrix row of each of ``part``'s entries, in the part's order
-        (-1: none), and how many have one; kept on the part until either
-        changes."""
+        (a numpy array; -1: none), how many have one, and the part's
+        :class:`_semantic.Shape`; kept on the part until either changes
+        (the shape until the part does)."""
         kept = part.vectors
         version = (id(self.matrix), self.matrix.version)
         if kept is None or kept[0] != version:
             row = self.matrix.row
-            rows = [row(str(entry.get("id"))) for entry in part.entries]
-            kept = part.vectors = (version, rows, sum(1 for r in rows if r >= 0))
-        return kept[1], kept[2]
+            rows = self.matrix._numpy.array(
+                [row(str(entry.get("id"))) for entry in part.entries], dtype=int
+            )
+            shape = None if kept is None else kept[3]
+            if shape is None:
+                shape = _semantic.Shape(part.stats, part.entries)
+            kept = part.vectors = (version, rows, int((rows >= 0).sum()), shape)
+        return kept[1], kept[2], kept[3]
 
     def check(self, entries: Sequence[Entry]) -> None:
         """Assert the invariants (the tests' checker): every entry is in
@@ -294,18 +300,18 @@ def hybrid(
     cosines: list[Any] = []
 
     def make(part: Any) -> Relevance:
-        rows, present = space.rows(part)
+        rows, present, shape = space.rows(part)
         if not present:
             relevance: Relevance = part.stats.relevance(message, now, times=times)
             return relevance
         if not cosines:
             vector = query.vector()
             cosines.append(_semantic.cosines(space.matrix.rows(), vector))
-        picked = cosines[0][rows].tolist()
+        picked = cosines[0][rows].astype("f8")
         if present < len(rows):
-            picked = [c if r >= 0 else None for c, r in zip(picked, rows)]
+            picked[rows < 0] = float("nan")  # no vector yet: lexical
         return _semantic.Hybrid(
-            part.stats, message, part.entries, picked, now, times=times
+            part.stats, message, part.entries, picked, now, times=times, shape=shape
         )
 
     return make

@@ -971,3 +971,80 @@ def test_the_snapshots_vectors_follow_every_write(open_, writes):
     other.check(fresh._snapshot().entries)
     assert not other.missing
     assert snap.space.matrix.vectors() == other.matrix.vectors()
+
+
+@settings(max_examples=200)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.floats(0, 2, allow_nan=False),
+            st.one_of(st.none(), st.sampled_from([0.0, 900.0, 1800.0, 1801.0, 9e4])),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_the_windows_numpy_path_is_the_rule(rows):
+    """``_windowed`` (numpy, sessions precomputed) equals ``windowed``, the
+    rule, float for float, repeated contents and any sessions included."""
+    contents = [c for c, _, _ in rows]
+    hybrid = [h for _, h, _ in rows]
+    created = [t for _, _, t in rows]
+    apart = numpy.array(
+        [not _semantic.same_session(a, b) for a, b in zip(created, created[1:])],
+        dtype=bool,
+    )
+    fast = _semantic._windowed(contents, numpy.array(hybrid), apart)
+    assert fast == _semantic.windowed(contents, hybrid, created)
+
+
+@settings(max_examples=40)
+@given(
+    picks=st.lists(
+        st.tuples(
+            st.sampled_from(range(len(TURNS))),
+            st.sampled_from(MINUTES),
+            st.booleans(),
+            st.integers(1, 9),
+        ),
+        min_size=1,
+        max_size=9,
+    ),
+    message=st.sampled_from([*MESSAGES, "what did Bob say yesterday?"]),
+    cap=st.integers(1, 5),
+)
+def test_a_recall_over_the_candidates_is_the_recall_over_the_part(picks, message, cap):
+    """``Hybrid.candidates`` leaves out only entries that score 0: the
+    recall over them equals the recall over every entry, any always-scope
+    entries, priorities, sessions and caps."""
+    from poolsplit_memory import _ranking
+
+    entries = [
+        {
+            "id": f"t{n}",
+            "content": TURNS[turn],
+            "type": "note",
+            "created": (START + timedelta(minutes=minutes)).isoformat(),
+            "base_priority": priority,
+            **({"scope": "always"} if always else {}),
+        }
+        for n, (turn, minutes, always, priority) in enumerate(picks)
+    ]
+    embedder = _semantic.Embedder.shared()
+    matrix = embedder.matrix(embedder.passages([e["content"] for e in entries]))
+    cosines = _semantic.cosines(matrix, embedder.query(message)).tolist()
+    stats = _ranking.Statistics(entries)
+    relevance = _semantic.Hybrid(stats, message, entries, cosines, NOW)
+    pools = _ranking.floored([Pool("all", 10**6, cap)], relevance)
+    context = {"message": message}
+    counter = poolsplit.default_token_counter
+    whole = _ranking.recall_by_scores(
+        stats, entries, pools, context, token_counter=counter, now=NOW,
+        relevance=relevance,
+    )  # fmt: skip
+    narrow = _ranking.recall_by_scores(
+        stats, relevance.candidates(entries), pools, context, token_counter=counter,
+        now=NOW, relevance=relevance,
+    )  # fmt: skip
+    assert narrow == whole
