@@ -19,7 +19,9 @@ turns interleaved, so that each ratio is of one minute's load:
   the model's cost an entry, batched (the catch-up's and reindex's).
 - ``warm``: a recall with nothing written since, a new message each turn
   (so the message's embedding is included: no turn hits the cache), by a
-  lexical and by a semantic store over the same namespace.
+  lexical and by a semantic store over the same namespace; and the
+  message's embedding alone (``Embedder.query`` of another new message,
+  in the same turns), the part of the semantic recall that is the model's.
 - ``after write``: a semantic recall right after one ``remember`` (the
   catch-up embeds it meanwhile), against the warm semantic recall.
 - ``first after switch``: the first recall of a store opened semantic on
@@ -38,6 +40,7 @@ pytest never collects this. PostgreSQL rows use a database of their own
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import itertools
 import json
@@ -52,7 +55,7 @@ from typing import Any
 
 from conversation import memories, questions, sentence
 from poolsplit_memory import open_store
-from poolsplit_memory._semantic import MODEL, digest
+from poolsplit_memory._semantic import MODEL, Embedder, digest
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 AGE = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -132,7 +135,13 @@ def one_size(url: str, size: int, turns: int, smallest: bool) -> dict[str, float
         for _ in range(WARM_UP):
             lexical.recall(f"{next(asked)} ({tag})", now=NOW)
             semantic.recall(f"{next(asked)} ({tag})", now=NOW)
-        warm: dict[str, list[float]] = {"lexical": [], "semantic": [], "after": []}
+        warm: dict[str, list[float]] = {
+            "lexical": [],
+            "semantic": [],
+            "after": [],
+            "message": [],
+        }
+        embedder = Embedder.shared()
         for turn in range(turns):
             order = ("lexical", "semantic") if turn % 2 else ("semantic", "lexical")
             for ranking in order:
@@ -142,9 +151,12 @@ def one_size(url: str, size: int, turns: int, smallest: bool) -> dict[str, float
             semantic.remember(f"{sentence_of(turn)} ({turn})", type="fact", now=AGE)
             message = f"{next(asked)} ({tag} {turn})"
             warm["after"].append(_recall_ms(semantic, message))
+            message = f"{next(asked)} ({tag} {turn} alone)"
+            warm["message"].append(_timed(functools.partial(embedder.query, message)))
         out["warm lexical"] = statistics.median(warm["lexical"])
         out["warm semantic"] = statistics.median(warm["semantic"])
         out["after write"] = statistics.median(warm["after"])
+        out["message"] = statistics.median(warm["message"])
     finally:
         semantic.close()
         lexical.close()
@@ -168,7 +180,8 @@ def _report(backend: str, size: int, got: dict[str, float]) -> list[str]:
         f"(x{ratio('import semantic', 'import lexical')})",
         f"{backend:10} {size:>7,}  warm recall ms   lexical "
         f"{got['warm lexical']:.1f}  semantic {got['warm semantic']:.1f}  "
-        f"(x{ratio('warm semantic', 'warm lexical')})",
+        f"(x{ratio('warm semantic', 'warm lexical')}; the message's embedding "
+        f"alone {got['message']:.1f})",
         f"{backend:10} {size:>7,}  after a write ms semantic {got['after write']:.1f}"
         f"  (x{ratio('after write', 'warm semantic')} the warm semantic)",
         f"{backend:10} {size:>7,}  first recall ms  lexical "

