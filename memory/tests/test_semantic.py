@@ -1055,3 +1055,21 @@ def test_the_semantic_modules_doctests_pass():
 
     assert doctest.testmod(_semantic).failed == 0
     assert doctest.testmod(_vectors).failed == 0
+
+
+def test_a_semantic_snapshot_counts_its_vectors_in_the_budget(open_, frozen):
+    """The process's snapshot budget holds a semantic snapshot at its
+    entries' estimate plus a 384-float vector each (the matrix, caught up)."""
+    from poolsplit_memory._shared import snapshots
+
+    entries = [
+        {"id": f"f{n}", "content": f"{text} ({n})", "type": "fact"}
+        for n, text in enumerate(FACTS * 4)
+    ]
+    sizes = {}
+    for ranking in ("lexical", "semantic"):
+        store = open_(f"budget-{ranking}", ranking=ranking)
+        _import(store, entries)
+        store.recall("pets", now=NOW)
+        sizes[ranking] = snapshots._items[(store._owner, None)][1]
+    assert sizes["semantic"] - sizes["lexical"] == len(entries) * 384 * 4
