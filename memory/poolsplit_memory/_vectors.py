@@ -7,7 +7,7 @@ as entries enter and leave the snapshot (as the lexical statistics are):
 a warm recall is one matrix-vector product (``_semantic.cosines``) and a
 gather per pool. :class:`Space` says which entries of the snapshot have a
 vector of their current content and which do not yet (``missing``): a
-recall ranks those lexically (``_semantic.Hybrid``) and never embeds an
+recall ranks those lexically (``Hybrid``) and never embeds an
 entry. :class:`Catchup`, one per store, embeds the missing in batches, a
 thread of its own that runs while there is work, and writes them to the
 side table; ``Store.reindex`` runs the same steps in the caller's thread.
@@ -30,8 +30,8 @@ from typing import Any, Final
 
 from poolsplit import Entry
 
-from . import _semantic
 from ._ranking import Relevance, Times, read_part
+from ._semantic import Embedder, Hybrid, Shape, cosines, digest
 
 __all__ = [
     "BATCH",
@@ -195,7 +195,7 @@ class Space:
             return
         wanted: dict[str, tuple[Entry, str]] = {}
         for ident, entry in self._entered.items():
-            mark = _semantic.digest(_text(entry))
+            mark = digest(_text(entry))
             if self.matrix.digest(ident) != mark:
                 wanted[ident] = (entry, mark)
         self._entered.clear()
@@ -226,10 +226,10 @@ class Space:
                 del self.missing[ident]
                 self.matrix.put(ident, mark, vector)
 
-    def rows(self, part: Any) -> tuple[Any, int, _semantic.Shape]:
+    def rows(self, part: Any) -> tuple[Any, int, Shape]:
         """The matrix row of each of ``part``'s entries, in the part's order
         (a numpy array; -1: none), how many have one, and the part's
-        :class:`_semantic.Shape`; kept on the part until either changes
+        :class:`Shape`; kept on the part until either changes
         (the shape until the part does)."""
         kept = part.vectors
         version = (id(self.matrix), self.matrix.version)
@@ -240,7 +240,7 @@ class Space:
             )
             shape = None if kept is None else kept[3]
             if shape is None:
-                shape = _semantic.Shape(part.stats, part.entries)
+                shape = Shape(part.stats, part.entries)
             kept = part.vectors = (version, rows, int((rows >= 0).sum()), shape)
         return kept[1], kept[2], kept[3]
 
@@ -251,7 +251,7 @@ class Space:
         assert not self._entered and not self._left
         idents = {str(entry.get("id")) for entry in entries}
         for entry in entries:
-            ident, mark = str(entry.get("id")), _semantic.digest(_text(entry))
+            ident, mark = str(entry.get("id")), digest(_text(entry))
             if ident in self.missing:
                 assert self.missing[ident][1] == mark and ident not in self.matrix
             else:
@@ -271,7 +271,7 @@ class Query:
     model runs beside the snapshot and the lexical relevance, and a recall
     that needs no vector (no entry has one yet) does not wait for it."""
 
-    def __init__(self, embedder: _semantic.Embedder, message: str) -> None:
+    def __init__(self, embedder: Embedder, message: str) -> None:
         self._got: list[Any] = []
         text = read_part(message)
 
@@ -303,24 +303,24 @@ def hybrid(
 ) -> Callable[[Any], Relevance]:
     """The semantic ranking's relevance of ``message`` per part: a part
     none of whose entries has a vector yet is ranked lexically (the
-    lexical ranking itself); any other by ``_semantic.Hybrid``, the
+    lexical ranking itself); any other by ``Hybrid``, the
     entries without a vector by their lexical term. The matrix is
     multiplied by the message's vector (``query``'s) once for every
     part."""
-    cosines: list[Any] = []
+    products: list[Any] = []  # the matrix times the message's vector
 
     def make(part: Any) -> Relevance:
         rows, present, shape = space.rows(part)
         if not present:
             relevance: Relevance = part.stats.relevance(message, now, times=times)
             return relevance
-        if not cosines:
+        if not products:
             vector = query.vector()
-            cosines.append(_semantic.cosines(space.matrix.rows(), vector))
-        picked = cosines[0][rows].astype("f8")
+            products.append(cosines(space.matrix.rows(), vector))
+        picked = products[0][rows].astype("f8")
         if present < len(rows):
             picked[rows < 0] = float("nan")  # no vector yet: lexical
-        return _semantic.Hybrid(
+        return Hybrid(
             part.stats, message, part.entries, picked, now, times=times, shape=shape
         )
 
@@ -359,7 +359,7 @@ class Catchup:
 
     def __init__(
         self,
-        embedder: _semantic.Embedder,
+        embedder: Embedder,
         lock: threading.Lock,
         space: Callable[[], Space],
         read: Read,

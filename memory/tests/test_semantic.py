@@ -482,7 +482,7 @@ def test_after_a_write_only_the_written_entries_content_is_hashed(open_, monkeyp
     hashed: list[str] = []
     real = _semantic.digest
     monkeypatch.setattr(
-        _semantic, "digest", lambda text: hashed.append(text) or real(text)
+        _vectors, "digest", lambda text: hashed.append(text) or real(text)
     )
     store.remember("Eve runs marathons", type="fact", now=NOW)
     store.recall("running", now=NOW)
