@@ -140,6 +140,8 @@ def _import(store: Any, entries: Sequence[dict[str, Any]], path: Path) -> None:
     lines = [json.dumps(entry, ensure_ascii=False) for entry in entries]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     store.import_jsonl(str(path))
+    if store.ranking == "semantic":  # every vector, not the catch-up's state
+        store.reindex()
     for entry in entries:
         stored = store.get(entry["id"])
         kept = None if stored is None else stored.get("created")

@@ -465,9 +465,11 @@ def _one(
     ranked = None if relevance is None else relevance(part)
     pools = [pool] if ranked is None else floored([pool], ranked)
     if scan and ranked is not None:
+        # the semantic ranking's: only entries that can score above 0
+        narrow = getattr(ranked, "candidates", None)
         return recall_by_scores(
             part.stats,
-            part.entries,
+            part.entries if narrow is None else narrow(part.entries),
             pools,
             context,
             token_counter=token_counter,

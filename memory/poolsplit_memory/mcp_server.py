@@ -1,6 +1,7 @@
 """poolsplit-mcp: the memory store served to MCP clients over stdio.
 
     poolsplit-mcp [--db URL] [--namespace NAME] [--pools FILE] [--ephemeral]
+    poolsplit-mcp reindex [--db URL] [--namespace NAME]
     poolsplit-mcp --version
     poolsplit-mcp export|import|convert ...   (poolsplit_memory._transfer)
 
@@ -1307,6 +1308,9 @@ def _parser() -> argparse.ArgumentParser:
         prog=_PROG,
         description="poolsplit memory served over MCP (stdio, or --http); "
         "poolsplit-mcp export|import|convert --help moves memories as JSONL",
+        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
+        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
+        "--help); poolsplit-mcp token --help manages --tokens",
     )
     parser.add_argument(
         "--db",
@@ -1449,8 +1453,9 @@ def _fail(message: str) -> int:
 
 
 def _subcommand(argv: list[str]) -> int | None:
-    """Run ``poolsplit-mcp token ...`` or ``export|import|convert ...`` and
-    return its status; None when ``argv`` is neither (serve)."""
+    """Run ``poolsplit-mcp token ...``, ``export|import|convert ...`` or
+    ``reindex ...`` and return its status; None when ``argv`` is none of
+    them (serve)."""
     from poolsplit_memory import _tokens  # the standard library only
 
     token_argv = _tokens.token_argv(argv)  # poolsplit-mcp token add|remove|list
@@ -1461,6 +1466,10 @@ def _subcommand(argv: list[str]) -> int | None:
     transfer_argv = _transfer.transfer_argv(argv)  # export|import|convert
     if transfer_argv is not None:
         return _transfer.main(transfer_argv, lambda db: _choose_db(db, False))
+    if argv[:1] == ["reindex"]:  # issue 50: embed a store ahead of time
+        from poolsplit_memory import _reindex
+
+        return _reindex.main(argv[1:], lambda db: _choose_db(db, False))
     return None
 
 

