@@ -1328,10 +1328,16 @@ def _delete_chains(
         reached.extend(frontier)
     if may is not None:
         for ident in reached:
-            found = tx.get(ident)
-            value = None if found is None else _parse(found)
-            may(found, value if isinstance(value, dict) else {}, ident)
+            may(*_stored_entry(tx, ident), ident)
     return len(tx.delete(idents)) + len(tx.delete(reached))
+
+
+def _stored_entry(tx: WriteTx, ident: str) -> tuple[Stored | None, dict[str, Any]]:
+    """The row of ``ident`` (None if none) and its entry ({} when there is
+    none or its body is unreadable): what a grant check reads."""
+    found = tx.get(ident)
+    value = None if found is None else _parse(found)
+    return found, value if isinstance(value, dict) else {}
 
 
 def _duplicate(
@@ -1909,13 +1915,10 @@ class Store:
         ident = str(id)
 
         def work(tx: WriteTx) -> bool:
-            found = tx.get(ident)
+            found, entry = _stored_entry(tx, ident)
             if found is None:
                 return False
-            value = _parse(found)
-            self._may_change(
-                found, value if isinstance(value, dict) else {}, ident, "forgetting"
-            )
+            self._may_change(found, entry, ident, "forgetting")
             return bool(_delete_chains(tx, [ident], self._may_forget))
 
         forgotten = self._write(work)
@@ -2563,9 +2566,7 @@ class Store:
         """The stored entry a line replaces ({} if unreadable), if this
         writer may: always-scope needs ``pin``; a quarantined writer
         replaces only quarantined entries."""
-        found = tx.get(ident)
-        value = None if found is None else _parse(found)
-        old = value if isinstance(value, dict) else {}
+        found, old = _stored_entry(tx, ident)
         try:
             self._may_change(found, old, ident, "replacing")
         except NotGranted as exc:
