@@ -41,6 +41,7 @@ from ._ranking import (
     Relevance,
     Statistics,
     Times,
+    _content,
     floored,
     read_times,
     recall_by_part_scores,
@@ -130,6 +131,9 @@ class Part:
         self.stats = Statistics()
         self._ranking = ranking
         self._held: dict[int, Entry] = {}
+        # content -> the keys of the entries holding it: the entries behind
+        # the contents the statistics file under a term (``holding``)
+        self._keys_of: dict[str, dict[int, None]] = {}
         self._ordered: list[Entry] | None = []
         self._index: Index | None = None
         self._asked = False
@@ -166,9 +170,24 @@ class Part:
             self._index = index
         return self._index
 
+    def holding(self, contents: Iterable[str]) -> list[Entry]:
+        """The part's entries whose content is one of ``contents``, in key
+        order (O(the entries found))."""
+        keys_of = self._keys_of
+        keys = sorted({key for c in contents for key in keys_of.get(c, ())})
+        return [self._held[key] for key in keys]
+
     def enter(self, items: Sequence[tuple[int, Entry]]) -> None:
         self.stats.add_many(entry for _, entry in items)
         self._held.update(items)
+        keys_of = self._keys_of
+        for key, entry in items:
+            content = _content(entry)
+            held = keys_of.get(content)
+            if held is None:
+                keys_of[content] = {key: None}
+            else:
+                held[key] = None
         self._ordered = None
         self.vectors = None
         if self._index is not None:
@@ -176,6 +195,11 @@ class Part:
 
     def leave(self, key: int) -> Entry:
         entry = self._held.pop(key)
+        content = _content(entry)
+        held = self._keys_of[content]
+        del held[key]
+        if not held:
+            del self._keys_of[content]
         self._ordered = None
         self.vectors = None
         self.stats.remove(entry)

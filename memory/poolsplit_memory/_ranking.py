@@ -42,7 +42,7 @@ import heapq
 import math
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -541,6 +541,10 @@ class Statistics:
         """The terms of a content, from the record when it is counted."""
         record = self._contents.get(content)
         return terms(content) if record is None else record[0]
+
+    def holders(self, term: str) -> Collection[str]:
+        """The distinct counted contents holding ``term`` (none if none)."""
+        return self._postings.get(term, {}).keys()
 
     def streams_of(self, content: str) -> frozenset[tuple[str, int]]:
         """(term, length) for each term of a content, its length being its

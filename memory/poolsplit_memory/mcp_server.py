@@ -19,9 +19,11 @@ and annotations; each result's text is the JSON of its structured content,
 except ``recall`` and ``explain``, whose text is what the model reads:
 
 - ``remember(content, type="note", scope=None, tags=[], project=None,
-  base_priority=None, supersedes=None, key=None)`` -> ``{"id", "warnings"}``;
-  the same content, type and scope as an active entry writes nothing and
-  returns that entry's id with an ``idempotent`` warning
+  base_priority=None, supersedes=None, key=None)`` -> ``{"id", "warnings",
+  "possible_supersedes"}``; the same content, type and scope as an active
+  entry writes nothing and returns that entry's id with an ``idempotent``
+  warning; ``possible_supersedes`` lists the active entries that look like
+  an earlier version of the new one (none is retired)
 - ``recall(message, tags=[], project=None)`` -> the pools in the frame of
   ``_frame`` (a line saying the notes are stored data, not instructions;
   each entry as ``- [id] DATE by WRITER: content``), then every warning and
@@ -372,6 +374,7 @@ _LIST_NOTE = " (a list, or a JSON string of one: '[\"a\"]')"
 class RememberResult(TypedDict):
     id: str
     warnings: list[str]
+    possible_supersedes: list[str]
 
 
 class SkippedRow(TypedDict):
@@ -459,7 +462,13 @@ def remember(
         supersedes=supersedes,
         key=key,
     )
-    return _result({"id": written.id, "warnings": list(written.warnings)})
+    return _result(
+        {
+            "id": written.id,
+            "warnings": list(written.warnings),
+            "possible_supersedes": list(written.possible_supersedes),
+        }
+    )
 
 
 @_guarded

@@ -121,6 +121,7 @@ from ._ranking import (
     RELEVANCE_RATE,
     TIME_FACTOR,
     Relevance,
+    Statistics,
     Times,
     read_times,
     terms,
@@ -128,6 +129,7 @@ from ._ranking import (
 from ._semantic import MODEL, Embedder
 from ._shared import Handle, own_backend, shared_backend, snapshots
 from ._sqlite import SQLiteBackend
+from ._stale import near_contents, possible_supersedes, stale_pairs
 from ._trust import (
     PROVENANCE,
     QUARANTINE,
@@ -287,11 +289,14 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Written:
-    """What ``remember`` stored: the new id, its warnings and the entry."""
+    """What ``remember`` stored: the new id, its warnings and the entry;
+    ``possible_supersedes``: the active entries that look like an earlier
+    version of it (``_stale.py``; one warning names them), never retired."""
 
     id: str
     warnings: list[str]
     entry: dict[str, Any]
+    possible_supersedes: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -1384,6 +1389,66 @@ def _hashable(value: object) -> bool:
     return not isinstance(value, (dict, builtins.list))
 
 
+def _possible_supersedes(snap: _Snapshot, entry: Mapping[str, Any]) -> list[str]:
+    """The ids of the active entries of ``snap`` the rule pairs with
+    ``entry`` (``_stale.paired``, with the statistics of its pool): only
+    the entries of the contents ``_stale.near_contents`` finds through the
+    postings of the entry's rarest terms are compared, which finds what
+    comparing every entry of its pool would."""
+    part = snap.parts.parts.get(snap.parts.owner(entry))
+    if part is None:
+        return []
+    stats = part.stats
+    found = stats.terms_of(_content_text(entry))
+    contents = near_contents(found, stats.idf, stats.holders)
+    return possible_supersedes(
+        entry, part.holding(contents), stats.idf, terms_of=stats.terms_of
+    )
+
+
+def _supersedes_warning(found: Sequence[str]) -> str:
+    """The warning of a remember whose memory may replace ``found``."""
+    named = ", ".join(repr(ident) for ident in found)
+    one = repr(found[0])
+    return (
+        f"possible_supersedes: {named} look{'s' if len(found) == 1 else ''} like "
+        "an earlier version of this memory (same subject, another claim); "
+        "nothing was retired. If this memory replaces one, call remember "
+        f"again with the same content and supersedes={one} (its id), which "
+        "writes nothing new and retires it; next time pass supersedes or "
+        "update the old entry"
+    )
+
+
+def _stale_warnings(
+    got: Mapping[str, Sequence[Mapping[str, Any]]], snap: _Snapshot
+) -> list[str]:
+    """A warning per pair of loaded entries the rule pairs (``_stale.py``),
+    naming the older and the newer by ``created``. Compares only the few
+    loaded entries, by the statistics of their pool."""
+    loaded = [entry for entries in got.values() for entry in entries]
+    if len(loaded) < 2:
+        return []
+    parts = snap.parts
+
+    def stats_of(entry: Mapping[str, Any]) -> Statistics:
+        part = parts.parts.get(parts.owner(entry))
+        return Statistics() if part is None else part.stats
+
+    found = stale_pairs(
+        loaded,
+        lambda entry: stats_of(entry).idf,
+        terms_of=lambda entry: stats_of(entry).terms_of,
+    )
+    return [
+        f"possible_supersedes: {str(old.get('id'))!r} (older) and "
+        f"{str(new.get('id'))!r} (newer) look like two versions of one memory "
+        "(same subject, another claim); if the newer holds, retire the older "
+        f"(forget {str(old.get('id'))!r}), and ask the user when unsure"
+        for old, new in found
+    ]
+
+
 def _idempotent(ident: str) -> str:
     """The warning of a write that found its memory already stored."""
     return (
@@ -1684,7 +1749,32 @@ class Store:
 
         written = self._write(work)
         self._after_write()
-        return written
+        return self._suggest(written, entry, supersedes)
+
+    def _suggest(
+        self, written: Written, entry: Mapping[str, Any], supersedes: str | None
+    ) -> Written:
+        """``written`` with the ids the rule pairs with a new ``entry``
+        (``_stale.py``) and their warning, but ``supersedes`` (retired by
+        the write). Read from the store's snapshot, which the write brought
+        forward, when a recall made one: a store that never recalled names
+        none (reading the namespace whole for it would cost a one-off
+        script's remember 200 ms at 10,000 entries). The write has
+        committed: a failure here is never its error, and finds nothing."""
+        if written.entry is not entry:  # a twin's id or a retry: nothing new
+            return written
+        try:
+            with self._cache_lock:
+                if snapshots.get((self._owner, self.pools)) is None:
+                    return written
+                found = _possible_supersedes(self._snapshot(), entry)
+        except StoreUnavailable:
+            return written
+        found = [ident for ident in found if ident != supersedes]
+        if not found:
+            return written
+        warnings = [*written.warnings, _supersedes_warning(found)]
+        return Written(written.id, warnings, written.entry, found)
 
     def _always_warnings(self, tx: WriteTx) -> builtins.list[str]:
         """The always-scope total warning, if this namespace passes it with
@@ -2064,7 +2154,9 @@ class Store:
                 relevance=self._relevance(snap, context, now, times, query),
                 scan=self.ranking == "semantic",
             )
-            return _recalled(got, snap, self.writer.name)
+            recalled = _recalled(got, snap, self.writer.name)
+            recalled.warnings.extend(_stale_warnings(got, snap))
+            return recalled
 
     def explain(
         self,

@@ -190,7 +190,8 @@ def test_every_tool_with_its_output_schema(tmp_path):
                     },
                 )
             )
-            assert set(rule) == {"id", "warnings"}
+            assert set(rule) == {"id", "warnings", "possible_supersedes"}
+            assert rule["possible_supersedes"] == []
             fact = ok(
                 await client.call_tool(
                     "remember",
