@@ -1756,20 +1756,27 @@ class Store:
     ) -> Written:
         """``written`` with the ids the rule pairs with a new ``entry``
         (``_stale.py``) and their warning, but ``supersedes`` (retired by
-        the write). Read from the store's snapshot, which the write brought
-        forward, when a recall made one: a store that never recalled names
-        none (reading the namespace whole for it would cost a one-off
-        script's remember 200 ms at 10,000 entries). The write has
-        committed: a failure here is never its error, and finds nothing."""
+        the write). Read from the snapshot the store's last recall left,
+        only while it is current (the write carried itself into it) and
+        free: a remember never reads the namespace (200 ms at 10,000
+        entries for a one-off script) and never waits for a recall that
+        holds the snapshot. Otherwise (no recall yet, another writer since,
+        a recall busy with it) it names none, and a recall that loads both
+        versions warns of the pair. The write has committed: a failure here
+        is never its error, and finds nothing."""
         if written.entry is not entry:  # a twin's id or a retry: nothing new
             return written
+        if not self._cache_lock.acquire(blocking=False):
+            return written
         try:
-            with self._cache_lock:
-                if snapshots.get((self._owner, self.pools)) is None:
-                    return written
-                found = _possible_supersedes(self._snapshot(), entry)
+            snap = snapshots.get((self._owner, self.pools))
+            if snap is None or snap.signal != self._backend.version(self.namespace):
+                return written
+            found = _possible_supersedes(snap, entry)
         except StoreUnavailable:
             return written
+        finally:
+            self._cache_lock.release()
         found = [ident for ident in found if ident != supersedes]
         if not found:
             return written

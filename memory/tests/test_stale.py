@@ -13,6 +13,7 @@ import doctest
 import functools
 import math
 import re
+import threading
 from datetime import datetime, timedelta, timezone
 
 import poolsplit
@@ -281,6 +282,29 @@ def test_a_store_that_never_recalled_names_none_and_reads_no_row(sqlite_url):
         before = second._backend.rows_read
         assert second.remember(NEW, type="fact").possible_supersedes == []
         assert second._backend.rows_read == before
+
+
+def test_a_remember_while_a_recall_holds_the_snapshot_names_none_and_never_waits(
+    sqlite_url,
+):
+    with open_store(sqlite_url, namespace="ada") as store:
+        filled(store)
+        store.recall("anything", now=NOW)
+        assert store._cache_lock.acquire(timeout=5)  # a recall building one
+        try:
+            got = []
+            thread = threading.Thread(
+                target=lambda: got.append(store.remember(NEW, type="fact", now=NOW)),
+                daemon=True,
+            )
+            thread.start()
+            thread.join(10)
+            assert got, "the remember waited for the recall"
+            assert got[0].possible_supersedes == []
+        finally:
+            store._cache_lock.release()
+        recalled = store.recall("Where does Ada live, Berlin or Lisbon?", now=NOW)
+        assert any(w.startswith("possible_supersedes:") for w in recalled.warnings)
 
 
 def test_other_namespaces_are_never_named(open_):
