@@ -164,6 +164,13 @@ def run_llamaindex(snippet, tmp_path, monkeypatch):
 def run_store_from_python(snippet, tmp_path, monkeypatch):
     printed = run_in_folder(snippet, tmp_path, monkeypatch)
     assert "Never deploy on Fridays" in printed
+    first, both, retired = printed.split("Stored memory: ")[1:]
+    assert "2026-10-01: The orders database runs on SQLite" in first
+    assert first.endswith("\nTrue\n")  # remember named the old one
+    assert "2026-12-01: The orders database runs on PostgreSQL" in both
+    assert "2026-10-01: The orders database runs on SQLite" in both
+    assert "possible_supersedes:" in both and "(older)" in both
+    assert "PostgreSQL" in retired and "SQLite" not in retired
 
 
 def run_sqlite(snippet, tmp_path, monkeypatch):
