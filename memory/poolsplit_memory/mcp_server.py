@@ -86,20 +86,19 @@ import traceback
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Final, Optional, Union
 from urllib.parse import quote, unquote
 
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
+from poolsplit_memory._command import choose_db, default_db_path, subcommand
 from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory._when import time_zone
 from poolsplit_memory.store import (
     DEFAULT_POOL_SIZE,
     RANKINGS,
     REMEMBER_DESCRIPTION,
-    is_ephemeral,
     parse_url,
     set_snapshot_budget,
 )
@@ -177,59 +176,6 @@ EXPLAIN_LIMIT = 16_000
 # How a tool finds its store, once per request: stdio serves the one store
 # the server holds; a transport with tenants maps the request to theirs.
 StoreResolver = Callable[["Context[Any, Any]"], Store]
-
-
-# ---------------------------------------------------------------------------
-# Where the memory lives
-
-
-def default_db_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_DATA_HOME/poolsplit/memory.db``, else under ``~/.local/share``.
-
-    An empty or relative ``XDG_DATA_HOME`` is ignored, as the XDG base
-    directory specification says.
-    """
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_DATA_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local/share"
-    return root / "poolsplit" / "memory.db"
-
-
-def _is_ephemeral(url: str) -> bool:
-    """True for a store that would not outlive the process: an empty value
-    (an unset variable), or what the store reads as ``:memory:``.
-
-    Raises:
-        InvalidInput: the store cannot read the url at all.
-    """
-    return not url.strip() or is_ephemeral(url)
-
-
-def _choose_db(db: str | None, ephemeral: bool) -> str:
-    """The store's url from the flags; raises ValueError with the one line."""
-    if ephemeral:
-        if db is not None and not _is_ephemeral(db):
-            raise ValueError(
-                f"--ephemeral keeps memory in this process only; drop it or --db {db!r}"
-            )
-        return ":memory:"
-    if db is None:
-        path = default_db_path()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ValueError(
-                f"cannot create {str(path.parent)!r}: {exc.strerror or exc}; "
-                f"pass --db PATH"
-            ) from None
-        return str(path)
-    if _is_ephemeral(db):
-        raise ValueError(
-            f"--db {db!r} keeps nothing after the server exits (an unset "
-            f"variable in the client's configuration gives ''); pass a file path "
-            f"or a postgresql:// URL, or --ephemeral to mean it"
-        )
-    return db
 
 
 # ---------------------------------------------------------------------------
@@ -1452,31 +1398,10 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _subcommand(argv: list[str]) -> int | None:
-    """Run ``poolsplit-mcp token ...``, ``export|import|convert ...`` or
-    ``reindex ...`` and return its status; None when ``argv`` is none of
-    them (serve)."""
-    from poolsplit_memory import _tokens  # the standard library only
-
-    token_argv = _tokens.token_argv(argv)  # poolsplit-mcp token add|remove|list
-    if token_argv is not None:
-        return _tokens.main(token_argv)
-    from poolsplit_memory import _transfer  # the store only, no MCP SDK
-
-    transfer_argv = _transfer.transfer_argv(argv)  # export|import|convert
-    if transfer_argv is not None:
-        return _transfer.main(transfer_argv, lambda db: _choose_db(db, False))
-    if argv[:1] == ["reindex"]:  # issue 50: embed a store ahead of time
-        from poolsplit_memory import _reindex
-
-        return _reindex.main(argv[1:], lambda db: _choose_db(db, False))
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve the store over stdio; 2 with one line on stderr if it cannot."""
     argv = sys.argv[1:] if argv is None else argv
-    status = _subcommand(argv)
+    status = subcommand(argv)
     if status is not None:
         return status
     args = _parser().parse_args(argv)
@@ -1492,7 +1417,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.pools}: pools must not be empty; leave out --pools "
                 "for the default pools"
             )
-        url = _choose_db(args.db, args.ephemeral)
+        url = choose_db(args.db, args.ephemeral)
         _check_tz(args.tz, "--tz")
         if args.pool_size < 1 or args.snapshot_budget < 1:
             raise ValueError("--pool-size and --snapshot-budget must be at least 1")
