@@ -45,7 +45,9 @@ Decisions where the issue is silent:
   once, unless another connection holds a read transaction open for longer
   than a second; then ``Store.scrub_pending`` is True and the store retries
   on each later call and at ``close`` (never stalling a call on it).
-  ``update`` and ``supersedes`` (which overwrite a body) take the same path.
+  ``update`` and ``supersedes`` (which overwrite a body) take the same path
+  for the entries table; the body they replaced stays in the history until
+  the entry is forgotten (issue 49: only ``forget`` removes content).
   PostgreSQL deletes the row (its old tuple stays in the table file until
   VACUUM).
 - ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
@@ -76,6 +78,18 @@ Decisions where the issue is silent:
   is refused, so it never hides content from ``max_entry_tokens`` or from
   the always-scope total; ``update`` of the content drops the old
   ``token_count``.
+- History (issue 49): every write appends a version per entry it writes,
+  in its transaction (``SqlTx`` appends it beside the row, so no write path
+  can skip it). The new entry of a ``supersedes`` is a ``remember``, the
+  retired one a ``supersede``. Rows older than migration 6 are version 1
+  ``migrated``, by nobody, dated by the migration (history begins there:
+  ``as_of`` before it sees none of them). ``forget`` empties every version
+  of what it deletes and leaves a tombstone. ``as_of`` reads each entry's
+  last version at or before it, filtered as the candidate query filters the
+  rows (active; of the pools' types or always-scope); a replay equals the
+  recall made then unless an entry stored then was forgotten since (an
+  entry that did not load still weighs in its pool's lexical statistics).
+  The semantic ranking refuses ``as_of`` (past contents have no vectors).
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
   (PostgreSQL cannot store the first two; JSON cannot hold the last).
@@ -1522,7 +1536,9 @@ class Store:
     @property
     def scrub_pending(self) -> bool:
         """True while content that ``forget`` deleted, or ``update`` or
-        ``supersedes`` overwrote, may still be in SQLite's ``-wal`` file.
+        ``supersedes`` overwrote in the entries table, may still be in
+        SQLite's ``-wal`` file (what they overwrote stays in the history
+        until a ``forget``).
 
         After such a write the store truncates the WAL at once, waiting at
         most a second (the busy timeout if shorter) for other connections'
