@@ -335,10 +335,11 @@ class SqlTx:
 
     def as_of(self, at: str) -> list[Stored]:
         """The rows of this namespace as they were at ``at`` (a time as the
-        history writes it): each id's last version at or before ``at`` that
-        is not a tombstone (nor scrubbed by a forget since), with the seq
-        its row had then, in ``seq`` order. Its scope is left None: the
-        caller reads it from the body (what the store wrote in the column)."""
+        history writes it): each id's last version at or before ``at``,
+        left out when it has no body (a tombstone, or scrubbed by a forget
+        since), with the seq its row had then, in ``seq`` order. Its scope
+        is left None: the caller reads it from the body (what the store
+        wrote in the column)."""
         ns = self._namespace
         sql = (
             f"SELECT h.seq, h.id, h.body FROM {HISTORY} h JOIN ("

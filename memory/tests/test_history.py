@@ -297,6 +297,36 @@ def test_as_of_before_a_forget_does_not_bring_the_content_back(open_):
     assert "4411" not in got.chat_text()
 
 
+def test_an_id_imported_again_after_a_forget_continues_its_history(open_):
+    store = open_("t")
+    clock = clocked(store)
+    old = {"id": "a", "content": "Old secret plan.", "type": "fact"}
+    store.import_jsonl(lines(old))
+    imported = clock.now
+    clock.tick()
+    store.forget("a")
+    gone = clock.now
+    clock.tick()
+    store.import_jsonl(
+        lines({"id": "a", "content": "New public plan.", "type": "fact"})
+    )
+    again = clock.now
+    versions = store.history("a")
+    assert [(v["version"], v["operation"]) for v in versions] == [
+        (1, "import"),
+        (2, "forget"),
+        (3, "import"),
+    ]
+    assert [v["entry"] for v in versions[:2]] == [None, None]
+    assert versions[2]["entry"] == store.get("a")
+    # the first life's content never comes back, not even as of its time
+    assert loaded(store.recall("plan", as_of=imported)) == {}
+    assert loaded(store.recall("plan", as_of=gone)) == {}
+    got = store.recall("plan", as_of=again)
+    assert loaded(got) == {"facts": ["a"]}
+    assert "New public plan." in got.text
+
+
 # --- recall as of a time ---------------------------------------------------------
 
 
