@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import execute_raw, plant
+from poolsplit import Pool
 from test_ranking import VOCABULARY
 
 from poolsplit_memory import InvalidInput, NotGranted, Writer, open_store
@@ -405,8 +406,11 @@ def _words(rng, low=2, high=6):
 
 
 def _step(store, rng, clock):
-    """One random write at the clock's time; InvalidInput (a duplicate, a
-    retired target) writes nothing and is part of the history too."""
+    """One random write at the clock's time, by the store's writer or (one
+    in five) a quarantined one; InvalidInput (a duplicate, a retired
+    target, a grant refused) writes nothing and is part of the history too."""
+    if rng.random() < 0.2:
+        store = store.acting_as(Writer("bot", quarantine=True))
     ids = [e["id"] for e in store.list(limit=500).entries]
     active = [
         e["id"] for e in store.list(limit=500).entries if "superseded_by" not in e
@@ -439,15 +443,23 @@ def _step(store, rng, clock):
         pass
 
 
+PICKY_POOLS = [  # "note" and "skill" in no pool: the candidate filter matters
+    Pool("facts", 60, 2, ("fact",)),
+    Pool("work", 80, 3, ("task", "correction")),
+    Pool("quarantine", 40, 1),
+]
+
+
+@pytest.mark.parametrize("pools", [None, PICKY_POOLS], ids=["default", "picky"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_recalls_replayed_as_of_their_time_give_the_same_bytes(open_, seed):
+def test_recalls_replayed_as_of_their_time_give_the_same_bytes(open_, seed, pools):
     """Random remember/supersede/update/forget/import with a clock moved by
     hand; after each step a recall (and an explain) at that time is
     recorded with the ids stored then; each is replayed with ``as_of`` at
     the end and compared byte for byte, unless an entry stored at its time
     was forgotten since (its content cannot take part: it is gone)."""
     rng = random.Random(seed)
-    store = open_("t", writer="ada")
+    store = open_("t", writer="ada", pools=pools)
     clock = clocked(store)
     recorded = []
     for _ in range(30):
