@@ -691,6 +691,8 @@ def test_http_read_only_token_reads_and_refuses_every_write(tmp_path):
             ok(rpc(url, "get", {"id": ident}, reader))["entry"]["content"]
             == "team rule"
         )
+        versions = ok(rpc(url, "history", {"id": ident}, reader))["versions"]
+        assert [(v["operation"], v["by"]) for v in versions] == [("remember", "w")]
         assert (
             "team rule"
             in rpc(url, "recall", {"message": "team rule"}, reader)[1]["result"][
