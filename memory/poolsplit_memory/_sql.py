@@ -12,12 +12,16 @@ version of an entry, appended by every write method below in the write's
 own transaction (the namespace, the id, the version number from 1, the
 entry row's ``seq`` then, the operation, the body as it was after it or
 NULL, who and when). ``delete`` sets the body of every version of the ids
-it deletes to NULL and appends a tombstone: forgetting wins over history.
-Only ``history`` and ``as_of`` read it; a recall never does.
+it deletes to NULL, files those versions under a digest of the id
+(:func:`forgotten_id`: a forget leaves no trace of an id in the files, as
+the change log never names one) and appends a tombstone there: forgetting
+wins over history. Only ``history`` and ``as_of`` read it; a recall never
+does.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +47,14 @@ _FETCH = 512  # rows fetched at a time
 _READ_DIGEST = "SELECT seq, id, scope, body, memory_hash FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
+
+
+def forgotten_id(ident: str) -> str:
+    """The id a forgotten entry's versions are filed under: a digest of its
+    id (``history(id)`` computes it to find them), never the id itself."""
+    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"forgotten:{digest[:32]}"
+
 
 SCHEMA_TABLE = "poolsplit_schema"
 
@@ -320,11 +332,12 @@ class SqlTx:
         )
 
     def history(self, ident: str) -> list[Version]:
-        """Every version of ``ident`` in this namespace, oldest first."""
+        """Every version of ``ident`` in this namespace, oldest first (those
+        of its forgotten lives too, filed under :func:`forgotten_id`)."""
         cursor = self._run(
             "SELECT version, operation, body, changed_by, changed_at, seq "
-            f"FROM {HISTORY} WHERE namespace = ? AND id = ? ORDER BY version",
-            (self._namespace, ident),
+            f"FROM {HISTORY} WHERE namespace = ? AND id IN (?, ?) ORDER BY version",
+            (self._namespace, ident, forgotten_id(ident)),
         )
         return [
             Version(
@@ -447,24 +460,29 @@ class SqlTx:
         self, versions: Sequence[tuple[str, str | None]], change: Change
     ) -> None:
         """Append a version of each (id, body) to the history: the id's next
-        version number, its row's seq now (None once deleted), ``change``'s
-        operation, who and when. A body None is a tombstone."""
+        version number (its forgotten lives' counted too), its row's seq now,
+        ``change``'s operation, who and when. A body None is a tombstone,
+        filed under :func:`forgotten_id`."""
         ns = self._namespace
         for start in range(0, len(versions), _VERSIONS_PER_INSERT):
             chunk = versions[start : start + _VERSIONS_PER_INSERT]
-            values = ", ".join("(?, ?)" for _ in chunk)
+            values = ", ".join("(?, ?, ?)" for _ in chunk)
             sql = (
-                f"WITH v (id, body) AS (VALUES {values}) "
+                f"WITH v (id, alias, body) AS (VALUES {values}) "
                 f"INSERT INTO {HISTORY} (namespace, id, version, seq, operation, "
                 "body, changed_by, changed_at) "
                 "SELECT ?, v.id, COALESCE((SELECT max(h.version) "
-                f"FROM {HISTORY} h WHERE h.namespace = ? AND h.id = v.id), 0) + 1, "
+                f"FROM {HISTORY} h WHERE h.namespace = ? "
+                "AND h.id IN (v.id, v.alias)), 0) + 1, "
                 f"(SELECT e.seq FROM {TABLE} e WHERE e.namespace = ? AND e.id = v.id), "
                 "?, v.body, ?, ? FROM v"
             )
             params: list[Any] = []
             for ident, body in chunk:
-                params.extend((ident, body))
+                if body is None:  # (the seq: no row of that digest)
+                    params.extend((forgotten_id(ident), ident, None))
+                else:
+                    params.extend((ident, forgotten_id(ident), body))
             params.extend((ns, ns, ns, change.operation, change.by, change.at))
             self._run(sql, params)
 
@@ -553,7 +571,8 @@ class SqlTx:
     def delete(self, idents: Sequence[str], change: Change) -> list[str]:
         """Delete these ids of this namespace; return the ones that existed.
         Their history keeps its versions without content (every body set to
-        NULL) and a tombstone of ``change`` (who forgot, when)."""
+        NULL) and a tombstone of ``change`` (who forgot, when), filed under
+        :func:`forgotten_id`."""
         found = self.existing(idents)
         chunk_ids = sorted(found)
         self.scrubbed = self.scrubbed or bool(chunk_ids)
@@ -570,11 +589,12 @@ class SqlTx:
                 sql.replace(f"FROM {TABLE} ", f"FROM {_VECTORS} ", 1),
                 (self._namespace, *chunk),
             )
-            self._run(
-                f"UPDATE {HISTORY} SET body = NULL WHERE namespace = ? "
-                f"AND id IN ({self._marks(len(chunk))}) AND body IS NOT NULL",
-                (self._namespace, *chunk),
-            )
+            for ident in chunk:  # (few: a forget, or one writer's entries)
+                self._run(
+                    f"UPDATE {HISTORY} SET body = NULL, id = ? "
+                    "WHERE namespace = ? AND id = ?",
+                    (forgotten_id(ident), self._namespace, ident),
+                )
         self._record([(ident, None) for ident in chunk_ids], change)
         return chunk_ids
 

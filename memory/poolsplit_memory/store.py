@@ -84,7 +84,8 @@ Decisions where the issue is silent:
   retired one a ``supersede``. Rows older than migration 6 are version 1
   ``migrated``, by nobody, dated by the migration (history begins there:
   ``as_of`` before it sees none of them). ``forget`` empties every version
-  of what it deletes and leaves a tombstone. ``as_of`` reads each entry's
+  of what it deletes and leaves a tombstone, all filed under a digest of
+  the id (``_sql.forgotten_id``), so no forgotten id stays in the files. ``as_of`` reads each entry's
   last version at or before it, filtered as the candidate query filters the
   rows (active; of the pools' types or always-scope); a replay equals the
   recall made then unless an entry stored then was forgotten since (an

@@ -280,8 +280,13 @@ def test_no_byte_of_a_forgotten_entrys_versions_is_left_in_the_files(tmp_path):
         for name in ("memory.db", "memory.db-wal"):
             file = path.with_name(name)
             if file.exists():
-                assert canary.encode() not in file.read_bytes(), name
+                data = file.read_bytes()
+                assert canary.encode() not in data, name
+                # nor the ids: the versions are filed under a digest of each
+                for ident in (first.id, newer.id, planted.id):
+                    assert ident.encode() not in data, (name, ident)
         assert all(v["entry"] is None for v in store.history(first.id))
+        assert operations(store, first.id)[-1] == "forget"
 
 
 def test_as_of_before_a_forget_does_not_bring_the_content_back(open_):
