@@ -85,11 +85,12 @@ Decisions where the issue is silent:
   ``migrated``, by nobody, dated by the migration (history begins there:
   ``as_of`` before it sees none of them). ``forget`` empties every version
   of what it deletes and leaves a tombstone, all filed under a digest of
-  the id (``_sql.forgotten_id``), so no forgotten id stays in the files. ``as_of`` reads each entry's
-  last version at or before it, filtered as the candidate query filters the
-  rows (active; of the pools' types or always-scope); a replay equals the
-  recall made then unless an entry stored then was forgotten since (an
-  entry that did not load still weighs in its pool's lexical statistics).
+  the id (``_sql.forgotten_id``), so no forgotten id stays in the files.
+  ``as_of`` reads each entry's last version at or before it, filtered as
+  the candidate query filters the rows (active; of the pools' types or
+  always-scope); a replay equals the recall made then unless an entry
+  stored then was forgotten since (an entry that did not load still
+  weighs in its pool's lexical statistics).
   The semantic ranking refuses ``as_of`` (past contents have no vectors).
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
