@@ -174,6 +174,7 @@ _READS: Final = frozenset(
     {
         "recall",
         "get",
+        "history",
         "list",
         "explain",
         "export_jsonl",

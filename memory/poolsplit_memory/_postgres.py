@@ -268,6 +268,26 @@ MIGRATIONS = (
         "CREATE INDEX poolsplit_entries_writer "
         "ON poolsplit_entries (namespace, written_by, seq)",
     ),
+    # Issue 49: every version of every entry (see _sql.py and _sqlite.py's
+    # HISTORY: the same shape; a row stored before it is version 1,
+    # "migrated", dated by the migration).
+    (
+        """CREATE TABLE poolsplit_history (
+            namespace text NOT NULL,
+            id text NOT NULL,
+            version integer NOT NULL,
+            seq bigint,
+            operation text NOT NULL,
+            body text,
+            changed_by text,
+            changed_at text NOT NULL,
+            PRIMARY KEY (namespace, id, version)
+        )""",
+        "INSERT INTO poolsplit_history (namespace, id, version, seq, operation, "
+        "body, changed_by, changed_at) SELECT namespace, id, 1, seq, 'migrated', "
+        "body, NULL, to_char(now() AT TIME ZONE 'UTC', "
+        '\'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"\') FROM poolsplit_entries',
+    ),
 )
 _LOG = ChangeLog(
     "SELECT version FROM poolsplit_versions WHERE namespace = ?",

@@ -6,22 +6,38 @@ columns the candidate query filters on (``type``, ``status``, ``scope``,
 that orders ``list`` pages, and the JSON ``body`` (text on both backends, so
 an entry round-trips byte for byte; PostgreSQL's jsonb would rewrite numbers
 and key order).
+
+The history (migration 6, issue 49) is ``poolsplit_history``: one row per
+version of an entry, appended by every write method below in the write's
+own transaction (the namespace, the id, the version number from 1, the
+entry row's ``seq`` then, the operation, the body as it was after it or
+NULL, who and when). ``delete`` sets the body of every version of the ids
+it deletes to NULL, files those versions under a digest of the id
+(:func:`forgotten_id`: a forget leaves no trace of an id in the files, as
+the change log never names one) and appends a tombstone there: forgetting
+wins over history. Only ``history`` and ``as_of`` read it; a recall never
+does.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from poolsplit_memory._types import (
     KEEP_CHANGES,
+    Change,
     Row,
     Since,
     Stored,
     StoreUnavailable,
+    Version,
 )
 
 TABLE = "poolsplit_entries"
+HISTORY = "poolsplit_history"
+_VERSIONS_PER_INSERT = 100  # (id, body) pairs: 200 parameters and 6 more
 _VECTORS = "poolsplit_vectors"
 _CHUNK = 500  # ids per IN (...): far below SQLite's 32,766 parameters
 _ROWS_PER_INSERT = 100
@@ -31,6 +47,14 @@ _FETCH = 512  # rows fetched at a time
 _READ_DIGEST = "SELECT seq, id, scope, body, memory_hash FROM poolsplit_entries"
 
 Execute = Callable[[str, Sequence[Any]], Any]
+
+
+def forgotten_id(ident: str) -> str:
+    """The id a forgotten entry's versions are filed under: a digest of its
+    id (``history(id)`` computes it to find them), never the id itself."""
+    digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"forgotten:{digest[:32]}"
+
 
 SCHEMA_TABLE = "poolsplit_schema"
 
@@ -307,6 +331,43 @@ class SqlTx:
             f"{_READ} WHERE namespace = ? ORDER BY seq", (self._namespace,)
         )
 
+    def history(self, ident: str) -> list[Version]:
+        """Every version of ``ident`` in this namespace, oldest first (those
+        of its forgotten lives too, filed under :func:`forgotten_id`)."""
+        cursor = self._run(
+            "SELECT version, operation, body, changed_by, changed_at, seq "
+            f"FROM {HISTORY} WHERE namespace = ? AND id IN (?, ?) ORDER BY version",
+            (self._namespace, ident, forgotten_id(ident)),
+        )
+        return [
+            Version(
+                int(r[0]), r[1], r[2], r[3], r[4], None if r[5] is None else int(r[5])
+            )
+            for r in cursor.fetchall()
+        ]
+
+    def as_of(self, at: str) -> list[Stored]:
+        """The rows of this namespace as they were at ``at`` (a time as the
+        history writes it): each id's last version at or before ``at``,
+        left out when it has no body (a tombstone, or scrubbed by a forget
+        since), with the seq its row had then, in ``seq`` order. Its scope
+        is left None: the caller reads it from the body (what the store
+        wrote in the column)."""
+        ns = self._namespace
+        sql = (
+            f"SELECT h.seq, h.id, h.body FROM {HISTORY} h JOIN ("
+            f"SELECT id, max(version) AS version FROM {HISTORY} "
+            "WHERE namespace = ? AND changed_at <= ? GROUP BY id) last "
+            "ON h.id = last.id AND h.version = last.version "
+            "WHERE h.namespace = ? AND h.body IS NOT NULL ORDER BY h.seq"
+        )
+        rows = [
+            Stored(int(r[0]), r[1], None, r[2])
+            for r in self._run(sql, (ns, at, ns)).fetchall()
+        ]
+        self._counter.rows_read += len(rows)
+        return rows
+
     def memories(
         self, kinds: Sequence[str], digests: Sequence[str]
     ) -> tuple[list[Stored], list[Stored]]:
@@ -395,7 +456,37 @@ class SqlTx:
 
     # --- writes --------------------------------------------------------------
 
-    def insert(self, row: Row, key: str | None) -> None:
+    def _record(
+        self, versions: Sequence[tuple[str, str | None]], change: Change
+    ) -> None:
+        """Append a version of each (id, body) to the history: the id's next
+        version number (its forgotten lives' counted too), its row's seq now,
+        ``change``'s operation, who and when. A body None is a tombstone,
+        filed under :func:`forgotten_id`."""
+        ns = self._namespace
+        for start in range(0, len(versions), _VERSIONS_PER_INSERT):
+            chunk = versions[start : start + _VERSIONS_PER_INSERT]
+            values = ", ".join("(?, ?, ?)" for _ in chunk)
+            sql = (
+                f"WITH v (id, alias, body) AS (VALUES {values}) "
+                f"INSERT INTO {HISTORY} (namespace, id, version, seq, operation, "
+                "body, changed_by, changed_at) "
+                "SELECT ?, v.id, COALESCE((SELECT max(h.version) "
+                f"FROM {HISTORY} h WHERE h.namespace = ? "
+                "AND h.id IN (v.id, v.alias)), 0) + 1, "
+                f"(SELECT e.seq FROM {TABLE} e WHERE e.namespace = ? AND e.id = v.id), "
+                "?, v.body, ?, ? FROM v"
+            )
+            params: list[Any] = []
+            for ident, body in chunk:
+                if body is None:  # (the seq: no row of that digest)
+                    params.extend((forgotten_id(ident), ident, None))
+                else:
+                    params.extend((ident, forgotten_id(ident), body))
+            params.extend((ns, ns, ns, change.operation, change.by, change.at))
+            self._run(sql, params)
+
+    def insert(self, row: Row, key: str | None, change: Change) -> None:
         sql = (
             f"INSERT INTO {TABLE} (namespace, id, type, status, scope, "
             "superseded_by, client_key, body, memory_hash, written_by) "
@@ -416,8 +507,9 @@ class SqlTx:
                 row.written_by,
             ),
         )
+        self._record([(row.id, row.body)], change)
 
-    def insert_many(self, rows: Sequence[Row]) -> None:
+    def insert_many(self, rows: Sequence[Row], change: Change) -> None:
         """Insert rows without keys, 90 to a statement (900 parameters: under
         SQLite's old 999 limit; on PostgreSQL one trigger run per statement)."""
         for start in range(0, len(rows), _ROWS_PER_MANY):
@@ -445,8 +537,9 @@ class SqlTx:
                     )
                 )
             self._run(sql, params)
+        self._record([(row.id, row.body) for row in rows], change)
 
-    def replace(self, row: Row, *, clear_key: bool = False) -> None:
+    def replace(self, row: Row, change: Change, *, clear_key: bool = False) -> None:
         """Overwrite a row, then write its ``memory_hash`` in a statement of
         its own: the database's trigger clears the digest of any body an
         UPDATE changes (a hand edit's too), so it is set after the body."""
@@ -473,9 +566,13 @@ class SqlTx:
             f"UPDATE {TABLE} SET memory_hash = ? WHERE namespace = ? AND id = ?",
             (row.memory_hash, self._namespace, row.id),
         )
+        self._record([(row.id, row.body)], change)
 
-    def delete(self, idents: Sequence[str]) -> list[str]:
-        """Delete these ids of this namespace; return the ones that existed."""
+    def delete(self, idents: Sequence[str], change: Change) -> list[str]:
+        """Delete these ids of this namespace; return the ones that existed.
+        Their history keeps its versions without content (every body set to
+        NULL) and a tombstone of ``change`` (who forgot, when), filed under
+        :func:`forgotten_id`."""
         found = self.existing(idents)
         chunk_ids = sorted(found)
         self.scrubbed = self.scrubbed or bool(chunk_ids)
@@ -492,6 +589,13 @@ class SqlTx:
                 sql.replace(f"FROM {TABLE} ", f"FROM {_VECTORS} ", 1),
                 (self._namespace, *chunk),
             )
+            for ident in chunk:  # (few: a forget, or one writer's entries)
+                self._run(
+                    f"UPDATE {HISTORY} SET body = NULL, id = ? "
+                    "WHERE namespace = ? AND id = ?",
+                    (forgotten_id(ident), self._namespace, ident),
+                )
+        self._record([(ident, None) for ident in chunk_ids], change)
         return chunk_ids
 
     # --- the semantic ranking's vectors (the side table of migration 4) ----

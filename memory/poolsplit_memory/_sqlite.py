@@ -133,7 +133,34 @@ PROVENANCE = (
     "CREATE INDEX poolsplit_entries_writer "
     "ON poolsplit_entries (namespace, written_by, seq)",
 )
-MIGRATIONS = (SCHEMA_0_1_0, CHANGE_LOG, MEMORY_HASH_AND_SECRETS, VECTORS, PROVENANCE)
+# Migration 6 (issue 49): every version of every entry (see _sql.py). A row
+# stored before it gets its state then as version 1, operation "migrated",
+# dated by the migration (history begins there: an as_of before it sees no
+# row), by nobody (the body keeps its own provenance).
+HISTORY = (
+    """CREATE TABLE poolsplit_history (
+        namespace TEXT NOT NULL,
+        id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        seq INTEGER,
+        operation TEXT NOT NULL,
+        body TEXT,
+        changed_by TEXT,
+        changed_at TEXT NOT NULL,
+        PRIMARY KEY (namespace, id, version)
+    )""",
+    "INSERT INTO poolsplit_history (namespace, id, version, seq, operation, body, "
+    "changed_by, changed_at) SELECT namespace, id, 1, seq, 'migrated', body, NULL, "
+    "strftime('%Y-%m-%dT%H:%M:%f000+00:00', 'now') FROM poolsplit_entries",
+)
+MIGRATIONS = (
+    SCHEMA_0_1_0,
+    CHANGE_LOG,
+    MEMORY_HASH_AND_SECRETS,
+    VECTORS,
+    PROVENANCE,
+    HISTORY,
+)
 _LOG = ChangeLog(
     "SELECT max(seq) FROM poolsplit_changes",
     "SELECT DISTINCT entry, 1 AS logged FROM poolsplit_changes "

@@ -24,12 +24,16 @@ except ``recall`` and ``explain``, whose text is what the model reads:
   entry writes nothing and returns that entry's id with an ``idempotent``
   warning; ``possible_supersedes`` lists the active entries that look like
   an earlier version of the new one (none is retired)
-- ``recall(message, tags=[], project=None)`` -> the pools in the frame of
-  ``_frame`` (a line saying the notes are stored data, not instructions;
-  each entry as ``- [id] DATE by WRITER: content``), then every warning and
-  skipped row (a plain sentence when nothing is stored);
+- ``recall(message, tags=[], project=None, tz=None, as_of=None)`` -> the
+  pools in the frame of ``_frame`` (a line saying the notes are stored
+  data, not instructions; each entry as ``- [id] DATE by WRITER:
+  content``), then every warning and skipped row (a plain sentence when
+  nothing is stored; ``as_of``: as the memory was then);
   ``{"pools": {name: [ids]}, "skipped": [{"id", "reason"}], "warnings"}``
 - ``get(id)`` -> ``{"entry": {...} or null}``
+- ``history(id)`` -> ``{"versions": [{"version", "operation", "entry",
+  "by", "at"}]}``, oldest first (``entry`` null for a forget's tombstone
+  and for every version of a forgotten entry)
 - ``list(type=None, limit=50, cursor=None)`` -> ``{"entries", "next_cursor"}``
 - ``update(id, content=None, type=None, scope=None, tags=None, project=None,
   base_priority=None)`` -> ``{"entry", "warnings"}``: an argument left out or
@@ -86,6 +90,7 @@ import traceback
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Callable, Final, Optional, Union
 from urllib.parse import quote, unquote
 
@@ -311,6 +316,10 @@ _TZ_NOTE = (
     "started with --tz)"
 )
 _LIST_NOTE = " (a list, or a JSON string of one: '[\"a\"]')"
+_AS_OF_NOTE = (
+    "recall as the memory was at this time: an ISO 8601 time with its offset "
+    '("2026-12-07T08:30:00Z"); null: now'
+)
 
 
 # ---------------------------------------------------------------------------
@@ -357,6 +366,18 @@ class ForgetResult(TypedDict):
 class ExplainResult(TypedDict):
     table: str
     cut: bool
+
+
+class HistoryVersion(TypedDict):
+    version: int
+    operation: str
+    entry: dict[str, Any] | None
+    by: str | None
+    at: str
+
+
+class HistoryResult(TypedDict):
+    versions: list[HistoryVersion]
 
 
 # ---------------------------------------------------------------------------
@@ -426,13 +447,41 @@ def recall(
     ] = [],  # noqa: B006 (the schema's default; never mutated)
     project: Annotated[_Text, Field(description="the current project")] = None,
     tz: Annotated[_Text, Field(description=_TZ_NOTE)] = None,
+    as_of: Annotated[_Text, Field(description=_AS_OF_NOTE)] = None,
 ) -> Annotated[CallToolResult, RecallResult]:
     """The entries to inject for this context, per pool, each with its id
-    ([id]) to update or forget it, then any warnings."""
+    ([id]) to update or forget it, then any warnings. With as_of: what
+    recall would have returned at that time."""
     got = _store(ctx).recall(
-        message, tags=tuple(tags), project=project, tz=_tz(ctx, tz)
+        message,
+        tags=tuple(tags),
+        project=project,
+        tz=_tz(ctx, tz),
+        as_of=_none_or(as_of, _moment_arg),
     )
     return _result(got.to_dict(), got.chat_text())
+
+
+def _moment_arg(text: str) -> datetime:
+    """An ``as_of`` argument: an ISO 8601 time with its offset (``Z`` too).
+
+    Raises:
+        InvalidInput: anything else, naming ``as_of``.
+    """
+    spelt = text.strip()
+    if spelt[-1:] in ("Z", "z"):  # fromisoformat reads "Z" from 3.11 only
+        spelt = spelt[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(spelt)
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise InvalidInput(
+            "as_of",
+            "must be an ISO 8601 time with its offset, such as "
+            f"'2026-12-07T09:30:00+01:00' or '2026-12-07T08:30:00Z', got {text!r}",
+        )
+    return moment
 
 
 @_guarded
@@ -442,6 +491,18 @@ def get(
 ) -> Annotated[CallToolResult, GetResult]:
     """One entry by id, or null when this namespace has none."""
     return _result({"entry": _store(ctx).get(id)})
+
+
+@_guarded
+def history(
+    ctx: Context[Any, Any],
+    id: Annotated[str, Field(description="an entry's id")],
+) -> Annotated[CallToolResult, HistoryResult]:
+    """Every version of one entry, oldest first: the entry as it was after
+    each operation (remember, update, supersede, import, migrated), who
+    and when; forget leaves a tombstone and no content in any version.
+    Empty when this namespace never held the id."""
+    return _result({"versions": _store(ctx).history(id)})
 
 
 @_guarded
@@ -638,6 +699,7 @@ def _tools() -> list[Tool]:
         (remember, "remember", _REMEMBER, hints(False)),
         (recall, "recall", None, hints(True)),
         (get, "get", None, hints(True)),
+        (history, "history", None, hints(True)),
         (list_, "list", None, hints(True)),
         (update, "update", None, hints(False, destroys=True)),
         (forget, "forget", None, hints(False, destroys=True)),

@@ -45,7 +45,9 @@ Decisions where the issue is silent:
   once, unless another connection holds a read transaction open for longer
   than a second; then ``Store.scrub_pending`` is True and the store retries
   on each later call and at ``close`` (never stalling a call on it).
-  ``update`` and ``supersedes`` (which overwrite a body) take the same path.
+  ``update`` and ``supersedes`` (which overwrite a body) take the same path
+  for the entries table; the body they replaced stays in the history until
+  the entry is forgotten (issue 49: only ``forget`` removes content).
   PostgreSQL deletes the row (its old tuple stays in the table file until
   VACUUM).
 - ``update`` and ``forget`` of a retired entry are allowed (it stays retired);
@@ -76,6 +78,20 @@ Decisions where the issue is silent:
   is refused, so it never hides content from ``max_entry_tokens`` or from
   the always-scope total; ``update`` of the content drops the old
   ``token_count``.
+- History (issue 49): every write appends a version per entry it writes,
+  in its transaction (``SqlTx`` appends it beside the row, so no write path
+  can skip it). The new entry of a ``supersedes`` is a ``remember``, the
+  retired one a ``supersede``. Rows older than migration 6 are version 1
+  ``migrated``, by nobody, dated by the migration (history begins there:
+  ``as_of`` before it sees none of them). ``forget`` empties every version
+  of what it deletes and leaves a tombstone, all filed under a digest of
+  the id (``_sql.forgotten_id``), so no forgotten id stays in the files.
+  ``as_of`` reads each entry's last version at or before it, filtered as
+  the candidate query filters the rows (active; of the pools' types or
+  always-scope); a replay equals the recall made then unless an entry
+  stored then was forgotten since (an entry that did not load still
+  weighs in its pool's lexical statistics).
+  The semantic ranking refuses ``as_of`` (past contents have no vectors).
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
   (PostgreSQL cannot store the first two; JSON cannot hold the last).
@@ -148,6 +164,7 @@ from ._types import (
     DEFAULT_POOL_SIZE,
     KEEP_CHANGES,  # noqa: F401 (store.KEEP_CHANGES names it, as before _types)
     Backend,
+    Change,
     InvalidInput,
     NotGranted,
     ReadTx,  # noqa: F401 (store.ReadTx names it, as before _types)
@@ -156,6 +173,7 @@ from ._types import (
     Stored,
     StoreError,
     StoreUnavailable,
+    Version,
     WriteTx,
 )
 from ._vectors import VECTOR_BYTES, Catchup, Query, Space, hybrid, missing_note
@@ -469,6 +487,36 @@ def _created(now: datetime | None) -> str:
     return now.astimezone(timezone.utc).isoformat()
 
 
+def _utc_now() -> datetime:
+    """The wall clock, in UTC: a store's clock unless a test sets another."""
+    return datetime.now(timezone.utc)
+
+
+def _moment(value: object, field: str) -> str:
+    """An aware datetime as the history writes and compares times: UTC, ISO
+    8601 with microseconds, so that text order is time order.
+
+    Raises:
+        InvalidInput: ``value`` is not a datetime with a time zone (named
+            ``field``), or leaves the years 1-9999 in UTC.
+    """
+    if not isinstance(value, datetime):
+        raise InvalidInput(
+            field, f"must be a datetime with a time zone, got {type(value).__name__}"
+        )
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(
+            field,
+            f"must have a time zone (an aware datetime), got {value.isoformat()!r}",
+        )
+    try:
+        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    except OverflowError:
+        raise InvalidInput(
+            field, f"is outside the years 1-9999 in UTC, got {value.isoformat()!r}"
+        ) from None
+
+
 def _new_id() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -756,14 +804,25 @@ def _dumps(entry: Mapping[str, Any]) -> str:
     return json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def _columns(entry: Mapping[str, Any]) -> tuple[str, str, str | None]:
+    """The type, status and scope columns a write puts beside a body (the
+    candidate query filters on them; ``as_of`` reads them from the body)."""
+    return (
+        str(entry.get("type") or "note"),
+        "active" if default_is_active(entry) else "inactive",
+        entry.get("scope") if isinstance(entry.get("scope"), str) else None,
+    )
+
+
 def _row(entry: Mapping[str, Any]) -> Row:
     """The indexed columns beside the JSON body (the body is the entry)."""
     retired = entry.get("superseded_by")
+    kind, status, scope = _columns(entry)
     return Row(
         id=str(entry["id"]),
-        type=str(entry.get("type") or "note"),
-        status="active" if default_is_active(entry) else "inactive",
-        scope=entry.get("scope") if isinstance(entry.get("scope"), str) else None,
+        type=kind,
+        status=status,
+        scope=scope,
         superseded_by=retired if isinstance(retired, str) and retired else None,
         body=_dumps(entry),
         memory_hash=_memory_digest(_memory(entry)),
@@ -1302,10 +1361,12 @@ def _stored_digest(stored: Stored) -> str:
 def _delete_chains(
     tx: WriteTx,
     idents: Sequence[str],
+    change: Change,
     may: Callable[[Stored | None, Mapping[str, Any], str], None] | None = None,
 ) -> int:
     """Delete these entries and those whose ``superseded_by`` chain ends at
-    one of them; return how many were deleted. ``may`` (the writer's
+    one of them; return how many were deleted. Each leaves a tombstone of
+    ``change`` in the history, and no content there. ``may`` (the writer's
     :meth:`Store._may_change`) is asked of every entry the chains reach
     before anything is deleted: a writer may not delete through a chain
     what it may not forget by its id."""
@@ -1319,7 +1380,7 @@ def _delete_chains(
     if may is not None:
         for ident in reached:
             may(*_stored_entry(tx, ident), ident)
-    return len(tx.delete(idents)) + len(tx.delete(reached))
+    return len(tx.delete(idents, change)) + len(tx.delete(reached, change))
 
 
 def _stored_entry(tx: WriteTx, ident: str) -> tuple[Stored | None, dict[str, Any]]:
@@ -1498,6 +1559,9 @@ class Store:
         # Who this store acts for: the name it stamps on what it writes,
         # and its grants (acting_as gives a store another writer).
         self.writer = Writer(default_writer_name()) if writer is None else writer
+        # The store's clock: provenance stamps and the history's times (a
+        # test sets it to replay a history at times of its choosing).
+        self._clock: Callable[[], datetime] = _utc_now
         self._token_counter = token_counter
         self._max_entry_tokens = max_entry_tokens
         # The snapshots live in the process's budget (_shared.snapshots),
@@ -1539,7 +1603,9 @@ class Store:
     @property
     def scrub_pending(self) -> bool:
         """True while content that ``forget`` deleted, or ``update`` or
-        ``supersedes`` overwrote, may still be in SQLite's ``-wal`` file.
+        ``supersedes`` overwrote in the entries table, may still be in
+        SQLite's ``-wal`` file (what they overwrote stays in the history
+        until a ``forget``).
 
         After such a write the store truncates the WAL at once, waiting at
         most a second (the busy timeout if shorter) for other connections'
@@ -1635,7 +1701,7 @@ class Store:
         for field in PROVENANCE:
             entry.pop(field, None)
         entry[WRITTEN_BY] = self.writer.name
-        entry[WRITTEN_AT] = _created(None)
+        entry[WRITTEN_AT] = _created(self._clock())
         if self.writer.quarantine:
             entry[QUARANTINED] = True
         return entry
@@ -1650,7 +1716,7 @@ class Store:
         by a quarantined entry into editing it does not vouch for it); by
         any other writer leaves a quarantined entry there ("kept")."""
         entry[UPDATED_BY] = self.writer.name
-        entry[UPDATED_AT] = _created(None)
+        entry[UPDATED_AT] = _created(self._clock())
         if retired:
             return None
         if self.writer.quarantine:
@@ -1662,6 +1728,11 @@ class Store:
             del entry[QUARANTINED]
             return "promoted"
         return "kept"
+
+    def _change(self, operation: str) -> Change:
+        """What a write of ``operation`` records in the history: this
+        writer, the store's clock now (read in the write's transaction)."""
+        return Change(operation, self.writer.name, _moment(self._clock(), "now"))
 
     def __enter__(self) -> Store:
         return self
@@ -1741,8 +1812,13 @@ class Store:
             if tx.get(entry["id"]) is not None:
                 raise InvalidInput("id", f"{entry['id']!r} is already stored")
             if supersedes is not None:
-                tx.replace(_row(self._retire(tx, supersedes, entry["id"])))
-            tx.insert(_row(entry), None if key is None else self._writers_key(key))
+                retired = self._retire(tx, supersedes, entry["id"])
+                tx.replace(_row(retired), self._change("supersede"))
+            tx.insert(
+                _row(entry),
+                None if key is None else self._writers_key(key),
+                self._change("remember"),
+            )
             if entry.get("scope") == _ALWAYS:
                 warnings.extend(self._always_warnings(tx))
             return Written(entry["id"], warnings, entry)
@@ -1801,7 +1877,8 @@ class Store:
         ``idempotent`` warning, and ``supersedes`` (if another entry) retired
         in favour of the stored one."""
         if supersedes is not None and supersedes != same["id"]:
-            tx.replace(_row(self._retire(tx, supersedes, same["id"])))
+            retired = self._retire(tx, supersedes, same["id"])
+            tx.replace(_row(retired), self._change("supersede"))
         return Written(same["id"], [*warnings, _idempotent(same["id"])], same)
 
     def _replay(self, first: Stored, entry: dict[str, Any], key: str) -> Written:
@@ -1897,7 +1974,7 @@ class Store:
                     "instead, or make them differ",
                     id=id,
                 )
-            tx.replace(_row(entry))
+            tx.replace(_row(entry), self._change("update"))
             if old.get("scope") == _ALWAYS and entry.get("scope") != _ALWAYS:
                 warnings.append(
                     f"scope: entry {id!r} was always-scope and is now "
@@ -2016,7 +2093,8 @@ class Store:
             if found is None:
                 return False
             self._may_change(found, entry, ident, "forgetting")
-            return bool(_delete_chains(tx, [ident], self._may_forget))
+            change = self._change("forget")
+            return bool(_delete_chains(tx, [ident], change, self._may_forget))
 
         forgotten = self._write(work)
         self._after_write()
@@ -2026,7 +2104,8 @@ class Store:
         self._need_pin("written_by", f"forgetting everything {name!r} wrote")
 
         def work(tx: WriteTx) -> int:
-            return _delete_chains(tx, [row.id for row in tx.written_by(name)])
+            idents = [row.id for row in tx.written_by(name)]
+            return _delete_chains(tx, idents, self._change("forget"))
 
         count = self._write(work)
         self._after_write()
@@ -2039,6 +2118,27 @@ class Store:
         _require_id(id)
         found = self._backend.read(self.namespace, lambda tx: tx.get(id))
         return None if found is None else _readable(found)
+
+    def history(self, id: str) -> builtins.list[dict[str, Any]]:
+        """Every version of the entry ``id`` in this namespace, oldest first
+        (``[]`` for an id it never held).
+
+        Each version is ``{"version": N, "operation": ..., "entry": {...}
+        or None, "by": writer or None, "at": ISO 8601 UTC}``: the entry as
+        it was after the operation (``remember``, ``update``,
+        ``supersede``: the retired entry's version, ``import``, and
+        ``migrated``: its state when the database gained its history);
+        ``forget`` is a tombstone, and once an entry is forgotten every
+        version of it has ``entry`` None (forgetting wins over history).
+        One read of the history by its primary key; no recall reads it.
+
+        Raises:
+            InvalidInput: ``id`` is not a str.
+            StoreUnavailable: the database failed.
+        """
+        _require_id(id)
+        found = self._backend.read(self.namespace, lambda tx: tx.history(id))
+        return [_version(id, version) for version in found]
 
     def list(
         self,
@@ -2121,6 +2221,7 @@ class Store:
         now: datetime | None = None,
         pools: Sequence[Pool] | None = None,
         tz: str | None = None,
+        as_of: datetime | None = None,
     ) -> Recall:
         """The entries to inject for this context, per pool, and the text.
 
@@ -2135,19 +2236,37 @@ class Store:
         names ("yesterday") are the user's days; without it they are read
         in ``now``'s time zone (UTC when ``now`` is None or naive).
 
+        ``as_of`` (an aware datetime) answers as the store would have at
+        that moment: from the history (never from the cached snapshot),
+        the entries and versions stored then, retired or not as they were
+        then, ranked at ``now=as_of`` unless ``now`` is given; an entry
+        forgotten since is not there (forgetting wins over history).
+        ``store.recall(m, now=T)`` made at T and ``store.recall(m,
+        as_of=T)`` later give the same ids, order and text, as long as
+        nothing stored at T was forgotten since. It reads the namespace's
+        history whole (O(versions)); the lexical and core rankings only.
+
         Raises:
-            InvalidInput: a bad context, ``pools`` or ``tz`` (named).
+            InvalidInput: a bad context, ``pools``, ``tz`` or ``as_of``
+                (named; ``as_of`` with ``ranking="semantic"`` too).
         """
         context = _context(message, tags, project)
         if pools is None:
             chosen_pools, quarantine = self.pools, self.quarantine_pool
         else:
             chosen_pools, quarantine = split_quarantine(_check_pools(pools))
-        now = datetime.now(timezone.utc) if now is None else now
+        at = None if as_of is None else self._as_of(as_of)
+        if now is None:
+            now = datetime.now(timezone.utc) if as_of is None else as_of
         times = self._times(message, now, tz)  # parsed before the lock
         query = None if self._embedder is None else Query(self._embedder, message)
-        with self._cache_lock:
-            snap = self._snapshot(chosen_pools)
+        # (as of a time: a snapshot of its own, built from the history)
+        with self._cache_lock if at is None else contextlib.nullcontext():
+            snap = (
+                self._snapshot(chosen_pools)
+                if at is None
+                else self._snapshot_at(at, chosen_pools)
+            )
             pools_now = self._pools_for(snap, chosen_pools, quarantine)
             # Each pool over its own part: lexical by the part's recall
             # index, bounded by its relevance's factors; semantic by one
@@ -2177,6 +2296,7 @@ class Store:
         outcomes: Iterable[str] | None = None,
         summary: bool = False,
         tz: str | None = None,
+        as_of: datetime | None = None,
     ) -> str:
         """``poolsplit.explain``'s table for this context, plus skipped rows.
 
@@ -2185,18 +2305,23 @@ class Store:
         pools and the warnings stay), as in ``poolsplit.explain``. With the
         default pools, a default pool no active entry has the type of (and
         an empty spill-over pool) is left out of the table and named in one
-        line, instead of warning that its types are misspelt. ``tz`` as in
-        :meth:`recall`.
+        line, instead of warning that its types are misspelt. ``tz`` and
+        ``as_of`` as in :meth:`recall`.
 
         Raises:
-            InvalidInput: a bad context, filter or ``tz`` (named).
+            InvalidInput: a bad context, filter, ``tz`` or ``as_of`` (named).
         """
         context = _context(message, tags, project)
         filters = _explain_filters(ids, types, outcomes, summary)
+        moment = None if as_of is None else self._as_of(as_of)
+        if now is None and as_of is not None:
+            now = as_of
         at = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, at, tz)  # parsed before the lock
-        with self._cache_lock:
-            snap = self._snapshot()
+        with self._cache_lock if moment is None else contextlib.nullcontext():
+            snap = (
+                self._snapshot() if moment is None else self._snapshot_at(moment, None)
+            )
             pools, unused = self._explained_pools(snap)
             if not pools:  # nothing the default pools take: nothing to decide
                 only = filters["ids"]
@@ -2239,6 +2364,39 @@ class Store:
             for i, (r, _) in enumerate(reports)
         )
         return text + "\n" + relevance + _explain_tail(unused, skipped, summary)
+
+    def _as_of(self, as_of: object) -> str:
+        """``as_of`` checked, as the history compares times."""
+        if self.ranking == "semantic":
+            raise InvalidInput(
+                "as_of",
+                "is not available with ranking='semantic' (the vectors of "
+                "past contents are not kept); open the store with 'lexical'",
+            )
+        return _moment(as_of, "as_of")
+
+    def _snapshot_at(self, at: str, pools: Sequence[Pool] | None) -> _Snapshot:
+        """The candidates for ``pools`` (None: the store's) as they were at
+        ``at``, from the history: each id's version then, filtered as
+        :meth:`SqlTx.candidates` filters the rows now (active; of the
+        pools' types, or always-scope). Never cached, never the cache's."""
+        pools = self.pools if pools is None else tuple(pools)
+        types = _candidate_types(pools)
+        kinds = None if types is None else frozenset(types)
+        rows = []
+        for stored in self._backend.read(self.namespace, lambda tx: tx.as_of(at)):
+            value = _parse(stored)
+            if not isinstance(value, dict):  # kept: recall names it skipped
+                rows.append(stored)
+                continue
+            kind, status, scope = _columns(value)
+            if status == "active" and (
+                kinds is None or kind in kinds or scope == _ALWAYS
+            ):
+                rows.append(stored._replace(scope=scope))
+        snap = _Snapshot(pools, ranking=self.ranking)
+        snap.apply([], rows)
+        return snap
 
     def _explained_pools(
         self, snap: _Snapshot
@@ -2642,12 +2800,13 @@ class Store:
             kept, warnings = self._unique(tx, entries, lines)
             self._check_targets(tx, kept, lines)
             fresh = []
+            change = self._change("import")
             for ident, entry in kept.items():
                 if ident in stored:
-                    tx.replace(_row(entry), clear_key=True)
+                    tx.replace(_row(entry), change, clear_key=True)
                 else:
                     fresh.append(_row(entry))
-            tx.insert_many(fresh)
+            tx.insert_many(fresh, change)
             return Imported(len(kept), [*checked, *warnings])
 
         count = self._write(work)
@@ -2711,7 +2870,7 @@ class Store:
             else:
                 entry.pop(field, None)
         entry[UPDATED_BY] = self.writer.name
-        entry[UPDATED_AT] = _created(None)
+        entry[UPDATED_AT] = _created(self._clock())
 
     def _check_targets(
         self, tx: WriteTx, entries: dict[str, dict[str, Any]], lines: dict[str, int]
@@ -2882,6 +3041,20 @@ def _replace_file(path: str, text: str) -> None:
             raise
     except OSError as exc:
         raise StoreUnavailable("cannot write export", path, str(exc)) from None
+
+
+def _version(ident: str, version: Version) -> dict[str, Any]:
+    """One version as ``Store.history`` returns it."""
+    entry = None
+    if version.body is not None:
+        entry = _readable(Stored(version.seq or 0, ident, None, version.body))
+    return {
+        "version": version.version,
+        "operation": version.operation,
+        "entry": entry,
+        "by": version.by,
+        "at": version.at,
+    }
 
 
 def _explain_tail(

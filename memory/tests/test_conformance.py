@@ -505,7 +505,8 @@ def test_forgetting_a_retired_entry_keeps_its_successor(open_):
 
 def raw_bodies(url: str) -> bytes:
     """The database's bytes (SQLite: the file and its WAL) or, on
-    PostgreSQL, every stored body as the server returns it."""
+    PostgreSQL, every stored body as the server returns it (the entries'
+    and their history's)."""
     if url.startswith("postgres"):
         import psycopg
 
@@ -513,6 +514,7 @@ def raw_bodies(url: str) -> bytes:
             rows = conn.execute(
                 "SELECT body, client_key FROM poolsplit_entries"
             ).fetchall()
+            rows += conn.execute("SELECT body, id FROM poolsplit_history").fetchall()
         return json.dumps(rows).encode()
     data = b""
     for suffix in ("", "-wal", "-journal"):
@@ -536,12 +538,18 @@ def test_forgotten_content_is_gone_from_the_database(open_, store_url):
     assert store.get(kept.id) is not None
 
 
-def test_updated_away_content_is_gone_from_the_database(open_, store_url):
+def test_updated_away_content_is_gone_from_the_database_once_forgotten(
+    open_, store_url
+):
+    """An update keeps what it replaced in the entry's history (issue 49:
+    every write appends a version); forgetting the entry removes it."""
     store = open_("ada")
     secret = f"SECRET-{uuid.uuid4().hex}"
     written = store.remember(f"password {secret}", now=NOW)
     assert secret.encode() in raw_bodies(store_url)
     store.update(written.id, content="password removed")
+    assert secret in store.history(written.id)[0]["entry"]["content"]
+    assert store.forget(written.id)
     assert secret.encode() not in raw_bodies(store_url)
 
 

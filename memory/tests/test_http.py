@@ -40,7 +40,16 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from poolsplit_memory import open_store  # noqa: E402
 
 SERVER = Path(sys.executable).with_name("poolsplit-mcp")
-TOOLS = {"remember", "recall", "get", "list", "update", "forget", "explain"}
+TOOLS = {
+    "remember",
+    "recall",
+    "get",
+    "history",
+    "list",
+    "update",
+    "forget",
+    "explain",
+}
 START = 120  # seconds: a guard for a server to come up, never a measurement
 HEADERS = {
     "content-type": "application/json",
@@ -682,6 +691,8 @@ def test_http_read_only_token_reads_and_refuses_every_write(tmp_path):
             ok(rpc(url, "get", {"id": ident}, reader))["entry"]["content"]
             == "team rule"
         )
+        versions = ok(rpc(url, "history", {"id": ident}, reader))["versions"]
+        assert [(v["operation"], v["by"]) for v in versions] == [("remember", "w")]
         assert (
             "team rule"
             in rpc(url, "recall", {"message": "team rule"}, reader)[1]["result"][
@@ -1587,7 +1598,7 @@ def test_http_a_read_only_tokens_tools_list_has_only_reading_tools(tmp_path):
             return {tool["name"] for tool in json.loads(data)["result"]["tools"]}
 
         assert listed(writer) == TOOLS
-        assert listed(reader) == {"recall", "get", "list", "explain"}
+        assert listed(reader) == {"recall", "get", "history", "list", "explain"}
 
 
 # --- boundaries the mutants of issue 36 crossed -----------------------------------

@@ -29,7 +29,16 @@ from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 SERVER = Path(sys.executable).with_name("poolsplit-mcp")
-TOOLS = {"remember", "recall", "get", "list", "update", "forget", "explain"}
+TOOLS = {
+    "remember",
+    "recall",
+    "get",
+    "history",
+    "list",
+    "update",
+    "forget",
+    "explain",
+}
 HANG = 120  # seconds: a guard against a hung server, never a measurement
 
 

@@ -75,6 +75,7 @@ def error_line(result):
         ("remember", {"content": "x"}),
         ("recall", {"message": "x"}),
         ("get", {"id": "x"}),
+        ("history", {"id": "x"}),
         ("list", {}),
         ("update", {"id": "x", "content": "y"}),
         ("forget", {"id": "x"}),

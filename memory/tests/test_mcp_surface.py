@@ -27,7 +27,16 @@ from mcp.shared.exceptions import MCPError  # noqa: E402
 from test_http import HEADERS, add_token, request, serve  # noqa: E402
 from test_mcp import HANG, SERVER, error, ok, run, server  # noqa: E402
 
-TOOLS = {"remember", "recall", "get", "list", "update", "forget", "explain"}
+TOOLS = {
+    "remember",
+    "recall",
+    "get",
+    "history",
+    "list",
+    "update",
+    "forget",
+    "explain",
+}
 
 
 async def a_correction(client):

@@ -171,7 +171,8 @@ def test_a_role_with_only_read_and_write_rights_opens_an_existing_store(pg_url):
         conn.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}, PUBLIC")
         conn.execute(
             "GRANT SELECT, INSERT, UPDATE, DELETE ON poolsplit_entries, "
-            f"poolsplit_versions, poolsplit_changes, poolsplit_vectors "
+            f"poolsplit_versions, poolsplit_changes, poolsplit_vectors, "
+            "poolsplit_history "
             f"TO {role}"
         )
         conn.execute(f"GRANT SELECT ON poolsplit_schema TO {role}")

@@ -147,6 +147,17 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.fixture
+def roomy_disk(tmp_path):
+    """A 1 MiB tmpfs: since migration 6 (the history table) a new store's
+    file and its first WAL no longer fit 256 KiB together, so the
+    checkpoint at close failed for want of room and left the WAL behind."""
+    folder = tmp_path / "disk"
+    root_tmpfs(folder, "1m")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
 def test_disk_full_on_a_real_small_filesystem(small_disk):
     store = open_store(str(small_disk / "memory.db"))
     try:
@@ -164,17 +175,17 @@ def test_disk_full_on_a_real_small_filesystem(small_disk):
         store.close()
 
 
-def test_a_read_only_filesystem_is_one_line(small_disk):
-    path = small_disk / "memory.db"
+def test_a_read_only_filesystem_is_one_line(roomy_disk):
+    path = roomy_disk / "memory.db"
     with open_store(str(path)) as store:
         store.remember("x", now=NOW)
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,ro", str(roomy_disk)], check=True)
     try:
         with pytest.raises(StoreUnavailable) as info:
             open_store(str(path))
         assert info.value.cause == "database is read-only"
     finally:
-        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+        subprocess.run(["mount", "-o", "remount,rw", str(roomy_disk)], check=True)
 
 
 def hold_write_lock(path):
@@ -377,6 +388,7 @@ def test_a_scrub_held_back_by_a_reader_is_pending_then_done_by_the_next_call(
                 assert store.forget(written.id) is True
             elif how == "update":
                 store.update(written.id, content="public")
+                assert store.forget(written.id)  # its history holds it (issue 49)
             else:
                 store.remember("public", supersedes=written.id, now=NOW)
                 assert store.forget(written.id)  # the retired body holds it
