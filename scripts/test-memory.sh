@@ -12,7 +12,7 @@
 # settings. POOLSPLIT_REQUIRE_PG=1 turns a missing PostgreSQL into a failure,
 # never a skip. MEMORY_VENV=DIR reuses (or creates) that venv, reinstalling the
 # two wheels, for quick reruns. The tests run in MEMORY_TEST_WORKERS
-# pytest-xdist workers (1 unless set; -n 0 after the script runs them in the
+# pytest-xdist workers (2 unless set; -n 0 after the script runs them in the
 # main process), with their temporary files on /dev/shm where it is writable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,18 +68,30 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     # "postgres" in a folder of their own made here (mktemp -d makes it 0700).
     chmod 755 "$tests_tmp"
 fi
-# One worker unless MEMORY_TEST_WORKERS says more. Two keep a second core
-# busy while tests wait on a server or a lock, but the tests that restart the
-# shared PostgreSQL (test_store_faults, test_mcp) then cut the connections of
-# whatever the other worker runs on it (CI saw AdminShutdown in
-# test_store_postgres): until those run alone, two is for local reruns of a
-# part (-k) only. --dist loadgroup keeps each xdist_group (test_replication's
-# primary and standby) in one worker.
+# Two xdist workers unless MEMORY_TEST_WORKERS says otherwise: the second
+# keeps a core busy while tests wait on a server, a subprocess or a lock.
+# The tests that restart the shared PostgreSQL (marked restarts_postgres:
+# test_store_faults, test_mcp) would cut the connections of whatever the
+# other worker runs on it (CI saw AdminShutdown), so they run after the
+# rest, in this process alone. --dist loadgroup keeps each xdist_group
+# (test_replication's primary and standby) in one worker.
 echo "== memory tests, from the installed wheels, outside the checkout"
 mkdir -p "$work/run"
-(cd "$work/run" && TMPDIR="${tests_tmp:-${TMPDIR:-/tmp}}" "$venv/bin/python" -m pytest \
-    -q -p no:cacheprovider -n "${MEMORY_TEST_WORKERS:-1}" --dist loadgroup \
-    -c "$root/memory/pyproject.toml" --rootdir "$root/memory" "$root/memory/tests" "$@")
+run_tests() {
+    (cd "$work/run" && TMPDIR="${tests_tmp:-${TMPDIR:-/tmp}}" "$venv/bin/python" -m pytest \
+        -q -p no:cacheprovider -c "$root/memory/pyproject.toml" --rootdir "$root/memory" \
+        "$root/memory/tests" "$@")
+}
+status=0
+run_tests -n "${MEMORY_TEST_WORKERS:-2}" --dist loadgroup -m "not restarts_postgres" "$@" ||
+    status=$?
+echo "== the tests that restart PostgreSQL, alone"
+run_tests -n 0 -m restarts_postgres "$@" || {
+    rc=$?
+    # 5: none collected (a -k that names none of them)
+    if [ "$rc" -ne 5 ]; then status=$rc; fi
+}
+[ "$status" -eq 0 ] || exit "$status"
 
 # --- adapters: the newest llama-index-core (this section: the adapters helper) --
 # Memory's truncation order has changed between llama-index-core versions

@@ -913,6 +913,7 @@ def pg_ctl(*args):
     )
 
 
+@pytest.mark.restarts_postgres
 def test_postgres_restart_under_a_running_server(tmp_path, pg_database):
     async def body():
         async with server(tmp_path, "--db", pg_database) as client:

@@ -174,6 +174,7 @@ def pg_ctl(*args):
     )
 
 
+@pytest.mark.restarts_postgres
 def test_postgres_restart_unreachable_then_back(pg_url):
     store = open_store(pg_url, namespace="ada")
     try:
@@ -199,6 +200,7 @@ def test_postgres_restart_unreachable_then_back(pg_url):
         store.close()
 
 
+@pytest.mark.restarts_postgres
 def test_postgres_restart_between_calls_is_invisible(pg_url):
     store = open_store(pg_url, namespace="ada")
     try:
