@@ -65,7 +65,7 @@ _DB_HELP: Final = (
     "server's, $XDG_DATA_HOME/poolsplit/memory.db)"
 )
 
-# How the server turns --db into a url (_command.choose_db without
+# How the server turns --db into a url (_cli.choose_db without
 # --ephemeral): passed in, so that this module never imports the server.
 ChooseDb = Callable[[Optional[str]], str]
 

@@ -97,7 +97,7 @@ from urllib.parse import quote, unquote
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
-from poolsplit_memory._command import choose_db, default_db_path, subcommand
+from poolsplit_memory._cli import choose_db, default_db_path, subcommand
 from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory._when import time_zone
 from poolsplit_memory.store import (
