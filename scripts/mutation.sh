@@ -4,13 +4,17 @@
 # See scripts/mutation-equivalents.md for the latest score and the mutants
 # set aside as equivalent.
 #
-# Usage: scripts/mutation.sh [--sample N] [--deselect NODE_ID]... [--report]
-#                             [MUTANT_NAME]...
+# Usage: scripts/mutation.sh [--sample N [--residue K]] [--deselect NODE_ID]...
+#                             [--report] [MUTANT_NAME]...
 #        MEMORY_VENV=DIR scripts/mutation.sh --memory [MUTANT_ID]...
 #
 #   --sample N     run only the mutants whose number is a multiple of N, for
 #                  N = 1 (all, the default), 2, 5 or 10 (mutmut numbers each
 #                  function's mutants 1, 2, 3...; deterministic, no seed)
+#   --residue K    with --sample N: the mutants whose number leaves K when
+#                  divided by N instead (0 <= K < N; default 0), so that N
+#                  runs with K = 0 .. N-1 cover every mutant once and a
+#                  reviewer can draw a sample independent of the last one
 #   --deselect ID  leave out a test (pytest's --deselect), for a suite that is
 #                  red on someone's work in progress; say so with the score
 #   --report       only print the summary of the last run
@@ -43,7 +47,9 @@
 #    build/mutation/ ($MUTATION_DIR overrides), so that mutmut's mutants/
 #    folder stays out of the repository and edits made during the run do
 #    not reach it.
-# 3. Runs `mutmut run` over the core functions only (CORE below): the entry
+# 3. Sets HYPOTHESIS_PROFILE=quick (20 examples a property, the profile of
+#    tests/conftest.py; a property reached by many mutants is run once per
+#    mutant), then runs `mutmut run` over the core functions only (CORE below): the entry
 #    readers, the defaults, the engine, retrieve_pools, retrieve, render and
 #    Pool; not explain, validate, audit, the demo or the command line.
 #    mutmut mutates the whole file (it has no per-function option short of
@@ -61,6 +67,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${MUTATION_VENV:-$root/.venv-mutmut}
 work=${MUTATION_DIR:-$root/build/mutation}
 sample=1
+residue=0
 report_only=0
 memory=0
 deselect=()
@@ -68,6 +75,7 @@ names=()
 while (($#)); do
     case $1 in
     --sample) sample=$2; shift 2 ;;
+    --residue) residue=$2; shift 2 ;;
     --deselect) deselect+=("$2"); shift 2 ;;
     --report) report_only=1; shift ;;
     --memory) memory=1; shift ;;
@@ -76,6 +84,11 @@ while (($#)); do
     *) names+=("$1"); shift ;;
     esac
 done
+
+if ! [[ $residue =~ ^[0-9]+$ ]] || ((residue >= sample)); then
+    echo "mutation.sh: --residue takes 0 to $((sample - 1)) with --sample $sample" >&2
+    exit 2
+fi
 
 # The core, as mutmut names its functions (x_NAME) and methods (xǁCLASSǁNAME).
 CORE=(
@@ -201,7 +214,7 @@ fi
 
 summary() {
     cd "$work"
-    "$venv/bin/python" - "$root/scripts/mutation-equivalents.md" "$sample" "${CORE[@]}" <<'PY'
+    "$venv/bin/python" - "$root/scripts/mutation-equivalents.md" "$sample" "$residue" "${CORE[@]}" <<'PY'
 import fnmatch
 import json
 import re
@@ -209,7 +222,8 @@ import sys
 
 from mutmut.stats import status_by_exit_code
 
-listing, sample, core = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+listing, sample, residue = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+core = sys.argv[4:]
 with open(listing, encoding="utf-8") as f:
     text = f.read()
 # Only that section: the ones after it name mutants that were killed.
@@ -229,7 +243,7 @@ with open("mutants/poolsplit.py.meta", encoding="utf-8") as f:
 
 def in_core(key):
     function, _, number = key.partition("__mutmut_")
-    chosen = int(number) % sample == 0
+    chosen = int(number) % sample == residue
     return chosen and any(fnmatch.fnmatchcase(function, f"poolsplit.{c}") for c in core)
 
 
@@ -334,11 +348,12 @@ open(path, "w", encoding="utf-8").write(text.replace(line, line + extra))
 PY
 fi
 
+# The last digit of a mutant's number decides its residue for N = 2, 5, 10.
 case $sample in
 1) last="" ;;
-2) last="[02468]" ;;
-5) last="[05]" ;;
-10) last="0" ;;
+2) last=$( ((residue)) && echo "[13579]" || echo "[02468]") ;;
+5) last="[$residue$((residue + 5))]" ;;
+10) last="$residue" ;;
 *) echo "mutation.sh: --sample takes 1, 2, 5 or 10" >&2; exit 2 ;;
 esac
 patterns=("${names[@]}")
@@ -349,6 +364,7 @@ if ((${#names[@]} == 0)); then
 fi
 
 cd "$work"
+export HYPOTHESIS_PROFILE=quick
 start=$(date +%s)
 status=0
 "$venv/bin/mutmut" run ${MUTATION_CHILDREN:+--max-children "$MUTATION_CHILDREN"} \
