@@ -29,6 +29,9 @@ LEAP = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)  # Friday 1 March 2024
 MAR31 = datetime(2023, 3, 31, 10, 0, tzinfo=UTC)  # Friday 31 March 2023
 DEC = datetime(2023, 12, 20, 10, 0, tzinfo=UTC)  # Wednesday 20 December 2023
 JUL = datetime(2023, 7, 15, 10, 0, tzinfo=UTC)  # Saturday 15 July 2023
+# A season's boundaries (issue 52): the day after summer ends, and its last day.
+SEP_1 = datetime(2023, 9, 1, 9, 0, tzinfo=UTC)  # Friday 1 September 2023
+AUG_31 = datetime(2023, 8, 31, 23, 0, tzinfo=UTC)  # Thursday 31 August 2023
 EARLY = datetime(2023, 5, 3, 3, 0, tzinfo=UTC)  # Wednesday 3 May 2023, 03:00
 
 
@@ -197,6 +200,11 @@ CASES = [
     ("last summer", WED, "2022-06-01", "2022-09-01", "last summer"),
     ("last summer", JUL, "2022-06-01", "2022-09-01", None),
     ("last summer", DEC, "2023-06-01", "2023-09-01", None),
+    # On 1 September the summer just ended is the last; on 31 August it is not.
+    ("last summer", SEP_1, "2023-06-01", "2023-09-01", None),
+    ("last summer", AUG_31, "2022-06-01", "2022-09-01", None),
+    ("this summer", AUG_31, "2023-06-01", "2023-09-01", None),
+    ("in the summer", SEP_1, "2023-06-01", "2023-09-01", None),
     ("last winter", WED, "2022-12-01", "2023-03-01", None),
     ("last winter", JAN, "2022-12-01", "2023-03-01", None),
     ("last spring", WED, "2022-03-01", "2022-06-01", None),
