@@ -116,6 +116,7 @@ import os
 import shutil
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
@@ -456,6 +457,19 @@ def _require_priority(value: object) -> float | int:
     return value  # type: ignore[return-value]
 
 
+def _not_null_text(field: str, value: object) -> None:
+    """Refuse the string ``"null"`` as an ``update`` text field: a client
+    that serialised its null (meaning "leave it") would overwrite the text,
+    and the list and number fields already refuse it (as not a list, not a
+    number)."""
+    if isinstance(value, str) and value.strip() == "null":
+        raise InvalidInput(
+            field,
+            "must not be the string 'null': send null (None) to leave the "
+            "field as it is",
+        )
+
+
 def _short(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
@@ -475,13 +489,34 @@ def _tag_list(tags: object) -> list[str]:
     return result
 
 
+def _require_now(now: object) -> datetime | None:
+    """The one check of a ``now`` argument (remember, recall, explain): a
+    datetime (naive is UTC) or None, else InvalidInput naming ``now``."""
+    if now is not None and not isinstance(now, datetime):
+        raise InvalidInput(
+            "now", f"must be a datetime or None, got {type(now).__name__} {now!r}"
+        )
+    return now
+
+
+def _written_tags(tags: object) -> list[str]:
+    """Tags a write stores: :func:`_tag_list`, none blank (whitespace only),
+    as a project is never blank; InvalidInput names the tag's position.
+    Blank tags stored before this rule (or imported) are kept and load: a
+    tag is a str that a context's tag equals, and a blank one still is."""
+    result = _tag_list(tags)
+    for position, tag in enumerate(result):
+        if not tag.strip():
+            raise InvalidInput(
+                "tags", f"tags[{position}] must not be blank, got {tag!r}"
+            )
+    return result
+
+
 def _created(now: datetime | None) -> str:
+    now = _require_now(now)
     if now is None:
         now = datetime.now(timezone.utc)
-    elif not isinstance(now, datetime):
-        raise InvalidInput(
-            "now", f"must be a datetime or None, got {type(now).__name__}"
-        )
     elif now.tzinfo is None:
         now = now.replace(tzinfo=timezone.utc)
     return now.astimezone(timezone.utc).isoformat()
@@ -570,7 +605,7 @@ def build_entry(
     }
     if scope is not None and _scope(scope) == _ALWAYS:
         entry["scope"] = _ALWAYS
-    tag_list = _tag_list(tags)
+    tag_list = _written_tags(tags)
     if tag_list:
         entry["tags"] = tag_list
     if project is not None:
@@ -1023,6 +1058,13 @@ class _Snapshot:
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
+
+
+def _let_go(backend: Backend, owner: int) -> None:
+    """Let go of a store's database handle and snapshots (its close, or its
+    finalizer when it was collected unclosed)."""
+    backend.close()
+    snapshots.drop_owner(owner)
 
 
 def _copied(value: Any) -> Any:
@@ -1535,7 +1577,15 @@ def _most_changes(snap: _Snapshot) -> int:
 class Store:
     """A namespace of one database: remember, recall, get, list, update,
     forget, explain, import_jsonl, export_jsonl. Safe to share between
-    threads. Build it with :func:`open_store`."""
+    threads. Build it with :func:`open_store`.
+
+    :meth:`close` it (or use it as a context manager). A store dropped
+    without ``close`` lets go of its database handle (its connections with
+    the process's last store on the database) and its snapshots when it is
+    garbage-collected (a ``weakref.finalize``, not at interpreter exit);
+    a view of :meth:`acting_as` keeps its store alive. A semantic store's
+    embedding thread, while it runs, keeps the store alive until ``close``.
+    """
 
     def __init__(
         self,
@@ -1568,6 +1618,14 @@ class Store:
         # keyed by (this store's owner key, pools); their bytes per entry
         # are estimated when a snapshot is read whole.
         self._owner = snapshots.owner()
+        # What close() lets go of, also when the store is collected unclosed
+        # (50 dropped stores held 250 file descriptors). It holds no
+        # reference to the store; acting_as views share it and keep the
+        # store they view alive (_viewed), so the database stays open under
+        # them.
+        self._release = weakref.finalize(self, _let_go, backend, self._owner)
+        self._release.atexit = False
+        self._viewed: Store | None = None
         self._entry_bytes: dict[tuple[Pool, ...] | None, int] = {}
         self._cache_lock = threading.Lock()
         self._cursor_key: bytes | None = None  # the database's: see _cursor_secret
@@ -1638,6 +1696,7 @@ class Store:
             )
         view = copy.copy(self)
         view.writer = writer
+        view._viewed = self
         return view
 
     # --- grants and provenance (issue 51; _trust.py) -------------------------
@@ -1746,8 +1805,7 @@ class Store:
         StoreUnavailable."""
         if self._catchup is not None:  # its step in progress ends first
             self._catchup.close()
-        self._backend.close()
-        snapshots.drop_owner(self._owner)
+        self._release()
 
     # --- writes ------------------------------------------------------------
 
@@ -2022,6 +2080,12 @@ class Store:
         """The checked new values (None: remove the key); a field given as
         None is not a change."""
         changes: dict[str, Any] = {}
+        for field, value in (
+            ("content", content),
+            ("type", kind),
+            ("project", project),
+        ):
+            _not_null_text(field, value)
         if content is not None:
             changes["content"] = _require_text("content", content)
         if kind is not None:
@@ -2029,7 +2093,7 @@ class Store:
         if scope is not None:
             changes["scope"] = _ALWAYS if _scope(scope) == _ALWAYS else None
         if tags is not None:
-            changes["tags"] = _tag_list(tags) or None
+            changes["tags"] = _written_tags(tags) or None
         if project is not None:
             changes["project"] = (
                 None if project == "" else _require_text("project", project)
@@ -2251,6 +2315,7 @@ class Store:
                 (named; ``as_of`` with ``ranking="semantic"`` too).
         """
         context = _context(message, tags, project)
+        now = _require_now(now)
         if pools is None:
             chosen_pools, quarantine = self.pools, self.quarantine_pool
         else:
@@ -2312,6 +2377,7 @@ class Store:
             InvalidInput: a bad context, filter, ``tz`` or ``as_of`` (named).
         """
         context = _context(message, tags, project)
+        now = _require_now(now)
         filters = _explain_filters(ids, types, outcomes, summary)
         moment = None if as_of is None else self._as_of(as_of)
         if now is None and as_of is not None:
@@ -2658,8 +2724,10 @@ class Store:
         while a recall holds the lock (the write has committed: its caller
         does not wait for a recall; that recall or the next reads the log).
         If applying the rows fails, the snapshot leaves the cache (the next
-        recall reads the namespace whole): a committed write never reports
-        an error of the carry."""
+        recall reads the namespace whole). Applying parsed rows raises
+        nothing but ``MemoryError`` (``loadable`` skips a bad row, it never
+        raises): that one the committed write does not report; any other
+        error is a bug, and propagates from the write that committed."""
         if not self._cache_lock.acquire(blocking=False):
             return
         try:
@@ -2673,9 +2741,12 @@ class Store:
                     snap.apply(since.changed, since.rows)
                     if snap.space is not None:  # new: none has a vector yet
                         snap.space.refresh(None)
-            except Exception:  # the write has committed: never its error
+            except MemoryError:  # the snapshot grew: the expected failure
                 snapshots.drop((self._owner, pools))  # half applied: read anew
                 return
+            except BaseException:  # a bug: said, after the committed write
+                snapshots.drop((self._owner, pools))  # half applied: read anew
+                raise
             snap.signal, snap.position = since.signal, since.position
             self._keep(pools, snap, None)
         finally:
