@@ -1193,47 +1193,68 @@ class Store:
                 self._snapshot() if moment is None else self._snapshot_at(moment, None)
             )
             pools, unused = self._explained_pools(snap)
+            only = filters["ids"]
+            skipped = [s for s in snap.skipped if only is None or s.id in only]
             if not pools:  # nothing the default pools take: nothing to decide
-                only = filters["ids"]
-                skipped = [s for s in snap.skipped if only is None or s.id in only]
                 text = (
                     f"no active entry in namespace {self.namespace!r}: "
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
-            make = self._relevance(snap, context, at, times)
-            ranked = {} if make is None else snap.parts.relevances(make)
-            # recall's pools and scorer: each entry by its own pool's part;
-            # the quarantine pool over the quarantined entries alone
-            pools = snap.parts.floored(pools, ranked)
-            scorer = snap.parts.scorer(context, ranked)
-            reports = []
-            for shown, entries in _explained_parts(snap, pools):
-                report = poolsplit.explain(
-                    entries,
-                    shown,
-                    context,
-                    scorer=scorer,
-                    token_counter=self._token_counter,
-                    now=now,
-                    ids=filters["ids"],
-                    types=filters["types"],
-                    outcomes=filters["outcomes"],
-                )
-                reports.append((report, entries))
-            relevance = ""
-            if ranked:
-                relevance = _relevance_lines(ranked, snap, reports)
-            relevance += _provenance_lines(reports, summary)
-            if snap.space is not None and self._catchup is not None:
-                relevance += missing_note(snap.space, self._catchup.error)
-            only = filters["ids"]
-            skipped = [s for s in snap.skipped if only is None or s.id in only]
+            reports, relevance = self._explain_reports(
+                snap, pools, context, now, (at, times), filters, summary
+            )
         text = "\n".join(
             (_QUARANTINE_HEAD if i else "") + r.render(summary=summary).rstrip("\n")
             for i, (r, _) in enumerate(reports)
         )
         return text + "\n" + relevance + _explain_tail(unused, skipped, summary)
+
+    def _explain_reports(
+        self,
+        snap: _Snapshot,
+        pools: Sequence[Pool],
+        context: Mapping[str, Any],
+        now: datetime | None,
+        read: tuple[datetime, Times],
+        filters: Mapping[str, builtins.list[str] | None],
+        summary: bool,
+    ) -> tuple[
+        builtins.list[tuple[poolsplit.Explanation, builtins.list[dict[str, Any]]]],
+        str,
+    ]:
+        """What :meth:`explain` reports on ``snap`` (under the store's lock):
+        ``poolsplit.explain``'s report of each part recall fills, with
+        recall's pools and scorer (each entry by its own pool's part; the
+        quarantine pool over the quarantined entries alone), and the lines
+        on relevance, provenance and missing vectors. ``read``: the time
+        the message is read at, and what it says of time."""
+        at, times = read
+        make = self._relevance(snap, context, at, times)
+        ranked = {} if make is None else snap.parts.relevances(make)
+        pools = snap.parts.floored(pools, ranked)
+        scorer = snap.parts.scorer(context, ranked)
+        reports = []
+        for shown, entries in _explained_parts(snap, pools):
+            report = poolsplit.explain(
+                entries,
+                shown,
+                context,
+                scorer=scorer,
+                token_counter=self._token_counter,
+                now=now,
+                ids=filters["ids"],
+                types=filters["types"],
+                outcomes=filters["outcomes"],
+            )
+            reports.append((report, entries))
+        relevance = ""
+        if ranked:
+            relevance = _relevance_lines(ranked, snap, reports)
+        relevance += _provenance_lines(reports, summary)
+        if snap.space is not None and self._catchup is not None:
+            relevance += missing_note(snap.space, self._catchup.error)
+        return reports, relevance
 
     def _as_of(self, as_of: object) -> str:
         """``as_of`` checked, as the history compares times."""
