@@ -16,9 +16,11 @@ from datetime import date, datetime, timezone
 
 import pytest
 from conftest import plant
+from hypothesis import given
+from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import InvalidInput, open_store
+from poolsplit_memory import InvalidInput, build_entry, open_store
 from poolsplit_memory._shared import open_backends, snapshots
 from poolsplit_memory.store import _Snapshot
 
@@ -114,6 +116,21 @@ def test_a_blank_tag_is_refused_naming_its_position(open_, tags, position):
     assert info.value.field == "tags"
     assert f"tags[{position}]" in info.value.message
     assert store.get(written.id)["tags"] == ["style"]
+
+
+@given(st.lists(st.text(alphabet="ab \t\n", max_size=3), max_size=5))
+def test_exactly_the_tag_lists_holding_a_blank_tag_are_refused(tags):
+    """The write rule (build_entry, which remember calls; update checks its
+    tags by the same function): refused iff a tag is whitespace only, naming
+    the first such tag's position; else stored as given."""
+    blank = [i for i, tag in enumerate(tags) if not tag.strip()]
+    if blank:
+        with pytest.raises(InvalidInput) as info:
+            build_entry("Use tabs.", tags=tags)
+        assert info.value.field == "tags"
+        assert info.value.message.startswith(f"tags[{blank[0]}] must not be blank")
+    else:
+        assert build_entry("Use tabs.", tags=tags).get("tags", []) == tags
 
 
 def test_a_blank_tag_already_stored_still_loads(store_url):
