@@ -37,7 +37,10 @@ T = TypeVar("T")
 # One backend per database and process
 # ===========================================================================
 
-_lock = threading.Lock()
+# Re-entrant: a store dropped without close() is released by a finalizer
+# (store.py), which a garbage collection may run in a thread that already
+# holds the lock (inside ``make()`` of shared_backend, say).
+_lock = threading.RLock()
 # (kind, where, busy_ms, pool_size, standby) -> [backend, handles open]
 _open: dict[tuple[str, str, int, int, str | None], list[Any]] = {}
 
@@ -168,7 +171,7 @@ class Snapshots:
 
     def __init__(self, budget: int = DEFAULT_SNAPSHOT_BUDGET) -> None:
         self.budget = budget
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: see _lock above
         self._items: collections.OrderedDict[Key, tuple[Any, int]] = (
             collections.OrderedDict()
         )
@@ -217,10 +220,12 @@ class Snapshots:
                 self.total -= old[1]
 
     def drop_owner(self, owner: int) -> None:
-        """Forget an owner's snapshots (its store closed)."""
+        """Forget an owner's snapshots (its store closed or was collected)."""
         with self._lock:
-            for key in [k for k in self._items if k[0] == owner]:
-                self.total -= self._items.pop(key)[1]
+            # (over a copy of the keys: a collection in the comprehension
+            # may run a dropped store's finalizer, which drops its own)
+            for key in [k for k in list(self._items) if k[0] == owner]:
+                self.drop(key)
 
 
 snapshots = Snapshots()  # this process's

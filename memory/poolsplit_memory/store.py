@@ -1,8 +1,15 @@
 """The memory store: one meaning on SQLite and PostgreSQL, validated writes.
 
 ``open_store(url, namespace=...)`` returns a :class:`Store`. Every rule lives
-here, once; a backend (``_sqlite.py``, ``_postgres.py``) only runs the SQL of
-``_sql.py`` inside the transactions this module asks for.
+once, in a module of one job that this one builds on: ``_defaults`` (pools,
+limits), ``_validate`` (the write rule: ``build_entry``, ``check_entry``),
+``_rows`` (an entry as columns and back), ``_digests`` and ``_dedupe``
+(identical memories), ``_loadable`` (the read rule), ``_snapshot`` (the
+loaded candidates and the Recall of them), ``_explain``, ``_cursors`` (the
+list cursor), ``_urls`` (``parse_url``) and ``_results`` (what the calls
+return); every public name is still importable from here. A backend
+(``_sqlite.py``, ``_postgres.py``) only runs the SQL of ``_sql.py`` inside
+the transactions this module asks for.
 
 Decisions where the issue is silent:
 
@@ -95,32 +102,34 @@ Decisions where the issue is silent:
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
   (PostgreSQL cannot store the first two; JSON cannot hold the last).
+- Blank (whitespace-only) tags are refused where a blank project is, in the
+  arguments of ``remember`` and ``update`` (InvalidInput ``tags`` naming
+  ``tags[i]``). Blank tags already stored (before this rule, by hand) or
+  imported are kept as they are and load: a tag is a str a context's tag
+  equals, a blank one too (a recall's tags are a context, not a write).
+- ``update``'s text fields (content, type, project) refuse the string
+  ``"null"``, as its list and number fields do: it is a client's null
+  (leave the field) serialised, and stored it would overwrite the text.
+- A bad ``now`` is InvalidInput naming ``now`` in every call that takes one
+  (``_validate._require_now``).
+- A store dropped without ``close`` is closed when it is garbage-collected
+  (see :class:`Store`).
 """
 
 from __future__ import annotations
 
-import base64
 import builtins
-import collections
 import contextlib
 import copy
-import dataclasses
-import difflib
-import functools
-import hashlib
-import hmac
 import json
-import math
-import numbers
 import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Container, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone, tzinfo
-from typing import IO, Any, Final, NamedTuple, TypeVar, Union, overload
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import IO, Any, Final, TypeVar, Union, overload
 
 import poolsplit
 from poolsplit import (
@@ -130,22 +139,81 @@ from poolsplit import (
     default_token_counter,
 )
 
-from ._frame import frame, not_loaded, warnings_section
-from ._pooled import Owners, Part, Parts, lexical, owners
+from ._cursors import (
+    _CURSOR_SECRET,
+    _cursor,
+    _cursor_position,
+)
+from ._dedupe import (
+    _duplicate,
+    _idempotent,
+    _possible_supersedes,
+    _stale_warnings,
+    _stored_memories,
+    _supersedes_warning,
+)
+from ._defaults import (
+    _ALWAYS,
+    _MAX_PAGE,
+    DEFAULT_MAX_ENTRY_TOKENS,
+    DEFAULT_POOLS,
+    MAX_BASE_PRIORITY,
+    RANKINGS,
+    REMEMBER_DESCRIPTION,
+    SPILL_OVER,
+    default_pools,
+    pool_owners,
+)
+from ._digests import (
+    _memory_key,
+    _same_request,
+)
+from ._explain import (
+    _QUARANTINE_HEAD,
+    _explain_filters,
+    _explain_tail,
+    _explained_parts,
+    _provenance_lines,
+    _relevance_lines,
+)
+from ._frame import not_loaded
+from ._loadable import (
+    Loadable,
+    loadable,
+)
+from ._pooled import Part, lexical
 from ._postgres import PostgresBackend
 from ._ranking import (
-    RELEVANCE_RATE,
-    TIME_FACTOR,
     Relevance,
-    Statistics,
     Times,
     read_times,
-    terms,
+)
+from ._results import (
+    Imported,
+    Page,
+    Recall,
+    Skipped,
+    Updated,
+    Written,
+)
+from ._rows import (
+    _columns,
+    _dumps,
+    _json_kind,
+    _parse,
+    _readable,
+    _row,
 )
 from ._semantic import MODEL, Embedder
 from ._shared import Handle, own_backend, shared_backend, snapshots
+from ._snapshot import (
+    _candidate_types,
+    _load,
+    _most_changes,
+    _recalled,
+    _Snapshot,
+)
 from ._sqlite import SQLiteBackend
-from ._stale import near_contents, possible_supersedes, stale_pairs
 from ._trust import (
     PROVENANCE,
     QUARANTINE,
@@ -160,7 +228,7 @@ from ._trust import (
     split_quarantine,
 )
 from ._types import (
-    DEFAULT_BUSY_MS,
+    DEFAULT_BUSY_MS,  # noqa: F401 (store.DEFAULT_BUSY_MS names it, as before _types)
     DEFAULT_POOL_SIZE,
     KEEP_CHANGES,  # noqa: F401 (store.KEEP_CHANGES names it, as before _types)
     Backend,
@@ -168,7 +236,7 @@ from ._types import (
     InvalidInput,
     NotGranted,
     ReadTx,  # noqa: F401 (store.ReadTx names it, as before _types)
-    Row,
+    Row,  # noqa: F401 (store.Row names it, as before _types)
     Since,
     Stored,
     StoreError,
@@ -176,8 +244,34 @@ from ._types import (
     Version,
     WriteTx,
 )
+from ._urls import (
+    _MEMORY,
+    _POSTGRES_SCHEMES,
+    Target,
+    is_ephemeral,
+    parse_url,
+)
+from ._validate import (
+    _MAX_DEPTH,
+    _context,
+    _created,
+    _moment,
+    _new_id,
+    _not_null_text,
+    _require_id,
+    _require_name,
+    _require_now,
+    _require_priority,
+    _require_text,
+    _scope,
+    _utc_now,
+    _written_tags,
+    _zone,
+    _zoned,
+    build_entry,
+    check_entry,
+)
 from ._vectors import VECTOR_BYTES, Catchup, Query, Space, hybrid, missing_note
-from ._when import time_zone
 
 __all__ = [
     "DEFAULT_MAX_ENTRY_TOKENS",
@@ -203,76 +297,19 @@ __all__ = [
     "build_entry",
     "check_entry",
     "default_pools",
+    "is_ephemeral",
     "loadable",
     "not_loaded",
     "open_store",
+    "parse_url",
+    "pool_owners",
     "set_snapshot_budget",
 ]
 
 # ===========================================================================
-# Constants
+# The store's caches
 # ===========================================================================
 
-DEFAULT_POOLS: Final[tuple[Pool, ...]] = (
-    Pool("corrections", 400, 4, ("correction",)),
-    Pool("tasks", 600, 4, ("task",)),
-    Pool("facts", 400, 4, ("fact",)),
-    Pool("skills", 300, 2, ("skill",)),
-    Pool("growth", 200, 1, ("growth",)),
-    Pool("episodes", 300, 2, ("episode",)),
-)
-# The spill-over pool's name and caps; its types are the namespace's active
-# types that DEFAULT_POOLS do not name, computed per recall.
-SPILL_OVER: Final = ("other", 400, 3)
-DEFAULT_MAX_ENTRY_TOKENS: Final = 2000
-# The largest base_priority a write takes without a warning. In the lexical
-# ranking a priority ratio R is worth ln(R) / 30 of relevance (README,
-# "Ranking"): 1e6 over the default 5 is worth 0.41, so an entry at the
-# bound still loses to one that matches the message much better, and every
-# scale people use (1-10, percentages, 1-1000) fits below it. Past about
-# 5e13 (5 x e**30) no match of the message can outrank the entry: 1e300
-# made one fact the first of every vague recall.
-MAX_BASE_PRIORITY: Final = 1_000_000
-# How a recall ranks (open_store's ``ranking``): "lexical", the default, is
-# the core's signals times a BM25+ relevance over the namespace's statistics
-# (_ranking.py); "core" is poolsplit.default_scorer alone; "semantic" (the
-# semantic extra) fuses the lexical relevance with e5 vectors (_semantic.py).
-RANKINGS: Final = ("lexical", "core", "semantic")
-
-
-def default_pools(types: Iterable[str]) -> list[Pool]:
-    """The pools a store without ``pools=`` recalls with, for these types.
-
-    :data:`DEFAULT_POOLS` (one pool per common type), then the spill-over
-    pool ``SPILL_OVER`` admitting every other type given (the namespace's
-    active types), so every entry has room of its own kind or the spill-over
-    pool's. The store and the adapters both build the defaults here.
-    """
-    named = {kind for pool in DEFAULT_POOLS for kind in pool.types or ()}
-    other = tuple(sorted(set(types) - named))
-    return [*DEFAULT_POOLS, Pool(*SPILL_OVER, types=other)]
-
-
-def pool_owners(pools: Sequence[Pool] | None) -> Owners:
-    """The pool each type is ranked in (``_pooled.owners``): for ``pools``,
-    the first admitting it; for the default pools (None), its pool in
-    :data:`DEFAULT_POOLS`, else the spill-over pool."""
-    return owners([*DEFAULT_POOLS, Pool(*SPILL_OVER)] if pools is None else pools)
-
-
-# The remember tool's description, for the MCP server and the LangGraph tool
-# alike: what the model reads before it writes a memory.
-REMEMBER_DESCRIPTION: Final = """Save a memory that later turns will see.
-
-Use type "correction" with scope "always" for a rule the user gave you that
-must apply on every turn; "task" for open work, "fact" for a durable fact,
-"skill" for a how-to, "episode" for what happened. Returns the memory's id
-and any warnings about it."""
-
-# Longest namespace, id, key and type (they are indexed columns).
-_MAX_NAME: Final = 200
-_MAX_PAGE: Final = 500
-_ALWAYS: Final = "always"
 # Snapshots kept per store: one per list of pools recalled with.
 _MAX_CACHED: Final = 8
 # A snapshot's estimated bytes: a fixed part per entry plus a part per byte
@@ -293,598 +330,6 @@ _WHOLE_READS: Final = threading.Lock()
 
 
 # ===========================================================================
-# Results
-# ===========================================================================
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A stored row left out of a recall, and why."""
-
-    id: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Written:
-    """What ``remember`` stored: the new id, its warnings and the entry;
-    ``possible_supersedes``: the active entries that look like an earlier
-    version of it (``_stale.py``; one warning names them), never retired."""
-
-    id: str
-    warnings: list[str]
-    entry: dict[str, Any]
-    possible_supersedes: list[str] = dataclasses.field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Updated:
-    """What ``update`` stored: the whole entry after the change, and warnings."""
-
-    entry: dict[str, Any]
-    warnings: list[str]
-
-
-class Imported(int):
-    """What ``import_jsonl`` returns: the count of distinct ids written (an
-    int, as before), and ``warnings``: the lines not written because an
-    active entry already holds the same memory (``line N: idempotent: ...``)."""
-
-    warnings: list[str]
-
-    def __new__(cls, count: int, warnings: Iterable[str] = ()) -> Imported:
-        made = super().__new__(cls, count)
-        made.warnings = list(warnings)
-        return made
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of ``list``; ``next_cursor`` is None after the last page."""
-
-    entries: list[dict[str, Any]]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True)
-class Recall:
-    """A recall: the text to inject, the entries per pool, what was left out.
-
-    ``caller`` is the reader's writer name: :meth:`chat_text` names the
-    writer of every entry but the caller's own (None: every writer).
-    """
-
-    text: str
-    pools: dict[str, list[dict[str, Any]]]
-    skipped: list[Skipped]
-    warnings: list[str]
-    # The always-scope rows of ``skipped`` (and those no pool admits), and
-    # how many active entries the recall chose from.
-    always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
-    loaded: int = 0
-    caller: str | None = None
-
-    @property
-    def _chosen(self) -> Mapping[str, Sequence[Mapping[str, Any]]]:
-        """The entries per pool that :meth:`ids` and :meth:`chat_text`
-        read: ``pools`` here; in a store's recall, the entries as recalled
-        (``pools`` are their copies, made only when read, and a caller's edit
-        of them changes neither method)."""
-        return self.pools
-
-    def ids(self) -> dict[str, list[str]]:
-        """The ids per pool, in pool order."""
-        return {
-            name: [str(entry.get("id")) for entry in entries]
-            for name, entries in self._chosen.items()
-        }
-
-    def chat_text(self) -> str:
-        """The recall as a chat client shows it to the model: the entries in
-        the frame of ``_frame`` (stored data, not instructions), each with
-        its id in brackets (``- [id] DATE: content``, so the model can update
-        or forget it), the always-scope rows that could not be loaded, every
-        warning and every skipped row; a plain sentence when nothing was
-        recalled (never "")."""
-        text = frame(self._chosen, caller=self.caller, ids=True)
-        if not text:
-            text = (
-                "Nothing is stored in this memory yet.\n"
-                if not self.loaded and not self.skipped
-                else "No stored memory was selected for this message.\n"
-            )
-        text += not_loaded(self.always_skipped)
-        return text + warnings_section(self.warnings, self.skipped, self.always_skipped)
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"pools": {name: [ids]}, "skipped": [...], "warnings": [...]}``."""
-        return {
-            "pools": self.ids(),
-            "skipped": [{"id": s.id, "reason": s.reason} for s in self.skipped],
-            "warnings": list(self.warnings),
-        }
-
-
-# ===========================================================================
-# The one write-validation rule
-# ===========================================================================
-
-
-def _require_text(field: str, value: object) -> str:
-    """A non-blank str, or InvalidInput naming ``field``."""
-    if not isinstance(value, str):
-        raise InvalidInput(field, f"must be a str, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidInput(field, f"must not be empty, got {value!r}")
-    return value
-
-
-def _require_name(field: str, value: object) -> str:
-    """A namespace, id, key or type: non-blank str, at most 200 characters."""
-    text = _require_text(field, value)
-    if len(text) > _MAX_NAME:
-        raise InvalidInput(
-            field, f"must be at most {_MAX_NAME} characters, got {len(text)}"
-        )
-    _check_json_value(field, text)
-    return text
-
-
-def _require_id(value: object) -> str:
-    """An id to look up (get, update, forget): any str a row may hold, the
-    empty and the over-long ids of rows written by hand included, so that
-    every row a recall names can be fixed or forgotten."""
-    if not isinstance(value, str):
-        raise InvalidInput("id", f"must be a str, got {type(value).__name__}")
-    _check_json_value("id", value)
-    return value
-
-
-def _require_priority(value: object) -> float | int:
-    """A finite real number (not bool): the same on every backend."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInput(
-            "base_priority",
-            f"must be a real number or None, got {type(value).__name__} {value!r}",
-        )
-    try:
-        finite = math.isfinite(float(value))
-    except OverflowError:
-        finite = False
-    if not finite:
-        raise InvalidInput("base_priority", f"must be finite, got {_short(value)}")
-    return value  # type: ignore[return-value]
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
-
-
-def _tag_list(tags: object) -> list[str]:
-    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
-        raise InvalidInput(
-            "tags", f"must be a list of str, got {type(tags).__name__} {tags!r}"
-        )
-    result = list(tags)
-    for tag in result:
-        if not isinstance(tag, str):
-            raise InvalidInput(
-                "tags", f"must contain only str, got {type(tag).__name__} {tag!r}"
-            )
-    return result
-
-
-def _created(now: datetime | None) -> str:
-    if now is None:
-        now = datetime.now(timezone.utc)
-    elif not isinstance(now, datetime):
-        raise InvalidInput(
-            "now", f"must be a datetime or None, got {type(now).__name__}"
-        )
-    elif now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
-    return now.astimezone(timezone.utc).isoformat()
-
-
-def _utc_now() -> datetime:
-    """The wall clock, in UTC: a store's clock unless a test sets another."""
-    return datetime.now(timezone.utc)
-
-
-def _moment(value: object, field: str) -> str:
-    """An aware datetime as the history writes and compares times: UTC, ISO
-    8601 with microseconds, so that text order is time order.
-
-    Raises:
-        InvalidInput: ``value`` is not a datetime with a time zone (named
-            ``field``), or leaves the years 1-9999 in UTC.
-    """
-    if not isinstance(value, datetime):
-        raise InvalidInput(
-            field, f"must be a datetime with a time zone, got {type(value).__name__}"
-        )
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidInput(
-            field,
-            f"must have a time zone (an aware datetime), got {value.isoformat()!r}",
-        )
-    try:
-        return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
-    except OverflowError:
-        raise InvalidInput(
-            field, f"is outside the years 1-9999 in UTC, got {value.isoformat()!r}"
-        ) from None
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex[:16]
-
-
-_CONTEXT: Final = "context"
-
-
-def _scope(value: object) -> str:
-    """``"always"`` or ``"context"`` from ``value`` in any case, surrounding
-    spaces ignored: a model writes ``"Always"`` meaning always, and the two
-    values cannot be confused. ``"context"`` is an entry without ``scope``
-    (it loads only when it ranks).
-
-    Raises:
-        InvalidInput: any other value, naming the two accepted.
-    """
-    folded = value.strip().casefold() if isinstance(value, str) else None
-    if folded not in (_ALWAYS, _CONTEXT):
-        raise InvalidInput(
-            "scope", f"must be 'always' or 'context', got {_short(value)}"
-        )
-    return folded
-
-
-def build_entry(
-    content: str,
-    *,
-    type: str = "note",
-    scope: str | None = None,
-    tags: Iterable[str] = (),
-    project: str | None = None,
-    base_priority: float | None = None,
-    now: datetime | None = None,
-) -> dict[str, Any]:
-    """A new entry with a fresh ``id`` and ``created``; arguments checked.
-
-    Keys absent or empty (no scope, no tags, no project, no priority) are
-    left out. ``check_entry`` is the rest of the rule (it needs the pools).
-
-    Raises:
-        InvalidInput: empty content or type, a scope other than ``"always"``
-            or ``"context"`` (any case; ``"context"`` is no scope key),
-            tags that are not a list of str, an empty project, a priority
-            that is not a finite real number, a ``now`` that is not a datetime.
-    """
-    entry: dict[str, Any] = {
-        "id": _new_id(),
-        "type": _require_name("type", type),
-        "content": _require_text("content", content),
-        "created": _created(now),
-    }
-    if scope is not None and _scope(scope) == _ALWAYS:
-        entry["scope"] = _ALWAYS
-    tag_list = _tag_list(tags)
-    if tag_list:
-        entry["tags"] = tag_list
-    if project is not None:
-        entry["project"] = _require_text("project", project)
-    if base_priority is not None:
-        entry["base_priority"] = _require_priority(base_priority)
-    return entry
-
-
-# Deepest nesting of lists and objects a stored value may have: far past any
-# real entry, well inside Python's recursion limit (a deeper one would fail
-# with a bare RecursionError in a reader instead of a message naming it).
-_MAX_DEPTH: Final = 100
-
-
-def _check_json_value(field: str, value: object, depth: int = 0) -> None:
-    """Refuse what one backend would store and another refuse: NUL, lone
-    surrogates, non-finite floats, values JSON has no form for, and nesting
-    deeper than ``_MAX_DEPTH``."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise InvalidInput(field, "must not contain NUL characters (\\x00)")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInput(
-                field, "must be valid Unicode, got a lone surrogate"
-            ) from None
-    elif isinstance(value, bool) or value is None or isinstance(value, int):
-        return
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidInput(field, f"must be a finite number, got {value!r}")
-    elif isinstance(value, (Mapping, list, tuple)):
-        _check_json_container(field, value, depth)
-    else:
-        raise InvalidInput(
-            field, f"must be a JSON value, got {type(value).__name__} {value!r}"
-        )
-
-
-def _check_json_container(
-    field: str,
-    value: Mapping[object, object] | list[object] | tuple[object, ...],
-    depth: int,
-) -> None:
-    """Each key and item of a list or object, at most ``_MAX_DEPTH`` deep."""
-    if depth >= _MAX_DEPTH:
-        raise InvalidInput(field, f"is nested deeper than {_MAX_DEPTH} levels")
-    if not isinstance(value, Mapping):
-        for item in value:
-            _check_json_value(field, item, depth + 1)
-        return
-    for key, item in value.items():
-        if not isinstance(key, str):
-            raise InvalidInput(
-                field, f"keys must be str, got {type(key).__name__} {key!r}"
-            )
-        _check_json_value(field, key)
-        _check_json_value(field, item, depth + 1)
-
-
-def _content_text(entry: Mapping[str, Any]) -> str:
-    """The text poolsplit renders and counts: missing/None is "", else str()."""
-    content = entry.get("content")
-    return (
-        "" if content is None else content if isinstance(content, str) else str(content)
-    )
-
-
-def _admitting(kind: str, pools: Sequence[Pool] | None) -> list[Pool]:
-    chosen = DEFAULT_POOLS if pools is None else pools
-    return [p for p in chosen if p.types is None or kind in p.types]
-
-
-def _type_warning(kind: str, pools: Sequence[Pool] | None) -> str | None:
-    """A warning for a type only the spill-over pool (or no pool) admits."""
-    if _admitting(kind, pools):
-        return None
-    chosen = DEFAULT_POOLS if pools is None else pools
-    named = sorted({t for p in chosen for t in p.types or ()})
-    close = difflib.get_close_matches(kind, named, 1, 0.75)
-    if pools is None:
-        if not close:
-            return None
-        return (
-            f"type: {kind!r} has no pool of its own and competes in the "
-            f"spill-over pool {SPILL_OVER[0]!r}; did you mean {close[0]!r}?"
-        )
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"type: no pool admits {kind!r}, so this entry never loads{hint}"
-
-
-def _priority_warning(value: object) -> str | None:
-    """A warning for a checked ``base_priority`` that misleads a ranking: at
-    or below 0, or above :data:`MAX_BASE_PRIORITY` (None: the default 5)."""
-    if value is None:
-        return None
-    priority = float(value)  # type: ignore[arg-type]  # finite: checked
-    if priority <= 0:
-        return (
-            f"base_priority: {_short(value)} is at or below 0, so this entry "
-            "never loads for a message that matches an entry of its pool (the "
-            "floor), only when none does; a small positive priority (1) "
-            "ranks it low and keeps it"
-        )
-    if priority > MAX_BASE_PRIORITY:
-        return (
-            f"base_priority: {_short(value)} is above {MAX_BASE_PRIORITY:,}, "
-            "the documented maximum: it outranks entries that match the "
-            "message far better, in every recall of its pool; use at most "
-            f"{MAX_BASE_PRIORITY:,} (the default is 5)"
-        )
-    return None
-
-
-def _check_fields(entry: object) -> None:
-    """What a store needs beyond ``validate``: a mapping of JSON values with
-    str keys, str ``id``/``type``/``scope``/``project``/``status``, a finite
-    priority."""
-    if not isinstance(entry, Mapping):
-        raise InvalidInput(None, f"entry must be an object, got {type(entry).__name__}")
-    for key, value in entry.items():
-        if not isinstance(key, str):
-            raise InvalidInput(
-                None, f"keys must be str, got {type(key).__name__} {key!r}"
-            )
-        _check_json_value(key, key)
-        _check_json_value(key, value)
-    if "id" in entry:
-        _require_name("id", entry["id"])
-    _require_name("type", entry.get("type", "note"))
-    for field in ("scope", "project", "status"):
-        value = entry.get(field)
-        if value is not None and not isinstance(value, str):
-            raise InvalidInput(
-                field, f"must be a str or null, got {type(value).__name__}"
-            )
-    if entry.get("base_priority") is not None:
-        _require_priority(entry["base_priority"])
-    for field in (WRITTEN_BY, WRITTEN_AT, UPDATED_BY, UPDATED_AT):
-        value = entry.get(field)
-        if value is not None and not isinstance(value, str):
-            raise InvalidInput(
-                field, f"must be a str or null, got {type(value).__name__}"
-            )
-    if entry.get(QUARANTINED) not in (None, True, False):
-        raise InvalidInput(
-            QUARANTINED,
-            f"must be true, false or null, got {_short(entry[QUARANTINED])}",
-        )
-
-
-def check_entry(
-    entry: Mapping[str, Any],
-    *,
-    pools: Sequence[Pool] | None = None,
-    token_counter: TokenCounter = default_token_counter,
-    max_entry_tokens: int = DEFAULT_MAX_ENTRY_TOKENS,
-) -> list[str]:
-    """Check one entry before any backend stores it; return its warnings.
-
-    The one write rule of the store, the MCP server and the adapters:
-    ``poolsplit.validate`` (its errors refuse, its warnings return), then
-    what a store adds: JSON-only values without NUL characters or lone
-    surrogates, a finite ``base_priority``, str ``id``/``type``/``scope``/
-    ``project``/``status``, and content of at most ``max_entry_tokens``
-    tokens by ``token_counter``; a positive ``token_count`` (the cost
-    poolsplit charges instead of counting) must be at least that count and
-    at most ``max_entry_tokens``. A ``superseded_by`` is left to the store,
-    which checks that it names a stored entry. Warnings are ``field:
-    message`` strings: poolsplit's (a near-miss key such as ``"scop"``), a
-    ``base_priority`` at or below 0 or above :data:`MAX_BASE_PRIORITY`
-    (kept: see the README), a type no pool admits (it never loads), and a
-    type that only the spill-over pool admits when it is close to a pool's
-    type (``pools=None`` means the default pools).
-
-    Raises:
-        InvalidInput: the first problem found, naming the field.
-    """
-    _check_fields(entry)
-    warnings: list[str] = []
-    for problem in poolsplit.validate([entry]):
-        if problem.severity == "error" and problem.field != "superseded_by":
-            raise InvalidInput(problem.field or None, problem.message)
-        if problem.severity == "warning":
-            warnings.append(f"{problem.field}: {problem.message}")
-    if type(max_entry_tokens) is not int or max_entry_tokens < 1:
-        raise InvalidInput(
-            "max_entry_tokens", f"must be a positive int, got {max_entry_tokens!r}"
-        )
-    tokens = token_counter(_content_text(entry))
-    if tokens > max_entry_tokens:
-        raise InvalidInput(
-            "content",
-            f"is {tokens} tokens, over the limit of {max_entry_tokens} "
-            "(max_entry_tokens); store a summary, or raise the limit",
-        )
-    given = entry.get("token_count")
-    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
-        # poolsplit charges a positive token_count instead of counting: one
-        # below the content's count would let content past every cap (and
-        # always-scope content past the always total) unseen.
-        if given < tokens:
-            raise InvalidInput(
-                "token_count",
-                f"must be at least the {tokens} tokens token_counter counts in "
-                f"content, got {given}; leave it out to have content counted",
-            )
-        if given > max_entry_tokens:
-            raise InvalidInput(
-                "token_count",
-                f"is {given}, over the limit of {max_entry_tokens} "
-                "(max_entry_tokens); store a summary, or raise the limit",
-            )
-    for warning in (
-        _priority_warning(entry.get("base_priority")),
-        _type_warning(str(entry.get("type", "note")), pools),
-    ):
-        if warning is not None:
-            warnings.append(warning)
-    return warnings
-
-
-# ===========================================================================
-# Rows: how an entry becomes columns, and how a stored body is read back
-# ===========================================================================
-
-
-def _dumps(entry: Mapping[str, Any]) -> str:
-    return json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _columns(entry: Mapping[str, Any]) -> tuple[str, str, str | None]:
-    """The type, status and scope columns a write puts beside a body (the
-    candidate query filters on them; ``as_of`` reads them from the body)."""
-    return (
-        str(entry.get("type") or "note"),
-        "active" if default_is_active(entry) else "inactive",
-        entry.get("scope") if isinstance(entry.get("scope"), str) else None,
-    )
-
-
-def _row(entry: Mapping[str, Any]) -> Row:
-    """The indexed columns beside the JSON body (the body is the entry)."""
-    retired = entry.get("superseded_by")
-    kind, status, scope = _columns(entry)
-    return Row(
-        id=str(entry["id"]),
-        type=kind,
-        status=status,
-        scope=scope,
-        superseded_by=retired if isinstance(retired, str) and retired else None,
-        body=_dumps(entry),
-        memory_hash=_memory_digest(_memory(entry)),
-        written_by=_text_or_none(entry.get(WRITTEN_BY)),
-    )
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _parse(stored: Stored) -> dict[str, Any] | str:
-    """The stored entry, or the reason it cannot be read as one.
-
-    The row's id is the entry's id: a body (written by hand) whose ``id`` is
-    missing or differs is read with the row's, the one get, update and
-    forget take and recall reports."""
-    try:
-        value = _loads(stored.body)
-    except ValueError as exc:
-        return f"invalid JSON: {exc}"
-    if not isinstance(value, dict):
-        return f"must be a JSON object, got {_json_kind(value)}"
-    if value.get("id") != stored.id:
-        value["id"] = stored.id
-    return value
-
-
-_raw_decode: Final = json.JSONDecoder().raw_decode
-
-
-def _loads(body: str) -> Any:
-    """``json.loads(body)``: the same value, or the same error.
-
-    A body that is one JSON value from its first character to its last
-    (every body the store writes) is decoded by ``raw_decode`` (json.loads'
-    own decoder, without its whitespace and BOM checks around it: half its
-    cost, 10 ms of a 10,000-row load); any other body by ``json.loads``.
-    """
-    if type(body) is str:
-        try:
-            value, end = _raw_decode(body)
-        except ValueError:
-            pass
-        else:
-            if end == len(body):
-                return value
-    return json.loads(body)
-
-
-def _json_kind(value: object) -> str:
-    names = {list: "array", str: "string", bool: "boolean", type(None): "null"}
-    return names.get(type(value), "number")
-
-
-def _readable(stored: Stored) -> dict[str, Any]:
-    """What get/list show: the entry, or a marker naming why it is unreadable."""
-    value = _parse(stored)
-    return value if isinstance(value, dict) else {"id": stored.id, "unreadable": value}
-
-
-# ===========================================================================
 # The store
 # ===========================================================================
 
@@ -893,469 +338,11 @@ Source = Union[str, "os.PathLike[str]", IO[str]]
 T = TypeVar("T")
 
 
-class _Snapshot:
-    """The loaded candidates of one namespace at one change-log position,
-    brought forward by the rows changed since (never re-read whole).
-
-    It holds what :func:`loadable` finds in the candidate rows, and keeps
-    it equal to ``loadable`` over the rows as they are now: :meth:`apply`
-    takes the changed rows' seqs and their current candidate rows (a seq
-    without one was deleted or is no candidate any more), forgets what it
-    knew of those seqs and loads the rows by ``loadable``. Entries enter and
-    leave in one place each (:meth:`_enter`, :meth:`_leave`), which also
-    keeps ``parts`` up to date: the entries split by the pool that owns
-    their type, each with its ranking's statistics and, from its second
-    recall, its recall index (``_pooled.Part``). The always-scope state
-    (the budget warning, the always-scope rows not loaded) depends on all
-    always-scope rows together, so it is recomputed from them, few by that
-    rule's own cap, whenever one of them changes. Not thread-safe: the store changes and
-    reads it under its lock.
-    """
-
-    def __init__(self, pools: Sequence[Pool] | None, *, ranking: str) -> None:
-        self._pools = pools
-        self.signal: object = None  # the backend's version when last checked
-        self.position = 0  # the change log's position applied
-        # The entries split by the pool that owns their type, each part
-        # with its own statistics and recall index (_pooled.py).
-        self.parts = Parts(pool_owners(pools), ranking)
-        # The semantic ranking's: the entries' vectors, kept entry by entry
-        # (_vectors.py), so that a change reads and hashes only its own.
-        self.space = Space() if ranking == "semantic" else None
-        self._types: collections.Counter[str] = collections.Counter()
-        # seq -> (order key, Skipped): loadable lists the unreadable rows
-        # first, then those validate refuses, each in seq order.
-        self._skipped: dict[int, tuple[tuple[int, int], Skipped]] = {}
-        self._always: dict[int, tuple[Stored, object]] = {}  # always-scope rows
-        self.warnings: builtins.list[str] = []
-        self.always_skipped: builtins.list[Skipped] = []
-
-    @property
-    def entries(self) -> builtins.list[dict[str, Any]]:
-        """The valid, active entries some pool admits, in seq order."""
-        return self.parts.entries()
-
-    def __len__(self) -> int:
-        return len(self.parts)
-
-    @property
-    def types(self) -> frozenset[str]:
-        """The types of the entries (what the spill-over pool admits)."""
-        return frozenset(self._types)
-
-    @property
-    def skipped(self) -> builtins.list[Skipped]:
-        return [item for _, item in sorted(self._skipped.values())]
-
-    def apply(self, changed: Iterable[int], rows: Sequence[Stored]) -> None:
-        """Bring the snapshot to the current state of the rows ``changed``
-        (by ``seq``; the rows given count as changed too), whose current
-        candidate rows are ``rows`` (a seq without one was deleted or is no
-        candidate any more)."""
-        touched = set(changed) | {row.seq for row in rows}
-        always_changed = not touched.isdisjoint(self._always)
-        for seq in touched:
-            if self.parts.has(seq):
-                self._leave(seq)
-            self._skipped.pop(seq, None)
-            self._always.pop(seq, None)
-        values = [_readable(row) for row in rows]
-        found = loadable(
-            values,
-            pools=self._pools,
-            ids=[row.id for row in rows],
-            scopes=[row.scope for row in rows],
-        )
-        seqs = {row.id: row.seq for row in rows}
-        self._enter([seqs[entry["id"]] for entry in found.entries], found.entries)
-        unreadable = {  # (only a skipped row can be one: most loads have none)
-            row.id
-            for row, value in zip(rows, values if found.skipped else ())
-            if _unreadable(value) is not None
-        }
-        for item in found.skipped:
-            late = 0 if item.id in unreadable else 1
-            self._skipped[seqs[item.id]] = ((late, seqs[item.id]), item)
-        for row, value in zip(rows, values):
-            if _ALWAYS in (row.scope, value.get("scope")):
-                self._always[row.seq] = (row, value)
-                always_changed = True
-        if always_changed:
-            self._load_always()
-
-    def _load_always(self) -> None:
-        """The warnings and the always-scope rows not loaded: ``loadable``
-        over every always-scope row, in seq order (what it says of them
-        does not depend on the other rows)."""
-        rows = sorted(self._always.values(), key=lambda item: item[0].seq)
-        found = loadable(
-            [value for _, value in rows],
-            pools=self._pools,
-            ids=[row.id for row, _ in rows],
-            scopes=[row.scope for row, _ in rows],
-        )
-        self.warnings = found.warnings
-        self.always_skipped = found.always_skipped
-
-    def _enter(self, seqs: Sequence[int], entries: Sequence[dict[str, Any]]) -> None:
-        """The one place entries enter the snapshot (the entries, by seq).
-
-        In batches, with no (seq, entry) pair kept per entry: a 10,000-row
-        load allocates few objects the garbage collector tracks besides
-        those it keeps, and each 700 of them costs a collection."""
-        self.parts.enter(zip(seqs, entries))
-        # (a quarantined entry's type is no type of the pools': it loads in
-        # the quarantine pool, and must not open a spill-over pool)
-        self._types.update(
-            entry.get("type", "note") for entry in entries if not is_quarantined(entry)
-        )
-        if self.space is not None:
-            self.space.enter(entries)
-
-    def _leave(self, seq: int) -> None:
-        """The one place an entry leaves the snapshot."""
-        entry = self.parts.leave(seq)
-        if self.space is not None:
-            self.space.leave(entry)
-        if is_quarantined(entry):
-            return
-        kind = entry.get("type", "note")
-        self._types[kind] -= 1
-        if not self._types[kind]:
-            del self._types[kind]
-
-
-def _copied(value: Any) -> Any:
-    """A copy of a JSON value (a stored entry is one): new dicts and lists, so
-    a caller's edit never reaches the cached snapshot; three times cheaper
-    than ``copy.deepcopy``, which a recall paid per entry it returned."""
-    if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copied(item) for item in value]
-    return value
-
-
-def _explain_filters(
-    ids: Iterable[str] | None,
-    types: Iterable[str] | None,
-    outcomes: Iterable[str] | None,
-    summary: object,
-) -> dict[str, builtins.list[str] | None]:
-    """``explain``'s filters checked (InvalidInput naming the bad one); an
-    outcome is read in any case, as the names cannot be confused."""
-    filters = {
-        "ids": _filter("ids", ids),
-        "types": _filter("types", types),
-        "outcomes": _filter("outcomes", outcomes),
-    }
-    if filters["outcomes"] is not None:  # any case: "Selected" is selected
-        known = {o.casefold(): o for o in poolsplit.OUTCOMES}
-        filters["outcomes"] = [
-            known.get(o.strip().casefold(), o) for o in filters["outcomes"]
-        ]
-    unknown = [o for o in filters["outcomes"] or () if o not in poolsplit.OUTCOMES]
-    if unknown:
-        raise InvalidInput(
-            "outcomes",
-            f"must be among {', '.join(poolsplit.OUTCOMES)}, got {unknown[0]!r}",
-        )
-    if type(summary) is not bool:
-        raise InvalidInput("summary", f"must be a bool, got {summary!r}")
-    return filters
-
-
-def _filter(field: str, values: Iterable[str] | None) -> builtins.list[str] | None:
-    """An explain filter: None, or a list of str (not a bare str)."""
-    if values is None:
-        return None
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise InvalidInput(
-            field, f"must be a list of str or None, got {type(values).__name__}"
-        )
-    chosen = list(values)
-    for value in chosen:
-        if not isinstance(value, str):
-            raise InvalidInput(
-                field, f"must contain only str, got {type(value).__name__} {value!r}"
-            )
-    return chosen
-
-
-class _Recalled(Recall):
-    """The :class:`Recall` of a store's recall: ``text`` (the frame of
-    ``_frame`` and the not-loaded block) and ``pools`` (copies of the chosen
-    entries, so that a caller's edit never reaches the snapshot) are made on
-    first read, and :meth:`ids` and :meth:`chat_text` read the chosen entries
-    themselves. The MCP server's recall reads only those two: the copies
-    and the plain render were a tenth of its warm recall at 10,000 entries.
-
-    Reading later gives what reading at once would: the snapshot never
-    changes an entry it holds (a changed row enters as a new dict, and the
-    ranking and the core are pure), so the chosen entries are the values of
-    the moment of the recall.
-    """
-
-    _got: Mapping[str, Sequence[dict[str, Any]]]
-
-    def __init__(
-        self,
-        chosen: Mapping[str, Sequence[dict[str, Any]]],
-        snap: _Snapshot,
-        caller: str | None = None,
-    ) -> None:
-        # Recall is frozen: its fields are set as its own __init__ does.
-        fields = {
-            "_got": chosen,
-            "caller": caller,
-            "skipped": list(snap.skipped),
-            "warnings": list(snap.warnings),
-            "always_skipped": list(snap.always_skipped),
-            # len(snap.entries) would sort the keys again after every write
-            # (0.8 ms at 10,000 entries, 13 ms at 100,000).
-            "loaded": len(snap),
-        }
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
-    @property
-    def _chosen(self) -> Mapping[str, Sequence[dict[str, Any]]]:
-        return self._got
-
-    # Fields of Recall, computed once on first read (cached_property writes
-    # the instance's __dict__, which the frozen __setattr__ does not guard).
-    @functools.cached_property
-    def text(self) -> str:
-        text = frame(self._chosen, caller=self.caller)
-        return text + not_loaded(self.always_skipped)
-
-    @functools.cached_property
-    def pools(self) -> dict[str, builtins.list[dict[str, Any]]]:
-        return {
-            name: [_copied(entry) for entry in entries]
-            for name, entries in self._chosen.items()
-        }
-
-
-def _recalled(
-    got: Mapping[str, Sequence[dict[str, Any]]],
-    snap: _Snapshot,
-    caller: str | None = None,
-) -> Recall:
-    """The :class:`Recall` of a selection from ``snap``, read under the
-    store's lock: what was skipped, the warnings, and the chosen entries
-    (whose copies and text are made when first read); ``caller``, the
-    reader's writer name, is not named in the text."""
-    return _Recalled(got, snap, caller)
-
-
-def _context(message: object, tags: object, project: object) -> dict[str, Any]:
-    if not isinstance(message, str):
-        raise InvalidInput("message", f"must be a str, got {type(message).__name__}")
-    if project is not None and not isinstance(project, str):
-        raise InvalidInput(
-            "project", f"must be a str or None, got {type(project).__name__}"
-        )
-    return {"message": message, "tags": _tag_list(tags), "project": project}
-
-
-def _zone(tz: object) -> tzinfo | None:
-    """The IANA time zone ``tz`` names ("Europe/Paris"), None for None."""
-    if tz is None:
-        return None
-    if not isinstance(tz, str):
-        raise InvalidInput("tz", f"must be a str or None, got {type(tz).__name__}")
-    try:
-        return time_zone(tz)
-    except ValueError as exc:
-        raise InvalidInput("tz", str(exc)) from None
-
-
-def _zoned(now: datetime, zone: tzinfo | None) -> datetime:
-    """``now`` in ``zone`` (a naive ``now`` is UTC's), for reading the times
-    a message names; unchanged without a zone."""
-    if zone is None or not isinstance(now, datetime):
-        return now  # (a bad ``now`` is named by the ranking)
-    if now.tzinfo is None or now.utcoffset() is None:
-        now = now.replace(tzinfo=timezone.utc)
-    try:
-        return now.astimezone(zone)
-    except OverflowError:
-        raise InvalidInput(
-            "tz", f"puts now ({now.isoformat()}) outside the years 1-9999"
-        ) from None
-
-
-_RELEVANCE_ROWS: Final = 20
-
-
-def _unmatched_note(relevance: Relevance) -> str:
-    """What explain says of a pool the message matches nowhere."""
-    if relevance.unmatched == 0.0:
-        return ""
-    if relevance.windows:  # a time alone, or no term held: the window orders
-        return f" (no match: x1, x{TIME_FACTOR:g} in the message's time)"
-    return " (no match: all x1)"
-
-
-def _provenance_lines(
-    reports: Sequence[tuple[poolsplit.Explanation, Sequence[dict[str, Any]]]],
-    summary: bool,
-) -> str:
-    """Who wrote the entries explain reports on (``written_by``, as the
-    store stamped it): a count per writer, and with rows (not ``summary``)
-    each reported entry's writer and last change, at most 20."""
-    counts: collections.Counter[str] = collections.Counter()
-    rows = []
-    for report, entries in reports:
-        for entry in entries:
-            who = entry.get(WRITTEN_BY)
-            name = who if isinstance(who, str) else "(not recorded)"
-            counts[name + (" (quarantined)" if is_quarantined(entry) else "")] += 1
-        for decision in () if summary else report.decisions:
-            entry = entries[decision.index]
-            by, at = entry.get(WRITTEN_BY), entry.get(WRITTEN_AT)
-            line = f"- {decision.id}: written by {by} at {at}"
-            if entry.get(UPDATED_BY) is not None:
-                line += (
-                    f", changed by {entry.get(UPDATED_BY)} at {entry.get(UPDATED_AT)}"
-                )
-            rows.append(line)
-    if not counts:
-        return ""
-    text = "writers: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
-    shown = rows[:_RELEVANCE_ROWS]
-    if len(rows) > len(shown):
-        shown.append(f"- and {len(rows) - len(shown)} more")
-    return "\n".join([text, *shown]) + "\n"
-
-
-_QUARANTINE_HEAD: Final = (
-    f"\n{QUARANTINE}: the entries of writers nobody vouched for, whatever "
-    "their type, in a pool of their own\n"
-)
-
-
-def _explained_parts(
-    snap: _Snapshot, pools: Sequence[Pool]
-) -> builtins.list[tuple[builtins.list[Pool], builtins.list[dict[str, Any]]]]:
-    """What explain reports on, as recall fills it: the pools that take
-    entries by type over every entry but the quarantined, then (when the
-    snapshot holds any) the quarantine pool over the quarantined alone."""
-    typed = [pool for pool in pools if pool.name != QUARANTINE]
-    parts = [(typed, snap.parts.routed())]
-    for pool in pools:
-        if pool.name == QUARANTINE:
-            whole = dataclasses.replace(pool, types=None)
-            parts.append(([whole], snap.parts.part_entries(QUARANTINE)))
-    return parts
-
-
-def _relevance_lines(
-    relevances: Mapping[str | None, Relevance],
-    snap: _Snapshot,
-    reports: Sequence[tuple[poolsplit.Explanation, Sequence[dict[str, Any]]]],
-) -> str:
-    """Each pool's best ``r`` (semantic: ``w``), then the relevance factor of
-    the entries explain reports that have one above 0 (every other entry's
-    is its pool's ``unmatched``), best first, at most 20."""
-    rows = []
-    owner = snap.parts.owner
-    for report, entries in reports:
-        for decision in report.decisions:
-            entry = entries[decision.index]
-            relevance = relevances[owner(entry)]
-            if relevance.share(entry) > 0.0:
-                factor = relevance.factor(entry)
-                shared = relevance.weights.keys() & terms(_content_text(entry))
-                rows.append((-factor, str(decision.id), ", ".join(sorted(shared))))
-    rows.sort()
-    first = next(iter(relevances.values()))
-    s, floor = first.symbol, first.floor  # r, or the semantic ranking's w
-    order = [
-        pool.name
-        for report, _ in reports
-        for pool in report.pools
-        if pool.name in relevances
-    ]
-    bests = ", ".join(
-        f"{name} {relevances[name].best:.3f}" + _unmatched_note(relevances[name])
-        for name in order
-    )
-    lines = [
-        f"\nrelevance, score = base x g({s}): exp({RELEVANCE_RATE:g} x {s}), 0 "
-        f"below {floor:g} x the best {s} of the entry's pool (each pool its "
-        f"own; the best {s}: {bests}); {len(rows)} entries with {s} > 0 (the "
-        "others: x0, or x1 in a pool the message matches nowhere), with "
-        "their shared terms"
-    ]
-    if any(relevance.windows for relevance in relevances.values()):
-        lines.append(
-            f"an entry created in the time the message names: x{TIME_FACTOR:g} "
-            "more, and never below the floor"
-        )
-    lines += [
-        f"- {ident}: x{-f:.4g} ({shared or 'no shared term'})"
-        for f, ident, shared in rows[:_RELEVANCE_ROWS]
-    ]
-    if len(rows) > _RELEVANCE_ROWS:
-        lines.append(f"- and {len(rows) - _RELEVANCE_ROWS} more")
-    return "\n".join(lines) + "\n"
-
-
-def _same_request(stored: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    fields = ("content", "type", "scope", "tags", "project", "base_priority")
-    return all(stored.get(f) == new.get(f) for f in fields)
-
-
-def _memory(entry: Mapping[str, Any]) -> tuple[str, object, str]:
-    """What makes two entries the same memory: type, scope and content with
-    its whitespace normalised (the one normalisation rule)."""
-    content = " ".join(_content_text(entry).split())
-    return (str(entry.get("type") or "note"), entry.get("scope"), content)
-
-
-def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:
-    """The entry's :func:`_memory`, or None for an entry that is not active
-    (a retired or inactive entry never loads, so a copy of it is no copy)."""
-    if not default_is_active(entry) or entry.get("superseded_by"):
-        return None
-    return _memory(entry)
-
-
-def _memory_digest(memory: tuple[str, object, str]) -> str:
-    """The digest of a :func:`_memory`, stored in the indexed ``memory_hash``
-    column of every row the store writes, so the identical-memory check
-    reads only the rows of the same digest (a LIKE over the bodies cost 72
-    ms a remember at 100,000 entries). Equal memories have equal digests;
-    the check still compares the memories themselves, so a collision can
-    never merge two different ones."""
-    text = json.dumps(memory, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-# The digest of a row whose body is not an entry (it is no memory; an edit
-# of the body clears it, and the next check reads the row again).
-_NO_MEMORY: Final = "-"
-
-
-def _twins(
-    tx: WriteTx, kinds: Sequence[str], digests: Sequence[str]
-) -> builtins.list[Stored]:
-    """The active rows of ``kinds`` that may be one of the memories of
-    ``digests``, in ``seq`` order: those with one of the digests (an index
-    probe each) and those without a digest (written by hand, by another
-    tool, by 0.1.0, or edited since), which get theirs here, in the write's
-    own transaction, so each is read this way once."""
-    rows, loose = tx.memories(kinds, digests)
-    if loose:
-        tx.set_digests([(row, _stored_digest(row)) for row in loose])
-    return sorted([*rows, *loose], key=lambda row: row.seq)
-
-
-def _stored_digest(stored: Stored) -> str:
-    value = _parse(stored)
-    return _memory_digest(_memory(value)) if isinstance(value, dict) else _NO_MEMORY
+def _let_go(backend: Backend, owner: int) -> None:
+    """Let go of a store's database handle and snapshots (its close, or its
+    finalizer when it was collected unclosed)."""
+    backend.close()
+    snapshots.drop_owner(owner)
 
 
 def _delete_chains(
@@ -1391,151 +378,18 @@ def _stored_entry(tx: WriteTx, ident: str) -> tuple[Stored | None, dict[str, Any
     return found, value if isinstance(value, dict) else {}
 
 
-def _duplicate(
-    tx: WriteTx,
-    entry: Mapping[str, Any],
-    ignore: Iterable[str] = (),
-    *,
-    vouched: bool = True,
-) -> dict[str, Any] | None:
-    """The active stored entry that is the same memory as ``entry`` (see
-    :func:`_memory_key`), read in the write's own transaction; None if none.
-    For a ``vouched`` writer a quarantined entry is no twin: what it
-    remembers must load in its own pool, not stay in quarantine.
-
-    Reads only the rows :func:`_twins` names (none but the twin, unless
-    rows were written without a digest)."""
-    key = _memory_key(entry)
-    if key is None:
-        return None
-    skip = set(ignore)
-    for stored in _twins(tx, [key[0]], [_memory_digest(key)]):
-        if stored.id in skip:
-            continue
-        value = _parse(stored)
-        if isinstance(value, dict) and _memory_key(value) == key:
-            if vouched and is_quarantined(value):
-                continue
-            return value
-    return None
-
-
-def _stored_memories(
-    tx: WriteTx,
-    keys: Iterable[tuple[str, object, str] | None],
-    ignore: Container[str],
-    *,
-    vouched: bool = True,
-) -> dict[tuple[str, object, str], str]:
-    """The active stored entries (not ``ignore``d) that are one of these
-    memories, by memory key, for a whole import (see :func:`_twins`; a
-    ``vouched`` writer's lines have no quarantined twin)."""
-    memories = {key for key in keys if key is not None}
-    kinds = sorted({key[0] for key in memories})
-    digests = sorted({_memory_digest(key) for key in memories})
-    stored: dict[tuple[str, object, str], str] = {}
-    for row in _twins(tx, kinds, digests) if kinds else ():
-        value = _parse(row)
-        key = _memory_key(value) if isinstance(value, dict) else None
-        # a hand-written row's scope may be a list: never one of the keys
-        usable = key is not None and _hashable(key[1]) and row.id not in ignore
-        if usable and vouched and isinstance(value, dict) and is_quarantined(value):
-            usable = False
-        if usable and key in memories:
-            stored.setdefault(key, row.id)
-    return stored
-
-
-def _hashable(value: object) -> bool:
-    return not isinstance(value, (dict, builtins.list))
-
-
-def _possible_supersedes(snap: _Snapshot, entry: Mapping[str, Any]) -> list[str]:
-    """The ids of the active entries of ``snap`` the rule pairs with
-    ``entry`` (``_stale.paired``, with the statistics of its pool): only
-    the entries of the contents ``_stale.near_contents`` finds through the
-    postings of the entry's rarest terms are compared, which finds what
-    comparing every entry of its pool would."""
-    part = snap.parts.parts.get(snap.parts.owner(entry))
-    if part is None:
-        return []
-    stats = part.stats
-    found = stats.terms_of(_content_text(entry))
-    contents = near_contents(found, stats.idf, stats.holders)
-    return possible_supersedes(
-        entry, part.holding(contents), stats.idf, terms_of=stats.terms_of
-    )
-
-
-def _supersedes_warning(found: Sequence[str]) -> str:
-    """The warning of a remember whose memory may replace ``found``."""
-    named = ", ".join(repr(ident) for ident in found)
-    one = repr(found[0])
-    return (
-        f"possible_supersedes: {named} look{'s' if len(found) == 1 else ''} like "
-        "an earlier version of this memory (same subject, another claim); "
-        "nothing was retired. If this memory replaces one, call remember "
-        f"again with the same content and supersedes={one} (its id), which "
-        "writes nothing new and retires it; next time pass supersedes or "
-        "update the old entry"
-    )
-
-
-def _stale_warnings(
-    got: Mapping[str, Sequence[Mapping[str, Any]]], snap: _Snapshot
-) -> list[str]:
-    """A warning per pair of loaded entries the rule pairs (``_stale.py``),
-    naming the older and the newer by ``created``. Compares only the few
-    loaded entries, by the statistics of their pool."""
-    loaded = [entry for entries in got.values() for entry in entries]
-    if len(loaded) < 2:
-        return []
-    parts = snap.parts
-
-    def stats_of(entry: Mapping[str, Any]) -> Statistics:
-        part = parts.parts.get(parts.owner(entry))
-        return Statistics() if part is None else part.stats
-
-    found = stale_pairs(
-        loaded,
-        lambda entry: stats_of(entry).idf,
-        terms_of=lambda entry: stats_of(entry).terms_of,
-    )
-    return [
-        f"possible_supersedes: {str(old.get('id'))!r} (older) and "
-        f"{str(new.get('id'))!r} (newer) look like two versions of one memory "
-        "(same subject, another claim); if the newer holds, retire the older "
-        f"(forget {str(old.get('id'))!r}), and ask the user when unsure"
-        for old, new in found
-    ]
-
-
-def _idempotent(ident: str) -> str:
-    """The warning of a write that found its memory already stored."""
-    return (
-        f"idempotent: an active entry with the same content, type and scope is "
-        f"stored as {ident!r}; nothing new was written"
-    )
-
-
-def _candidate_types(pools: Sequence[Pool] | None) -> builtins.list[str] | None:
-    """The types whose rows a snapshot for ``pools`` loads (always-scope
-    rows of any type too); None: every type (a pool admits any)."""
-    if pools is not None and all(p.types is not None for p in pools):
-        return sorted({t for p in pools for t in p.types or ()})
-    return None
-
-
-def _most_changes(snap: _Snapshot) -> int:
-    """The most changed rows a snapshot is brought forward by: past that,
-    reading the namespace whole is no dearer."""
-    return len(snap) + 100
-
-
 class Store:
     """A namespace of one database: remember, recall, get, list, update,
     forget, explain, import_jsonl, export_jsonl. Safe to share between
-    threads. Build it with :func:`open_store`."""
+    threads. Build it with :func:`open_store`.
+
+    :meth:`close` it (or use it as a context manager). A store dropped
+    without ``close`` lets go of its database handle (its connections with
+    the process's last store on the database) and its snapshots when it is
+    garbage-collected (a ``weakref.finalize``, not at interpreter exit);
+    a view of :meth:`acting_as` keeps its store alive. A semantic store's
+    embedding thread, while it runs, keeps the store alive until ``close``.
+    """
 
     def __init__(
         self,
@@ -1568,6 +422,14 @@ class Store:
         # keyed by (this store's owner key, pools); their bytes per entry
         # are estimated when a snapshot is read whole.
         self._owner = snapshots.owner()
+        # What close() lets go of, also when the store is collected unclosed
+        # (50 dropped stores held 250 file descriptors). It holds no
+        # reference to the store; acting_as views share it and keep the
+        # store they view alive (_viewed), so the database stays open under
+        # them.
+        self._release = weakref.finalize(self, _let_go, backend, self._owner)
+        self._release.atexit = False
+        self._viewed: Store | None = None
         self._entry_bytes: dict[tuple[Pool, ...] | None, int] = {}
         self._cache_lock = threading.Lock()
         self._cursor_key: bytes | None = None  # the database's: see _cursor_secret
@@ -1638,6 +500,7 @@ class Store:
             )
         view = copy.copy(self)
         view.writer = writer
+        view._viewed = self
         return view
 
     # --- grants and provenance (issue 51; _trust.py) -------------------------
@@ -1746,8 +609,7 @@ class Store:
         StoreUnavailable."""
         if self._catchup is not None:  # its step in progress ends first
             self._catchup.close()
-        self._backend.close()
-        snapshots.drop_owner(self._owner)
+        self._release()
 
     # --- writes ------------------------------------------------------------
 
@@ -2022,6 +884,12 @@ class Store:
         """The checked new values (None: remove the key); a field given as
         None is not a change."""
         changes: dict[str, Any] = {}
+        for field, value in (
+            ("content", content),
+            ("type", kind),
+            ("project", project),
+        ):
+            _not_null_text(field, value)
         if content is not None:
             changes["content"] = _require_text("content", content)
         if kind is not None:
@@ -2029,7 +897,7 @@ class Store:
         if scope is not None:
             changes["scope"] = _ALWAYS if _scope(scope) == _ALWAYS else None
         if tags is not None:
-            changes["tags"] = _tag_list(tags) or None
+            changes["tags"] = _written_tags(tags) or None
         if project is not None:
             changes["project"] = (
                 None if project == "" else _require_text("project", project)
@@ -2251,6 +1119,7 @@ class Store:
                 (named; ``as_of`` with ``ranking="semantic"`` too).
         """
         context = _context(message, tags, project)
+        now = _require_now(now)
         if pools is None:
             chosen_pools, quarantine = self.pools, self.quarantine_pool
         else:
@@ -2312,6 +1181,7 @@ class Store:
             InvalidInput: a bad context, filter, ``tz`` or ``as_of`` (named).
         """
         context = _context(message, tags, project)
+        now = _require_now(now)
         filters = _explain_filters(ids, types, outcomes, summary)
         moment = None if as_of is None else self._as_of(as_of)
         if now is None and as_of is not None:
@@ -2323,47 +1193,68 @@ class Store:
                 self._snapshot() if moment is None else self._snapshot_at(moment, None)
             )
             pools, unused = self._explained_pools(snap)
+            only = filters["ids"]
+            skipped = [s for s in snap.skipped if only is None or s.id in only]
             if not pools:  # nothing the default pools take: nothing to decide
-                only = filters["ids"]
-                skipped = [s for s in snap.skipped if only is None or s.id in only]
                 text = (
                     f"no active entry in namespace {self.namespace!r}: "
                     "recall returns nothing\n"
                 )
                 return text + _explain_tail(unused, skipped, summary)
-            make = self._relevance(snap, context, at, times)
-            ranked = {} if make is None else snap.parts.relevances(make)
-            # recall's pools and scorer: each entry by its own pool's part;
-            # the quarantine pool over the quarantined entries alone
-            pools = snap.parts.floored(pools, ranked)
-            scorer = snap.parts.scorer(context, ranked)
-            reports = []
-            for shown, entries in _explained_parts(snap, pools):
-                report = poolsplit.explain(
-                    entries,
-                    shown,
-                    context,
-                    scorer=scorer,
-                    token_counter=self._token_counter,
-                    now=now,
-                    ids=filters["ids"],
-                    types=filters["types"],
-                    outcomes=filters["outcomes"],
-                )
-                reports.append((report, entries))
-            relevance = ""
-            if ranked:
-                relevance = _relevance_lines(ranked, snap, reports)
-            relevance += _provenance_lines(reports, summary)
-            if snap.space is not None and self._catchup is not None:
-                relevance += missing_note(snap.space, self._catchup.error)
-            only = filters["ids"]
-            skipped = [s for s in snap.skipped if only is None or s.id in only]
+            reports, relevance = self._explain_reports(
+                snap, pools, context, now, (at, times), filters, summary
+            )
         text = "\n".join(
             (_QUARANTINE_HEAD if i else "") + r.render(summary=summary).rstrip("\n")
             for i, (r, _) in enumerate(reports)
         )
         return text + "\n" + relevance + _explain_tail(unused, skipped, summary)
+
+    def _explain_reports(
+        self,
+        snap: _Snapshot,
+        pools: Sequence[Pool],
+        context: Mapping[str, Any],
+        now: datetime | None,
+        read: tuple[datetime, Times],
+        filters: Mapping[str, builtins.list[str] | None],
+        summary: bool,
+    ) -> tuple[
+        builtins.list[tuple[poolsplit.Explanation, builtins.list[dict[str, Any]]]],
+        str,
+    ]:
+        """What :meth:`explain` reports on ``snap`` (under the store's lock):
+        ``poolsplit.explain``'s report of each part recall fills, with
+        recall's pools and scorer (each entry by its own pool's part; the
+        quarantine pool over the quarantined entries alone), and the lines
+        on relevance, provenance and missing vectors. ``read``: the time
+        the message is read at, and what it says of time."""
+        at, times = read
+        make = self._relevance(snap, context, at, times)
+        ranked = {} if make is None else snap.parts.relevances(make)
+        pools = snap.parts.floored(pools, ranked)
+        scorer = snap.parts.scorer(context, ranked)
+        reports = []
+        for shown, entries in _explained_parts(snap, pools):
+            report = poolsplit.explain(
+                entries,
+                shown,
+                context,
+                scorer=scorer,
+                token_counter=self._token_counter,
+                now=now,
+                ids=filters["ids"],
+                types=filters["types"],
+                outcomes=filters["outcomes"],
+            )
+            reports.append((report, entries))
+        relevance = ""
+        if ranked:
+            relevance = _relevance_lines(ranked, snap, reports)
+        relevance += _provenance_lines(reports, summary)
+        if snap.space is not None and self._catchup is not None:
+            relevance += missing_note(snap.space, self._catchup.error)
+        return reports, relevance
 
     def _as_of(self, as_of: object) -> str:
         """``as_of`` checked, as the history compares times."""
@@ -2658,8 +1549,10 @@ class Store:
         while a recall holds the lock (the write has committed: its caller
         does not wait for a recall; that recall or the next reads the log).
         If applying the rows fails, the snapshot leaves the cache (the next
-        recall reads the namespace whole): a committed write never reports
-        an error of the carry."""
+        recall reads the namespace whole). Applying parsed rows raises
+        nothing but ``MemoryError`` (``loadable`` skips a bad row, it never
+        raises): that one the committed write does not report; any other
+        error is a bug, and propagates from the write that committed."""
         if not self._cache_lock.acquire(blocking=False):
             return
         try:
@@ -2673,9 +1566,12 @@ class Store:
                     snap.apply(since.changed, since.rows)
                     if snap.space is not None:  # new: none has a vector yet
                         snap.space.refresh(None)
-            except Exception:  # the write has committed: never its error
+            except MemoryError:  # the snapshot grew: the expected failure
                 snapshots.drop((self._owner, pools))  # half applied: read anew
                 return
+            except BaseException:  # a bug: said, after the committed write
+                snapshots.drop((self._owner, pools))  # half applied: read anew
+                raise
             snap.signal, snap.position = since.signal, since.position
             self._keep(pools, snap, None)
         finally:
@@ -2973,55 +1869,6 @@ class Store:
         return entries, lines, warnings
 
 
-# A list cursor: 8 random bytes, the row's position masked by a pad drawn
-# from them, and a tag binding both to the namespace, all keyed by the
-# database's secret (``poolsplit_secrets``). It reveals nothing (not the
-# position, which counts every namespace's rows); another namespace's or
-# database's is refused, and every process on the database accepts it.
-_CURSOR_BYTES: Final = 24
-_CURSOR_SECRET: Final = "list cursor"
-
-
-def _keyed(key: bytes, label: bytes, *parts: bytes) -> bytes:
-    return hmac.new(key, label + b"\x00".join(parts), hashlib.sha256).digest()[:8]
-
-
-def _cursor(key: bytes, namespace: str, seq: int) -> str:
-    """The ``next_cursor`` standing for the position after row ``seq``."""
-    nonce = os.urandom(8)
-    pad = _keyed(key, b"pad", nonce, namespace.encode())
-    masked = bytes(a ^ b for a, b in zip(seq.to_bytes(8, "big"), pad))
-    tag = _keyed(key, b"tag", nonce, masked, namespace.encode())
-    return base64.urlsafe_b64encode(nonce + masked + tag).decode("ascii")
-
-
-def _cursor_position(key: bytes, namespace: str, cursor: object) -> int:
-    """The position a ``next_cursor`` of this database and namespace stands for.
-
-    Raises:
-        InvalidInput: anything else (another namespace's cursor, another
-            database's, an edited one).
-    """
-    raw = b""
-    if isinstance(cursor, str) and cursor.isascii():
-        try:
-            raw = base64.urlsafe_b64decode(cursor.encode("ascii"))
-        except ValueError:
-            raw = b""
-    if len(raw) == _CURSOR_BYTES:
-        nonce, masked, tag = raw[:8], raw[8:16], raw[16:]
-        if hmac.compare_digest(
-            tag, _keyed(key, b"tag", nonce, masked, namespace.encode())
-        ):
-            pad = _keyed(key, b"pad", nonce, namespace.encode())
-            return int.from_bytes(bytes(a ^ b for a, b in zip(masked, pad)), "big")
-    raise InvalidInput(
-        "cursor",
-        f"must be a next_cursor that list gave in this namespace, got "
-        f"{_short(cursor)}; list again with no cursor",
-    )
-
-
 def _replace_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temp file beside it, fsync,
     rename); StoreUnavailable ``cannot write export`` on any OSError."""
@@ -3055,196 +1902,6 @@ def _version(ident: str, version: Version) -> dict[str, Any]:
         "by": version.by,
         "at": version.at,
     }
-
-
-def _explain_tail(
-    unused: Sequence[str], skipped: Sequence[Skipped], summary: bool
-) -> str:
-    """explain's closing lines: the default pools left out, the rows skipped."""
-    text = ""
-    if unused:
-        text += f"default pools with no entry yet (not shown): {', '.join(unused)}\n"
-    if skipped and summary:
-        text += f"\nrows left out: {len(skipped)} (summary=False lists them)\n"
-    elif skipped:
-        lines = [f"- {s.id}: {s.reason}" for s in skipped]
-        text += "\nrows left out:\n" + "\n".join(lines) + "\n"
-    return text
-
-
-class Loadable(NamedTuple):
-    """What :func:`loadable` found in stored values."""
-
-    entries: list[dict[str, Any]]  # valid, active, admitted by some pool
-    types: frozenset[str]  # types of the valid active entries
-    skipped: list[Skipped]
-    always_skipped: list[Skipped]  # of ``skipped``: the always-scope ones
-    warnings: list[str]
-
-
-@dataclass
-class _Skips:
-    """The values one :func:`loadable` call leaves out, each named by its id."""
-
-    ids: Sequence[str] | None
-    scopes: Sequence[str | None] | None
-    skipped: list[Skipped] = dataclasses.field(default_factory=list)
-    always_skipped: list[Skipped] = dataclasses.field(default_factory=list)
-
-    def ident(self, index: int, value: object) -> str:
-        if self.ids is not None:
-            return self.ids[index]
-        return str(value.get("id")) if isinstance(value, Mapping) else f"#{index}"
-
-    def skip(self, index: int, value: object, reason: str) -> None:
-        """Skip a value, in ``always_skipped`` too when its body or its
-        scope column says always."""
-        item = Skipped(self.ident(index, value), reason)
-        self.skipped.append(item)
-        scope = value.get("scope") if isinstance(value, Mapping) else None
-        if _ALWAYS in (scope, None if self.scopes is None else self.scopes[index]):
-            self.always_skipped.append(item)
-
-    def not_admitted(self, index: int, value: object, kind: str) -> str:
-        """Name a valid always-scope entry of a type no pool admits in
-        ``always_skipped`` (it may be a correction); the warning saying so."""
-        self.always_skipped.append(
-            Skipped(self.ident(index, value), f"type: no pool admits {kind!r}")
-        )
-        return (
-            f"always-scope entry {self.ident(index, value)!r} has type "
-            f"{kind!r}, which no pool admits; it is not loaded"
-        )
-
-
-def _active_objects(
-    values: Sequence[object], skips: _Skips
-) -> tuple[list[int], list[dict[str, Any]]]:
-    """The indexes of the active entries among ``values``, and the entries
-    (two lists: no pair to allocate per row); a value that cannot be an
-    entry at all (:func:`_unreadable`) is skipped."""
-    indexes: list[int] = []
-    parsed: list[dict[str, Any]] = []
-    for index, value in enumerate(values):
-        reason = _unreadable(value)
-        if reason is not None:
-            skips.skip(index, value if isinstance(value, Mapping) else None, reason)
-        elif isinstance(value, dict):  # a parsed row (no ABC check)
-            if default_is_active(value):
-                indexes.append(index)
-                parsed.append(value)
-        elif isinstance(value, Mapping) and default_is_active(value):
-            indexes.append(index)
-            parsed.append(dict(value))
-    return indexes, parsed
-
-
-def _validation(
-    entries: Sequence[Mapping[str, Any]],
-) -> tuple[dict[int, list[str]], list[str]]:
-    """``poolsplit.validate``'s errors per position (each skips its entry),
-    and its warnings about the scope of an always-scope entry."""
-    reasons: dict[int, list[str]] = {}
-    warnings: list[str] = []
-    for problem in poolsplit.validate(entries):
-        if problem.severity == "error":
-            reasons.setdefault(problem.index, []).append(
-                f"{problem.field}: {problem.message}"
-            )
-        elif (
-            problem.field == "scope" and entries[problem.index].get("scope") == _ALWAYS
-        ):
-            warnings.append(f"scope: {problem.message}")
-    return reasons, warnings
-
-
-def _admitted_types(pools: Sequence[Pool] | None) -> frozenset[str] | None:
-    """The types ``pools`` admit; None when none are given or one admits all."""
-    if pools is not None and all(p.types is not None for p in pools):
-        return frozenset(t for p in pools for t in p.types or ())
-    return None
-
-
-def loadable(
-    values: Sequence[object],
-    *,
-    pools: Sequence[Pool] | None = None,
-    ids: Sequence[str] | None = None,
-    scopes: Sequence[str | None] | None = None,
-) -> Loadable:
-    """The one rule for entries read back: which can load, which are skipped.
-
-    Used by ``Store.recall`` and the framework adapters. A value that is not
-    an object (or is the ``{"id", "unreadable"}`` marker of ``get``/``list``),
-    has a ``type`` that is not a str, or fails ``poolsplit.validate`` is
-    skipped with its reason, never fatal to the other entries; an
-    always-scope one (by its body or by ``scopes``, the storage's scope
-    column) is also in ``always_skipped``, for :func:`not_loaded`. Inactive
-    entries are left out silently. With ``pools`` that all name types, an
-    entry of a type none admits is left out; an always-scope one is warned
-    about and, as it may be a correction, also in ``always_skipped`` (named
-    in the text, not in ``skipped``: the row itself is valid). ``ids``
-    names each value in reports (default: its ``id``). Cost: O(n).
-    """
-    skips = _Skips(ids, scopes)
-    indexes, parsed = _active_objects(values, skips)
-    reasons, warnings = _validation(parsed)
-    admitted = _admitted_types(pools)
-    entries = []
-    types = set()
-    for position, index in enumerate(indexes):
-        value = parsed[position]
-        if position in reasons:
-            skips.skip(index, value, "; ".join(reasons[position]))
-            continue
-        if value.get(QUARANTINED) is True and value.get("scope") == _ALWAYS:
-            skips.skip(index, value, _QUARANTINED_ALWAYS)
-            continue
-        kind = value.get("type", "note")
-        types.add(kind)
-        if admitted is not None and kind not in admitted:
-            if value.get("scope") == _ALWAYS:
-                warnings.append(skips.not_admitted(index, value, kind))
-            continue
-        entries.append(value)
-    return Loadable(
-        entries, frozenset(types), skips.skipped, skips.always_skipped, warnings
-    )
-
-
-_QUARANTINED_ALWAYS: Final = (
-    "scope: a quarantined entry (its writer is not vouched for) is never "
-    "always-scope; a writer holding pin must update it to vouch for it"
-)
-
-
-def _unreadable(value: object) -> str | None:
-    """Why a stored value cannot be an entry at all, or None."""
-    # (type() first: a parsed row is a dict, and the ABC check costs more)
-    if not (type(value) is dict or isinstance(value, Mapping)):
-        return f"must be a JSON object, got {_kind_of(value)}"
-    # the marker of get/list, {"id", "unreadable"} (no set built per row)
-    if len(value) == 2 and "id" in value and "unreadable" in value:
-        return str(value["unreadable"])
-    if not isinstance(value.get("type", "note"), str):
-        return f"type: must be a str, got {type(value['type']).__name__}"
-    return None
-
-
-def _kind_of(value: object) -> str:
-    if isinstance(value, (list, str, bool, int, float)) or value is None:
-        return _json_kind(value)
-    return type(value).__name__
-
-
-def _load(
-    version: object, rows: Sequence[Stored], pools: Sequence[Pool] | None
-) -> _Snapshot:
-    """A snapshot of these candidate rows, checked by :func:`loadable`."""
-    snap = _Snapshot(pools, ranking="core")
-    snap.apply((), rows)
-    snap.signal = version
-    return snap
 
 
 # ===========================================================================
@@ -3386,96 +2043,6 @@ def set_snapshot_budget(nbytes: int) -> None:
     if type(nbytes) is not int or nbytes < 1:
         raise InvalidInput("nbytes", f"must be a positive int, got {nbytes!r}")
     snapshots.budget = nbytes
-
-
-class Target(NamedTuple):
-    """Where a url points: ``kind`` ``"sqlite"`` or ``"postgresql"``,
-    ``where`` the file path (``":memory:"``) or the connection URL without
-    ``busy_timeout``, and the busy timeout in milliseconds."""
-
-    kind: str
-    where: str
-    busy_ms: int
-
-
-_POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
-_MEMORY: Final = ":memory:"
-
-
-def parse_url(url: str) -> Target:
-    """The one reading of a store url (open_store and the MCP server's
-    ephemeral check both call it).
-
-    ``sqlite:///relative.db`` and ``sqlite:////absolute.db`` (SQLAlchemy's
-    rule), ``:memory:`` or a plain path as it is, ``postgresql://`` or
-    ``postgres://`` URLs. ``?busy_timeout=MS`` (the only parameter of a
-    ``sqlite:`` URL; taken out of a PostgreSQL URL before it is passed on)
-    is how long a call waits for a lock another connection holds before it
-    fails with ``database is locked``, 10,000 ms by default.
-
-    Raises:
-        InvalidInput: an unsupported scheme, a URL that cannot be read, a
-            bad ``busy_timeout``.
-    """
-    if url.startswith(_POSTGRES_SCHEMES):
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 (reading it checks it)
-        except ValueError as exc:
-            raise InvalidInput("url", f"cannot be read: {exc}") from None
-        kept = []
-        busy = DEFAULT_BUSY_MS
-        for item in parts.query.split("&") if parts.query else []:
-            name, _, value = item.partition("=")
-            if name == "busy_timeout":
-                busy = _busy_ms(value, url)
-            else:
-                kept.append(item)
-        where = urlunsplit(parts._replace(query="&".join(kept)))
-        return Target("postgresql", where, busy)
-    if "://" in url and not url.startswith("sqlite:"):
-        scheme = url.split("://", 1)[0]
-        raise InvalidInput(
-            "url",
-            f"unsupported scheme {scheme!r}; expected a file path, sqlite:///path, "
-            ":memory: or postgresql://...",
-        )
-    if not url.startswith("sqlite:"):
-        return Target("sqlite", url, DEFAULT_BUSY_MS)
-    if not url.startswith("sqlite:///"):
-        raise InvalidInput(
-            "url", f"must be sqlite:///relative or sqlite:////absolute, got {url!r}"
-        )
-    path, _, query = url[len("sqlite:///") :].partition("?")
-    busy = DEFAULT_BUSY_MS
-    for name, values in parse_qs(query, keep_blank_values=True).items():
-        if name != "busy_timeout":
-            raise InvalidInput(
-                "url", f"the only query parameter is busy_timeout=MS, got {query!r}"
-            )
-        busy = _busy_ms(values[-1], url)
-    if not path:
-        raise InvalidInput("url", f"names no file, got {url!r}")
-    return Target("sqlite", path, busy)
-
-
-def _busy_ms(value: str, url: str) -> int:
-    if not (value.isdigit() and value.isascii()):
-        raise InvalidInput(
-            "url", f"busy_timeout must be a whole number of milliseconds, got {value!r}"
-        )
-    return int(value)
-
-
-def is_ephemeral(url: str) -> bool:
-    """Whether a store at this url lives in this process only (``:memory:``
-    in any spelling ``parse_url`` reads).
-
-    Raises:
-        InvalidInput: the url cannot be read (see ``parse_url``).
-    """
-    target = parse_url(url)
-    return target.kind == "sqlite" and target.where == _MEMORY
 
 
 def _check_pools(pools: Sequence[Pool] | None) -> tuple[Pool, ...] | None:

@@ -160,6 +160,30 @@ def execute_raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> None:
     conn.close()
 
 
+def at_schema(url: str, version: int) -> None:
+    """Build the tables of an older release on ``url``: the first
+    ``version`` migrations of its backend (released ones never change) and
+    the schema table saying ``version``, as that release left them."""
+    from poolsplit_memory import _postgres, _sqlite
+
+    migrations = (_postgres if url.startswith("postgres") else _sqlite).MIGRATIONS
+    assert version < len(migrations), "an older schema than the current one"
+    statements = [
+        *(statement for step in migrations[:version] for statement in step),
+        "CREATE TABLE poolsplit_schema (version INTEGER NOT NULL)",
+        f"INSERT INTO poolsplit_schema (version) VALUES ({version})",
+    ]
+    if url.startswith("postgres"):
+        for statement in statements:
+            execute_raw(url, statement)
+        return
+    conn = sqlite3.connect(url)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+
+
 def run_probe(script: str, args: list[str], cwd: Any) -> Any:
     """Run ``script`` in a fresh interpreter (its memory is then its own to
     measure) with ``args``, and return the JSON it prints; a failure shows

@@ -14,12 +14,11 @@ from __future__ import annotations
 import io
 import json
 import random
-import sqlite3
 import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import execute_raw, plant
+from conftest import at_schema, plant
 from poolsplit import Pool
 from test_ranking import VOCABULARY
 
@@ -163,31 +162,11 @@ def test_history_rejects_a_non_str_id(open_):
 # --- the migration from schema 5 -------------------------------------------------
 
 
-def _schema_5(store_url):
-    from poolsplit_memory import _postgres, _sqlite
-
-    migrations = (_postgres if store_url.startswith("postgres") else _sqlite).MIGRATIONS
-    assert len(migrations) == 6
-    statements = [
-        *(statement for step in migrations[:5] for statement in step),
-        "CREATE TABLE poolsplit_schema (version INTEGER NOT NULL)",
-        "INSERT INTO poolsplit_schema (version) VALUES (5)",
-    ]
-    if store_url.startswith("postgres"):
-        for statement in statements:
-            execute_raw(store_url, statement)
-    else:
-        with sqlite3.connect(store_url) as conn:
-            for statement in statements:
-                conn.execute(statement)
-        conn.close()
-
-
 def test_rows_of_schema_5_get_their_state_as_a_first_version(store_url):
     """A database at schema 5 with two rows (one retired): opening it adds
     the history, each row's current state is version 1 ("migrated", by
     nobody, dated by the migration), and writes append after it."""
-    _schema_5(store_url)
+    at_schema(store_url, 5)
     old = {"id": "old", "content": "The export runs nightly.", "type": "fact"}
     gone = {
         "id": "gone",

@@ -169,3 +169,34 @@ def test_importing_the_package_leaves_psycopg_unloaded():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("_defaults", "DEFAULT_POOLS"),
+        ("_defaults", "pool_owners"),
+        ("_validate", "build_entry"),
+        ("_validate", "check_entry"),
+        ("_rows", "_row"),
+        ("_rows", "_parse"),
+        ("_digests", "_memory_key"),
+        ("_dedupe", "_duplicate"),
+        ("_dedupe", "_possible_supersedes"),
+        ("_dedupe", "_stale_warnings"),
+        ("_loadable", "loadable"),
+        ("_snapshot", "_Snapshot"),
+        ("_results", "Recall"),
+        ("_urls", "parse_url"),
+        ("_urls", "is_ephemeral"),
+    ],
+)
+def test_a_name_split_out_of_the_store_is_still_named_by_it(module, name):
+    """store.py was split into modules of one job (issue 52); what callers,
+    benchmarks and the other modules import from ``poolsplit_memory.store``
+    is the same object there, and the package root names the public ones."""
+    moved = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)
+    assert getattr(importlib.import_module(f"{PACKAGE}.store"), name) is moved
+    root = importlib.import_module(PACKAGE)
+    if name in root.__all__:
+        assert getattr(root, name) is moved

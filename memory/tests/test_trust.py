@@ -8,12 +8,11 @@ from __future__ import annotations
 import getpass
 import io
 import json
-import sqlite3
 from datetime import datetime, timedelta, timezone
 
 import poolsplit
 import pytest
-from conftest import execute_raw, plant
+from conftest import at_schema, plant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
@@ -387,22 +386,7 @@ def test_rows_of_the_previous_schema_read_without_a_writer(store_url):
     change once released) with a row 0.2.0 wrote: opening it adds the
     column, the row reads ``written_by`` absent (never invented), and list
     and forget by writer work beside it."""
-    from poolsplit_memory import _postgres, _sqlite
-
-    migrations = (_postgres if store_url.startswith("postgres") else _sqlite).MIGRATIONS
-    statements = [
-        *(statement for step in migrations[:4] for statement in step),
-        "CREATE TABLE poolsplit_schema (version INTEGER NOT NULL)",
-        "INSERT INTO poolsplit_schema (version) VALUES (4)",
-    ]
-    if store_url.startswith("postgres"):
-        for statement in statements:
-            execute_raw(store_url, statement)
-    else:
-        with sqlite3.connect(store_url) as conn:
-            for statement in statements:
-                conn.execute(statement)
-        conn.close()
+    at_schema(store_url, 4)
     old = {"id": "old", "content": "The export runs nightly.", "type": "fact"}
     plant(store_url, "t", "old", old, type="fact")
     with open_store(store_url, namespace="t", writer="ada") as store:

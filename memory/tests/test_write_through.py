@@ -237,10 +237,10 @@ def test_concurrent_writers_each_read_their_own_write(store_url: str) -> None:
 def test_a_carry_that_fails_drops_the_snapshot_and_acknowledges_the_write(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The write has committed when its rows are applied to the snapshot: an
-    error there (a bug, memory) is never reported as the write's. The
-    half-applied snapshot leaves the cache and the next recall reads the
-    namespace whole, so it recalls the write."""
+    """The write has committed when its rows are applied to the snapshot:
+    memory running short there is never reported as the write's (a bug is:
+    test_store_defects). The half-applied snapshot leaves the cache and the
+    next recall reads the namespace whole, so it recalls the write."""
     from poolsplit_memory import store as store_module
 
     with open_store(store_url, namespace="ada") as store:
