@@ -1,9 +1,8 @@
 """A LangGraph ``BaseStore`` whose items are the entries of a poolsplit store.
 
-LangGraph's convention for a memory backend (as the ``langgraph-store-*``
-packages): ``create_agent(..., store=PoolsplitStore(url))`` makes the graph's
-store the memory store, and the adapters of ``poolsplit_memory.langgraph``
-recall through its index (``Store.recall``) instead of reading items.
+LangGraph's convention for a memory backend (the ``langgraph-store-*``
+packages): ``create_agent(..., store=PoolsplitStore(url))`` makes the
+graph's store the memory store; docs/langgraph.md is the reference.
 """
 
 from __future__ import annotations
@@ -39,51 +38,41 @@ from poolsplit_memory import (
 )
 from poolsplit_memory._trust import PROVENANCE, UPDATED_AT, WRITTEN_AT
 
-# The poolsplit namespace that lists the LangGraph namespaces written (one
-# entry each, its id the namespace's name). A name of a LangGraph namespace
-# never starts with "." (LangGraph refuses "." in a label), so no item's
-# namespace can be this one.
+# The poolsplit namespace listing the LangGraph ones written (an entry each,
+# its id the name). No item's namespace is named so: LangGraph refuses "."
+# in a label, so a joined name never starts with one.
 _REGISTRY: Final = ".langgraph-namespaces"
-_PAGE: Final = 500  # Store.list's largest page
+_EPOCH: Final = datetime.fromtimestamp(0, timezone.utc)
 
 
 def _name(namespace: tuple[str, ...]) -> str:
     """The poolsplit namespace of a LangGraph one: its labels joined by "."."""
     if not isinstance(namespace, tuple) or not namespace:
         raise InvalidNamespaceError(
-            f"namespace must be a non-empty tuple of str, got {namespace!r}"
+            f"namespace must be a non-empty tuple, got {namespace!r}"
         )
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label:
             raise InvalidNamespaceError(
-                f"namespace labels must be non-empty str without '.', got "
-                f"{label!r} in {namespace!r}"
+                f"namespace labels must be non-empty str without '.', got {label!r}"
             )
     return ".".join(namespace)
 
 
-def _stamp(entry: Mapping[str, Any], field: str, fallback: datetime) -> datetime:
-    text = entry.get(field)
-    return datetime.fromisoformat(text) if isinstance(text, str) else fallback
-
-
 def _item(namespace: tuple[str, ...], entry: Mapping[str, Any]) -> SearchItem:
-    """The item of a stored entry: its value without the provenance the
-    store stamped, which gives ``created_at`` and ``updated_at``."""
-    created = _stamp(entry, WRITTEN_AT, datetime.fromtimestamp(0, timezone.utc))
-    value = {k: v for k, v in entry.items() if k not in PROVENANCE}
-    return SearchItem(
-        namespace,
-        str(entry.get("id")),
-        value,
-        created,
-        _stamp(entry, UPDATED_AT, created),
+    """An entry as an item: without the provenance the store stamped, which
+    gives ``created_at`` and ``updated_at``."""
+    stamps = [entry.get(WRITTEN_AT), entry.get(UPDATED_AT) or entry.get(WRITTEN_AT)]
+    created, updated = (
+        datetime.fromisoformat(s) if isinstance(s, str) else _EPOCH for s in stamps
     )
+    value = {k: v for k, v in entry.items() if k not in PROVENANCE}
+    return SearchItem(namespace, str(entry.get("id")), value, created, updated)
 
 
 def _compare(value: Any, wanted: Any) -> bool:
     """``filter``'s rule, as LangGraph's stores apply it: equality, nested
-    dicts key by key, or ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``."""
+    dicts key by key, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``."""
     if isinstance(wanted, dict) and any(str(k).startswith("$") for k in wanted):
         return all(_operator(value, op, operand) for op, operand in wanted.items())
     if isinstance(wanted, dict):
@@ -105,13 +94,11 @@ def _operator(value: Any, op: str, operand: Any) -> bool:
 
 
 def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
+    path, size = tuple(condition.path), len(namespace)
+    if size < len(path):
         return False
-    part = namespace[: len(path)] if condition.match_type == "prefix" else None
-    if part is None:
-        part = namespace[len(namespace) - len(path) :]
-    return all(p in ("*", n) for n, p in zip(part, path))
+    start = 0 if condition.match_type == "prefix" else size - len(path)
+    return all(p in ("*", n) for n, p in zip(namespace[start:], path))
 
 
 def _joins(first: Op, op: Op) -> bool:
@@ -133,11 +120,11 @@ def _line(namespace: tuple[str, ...], op: PutOp) -> str:
         raise InvalidInput("value", f"{where} must be a dict", id=key)
     if value.get("id", key) != key:
         raise InvalidInput("id", f"{where} has id {value['id']!r}", id=key)
-    stamped = [field for field in PROVENANCE if field in value]
-    if stamped:
-        raise InvalidInput(
-            stamped[0], f"{where}: stamped by the store, never put", id=key
-        )
+    for field in PROVENANCE:
+        if field in value:
+            raise InvalidInput(
+                field, f"{where}: stamped by the store, never put", id=key
+            )
     try:
         return json.dumps({**value, "id": key}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -145,31 +132,12 @@ def _line(namespace: tuple[str, ...], op: PutOp) -> str:
 
 
 class PoolsplitStore(BaseStore):
-    """A LangGraph ``BaseStore`` over one poolsplit database (SQLite or
-    PostgreSQL): each LangGraph namespace is a poolsplit namespace (its
-    labels joined by "."), each item an entry whose ``id`` is the key.
-
-    Items: ``put`` stores the value as the entry (``import_jsonl``'s rule,
-    replacing the key's entry), ``get`` and ``search`` return it with
-    ``id`` set to the key and without the provenance the store stamps;
-    ``created_at`` and ``updated_at`` are those stamps. A value that is not
-    a dict, gives another ``id`` or carries provenance is refused
-    (``InvalidInput`` naming the namespace and key); a value that is a dict
-    but not a loadable entry (no ``content``) is kept as it is and a recall
-    lists it in ``skipped``; a value the store's write rule refuses (content
-    over ``max_entry_tokens``, NUL characters) or one whose memory an active
-    entry already holds under another key raises ``InvalidInput``, nothing
-    written: nothing is dropped silently. No TTL (``supports_ttl`` False,
-    as ``BaseStore``'s default: ``put(ttl=...)`` raises). ``index`` is
-    ignored: the store indexes every entry's content itself.
-
-    ``search(prefix, query=...)`` ranks by the store's own recall: the
-    entries ``Store.recall(query)`` would inject for that message in each
-    namespace under the prefix, in recall order (``score`` None), then
-    ``filter``, ``offset`` and ``limit``. Without ``query``, every item
-    under the prefix, oldest first per namespace, namespaces in order.
-    A batch runs its operations in order, each seeing the ones before.
-    ``":memory:"`` is refused: it opens a database per namespace.
+    """A LangGraph ``BaseStore`` over one poolsplit database (a SQLite file
+    or PostgreSQL; ``":memory:"`` is refused: it is a database per
+    namespace): a namespace is a poolsplit namespace (labels joined by
+    "."), an item an entry whose ``id`` is its key. The options are
+    ``open_store``'s, for every namespace. No TTL (``supports_ttl`` False).
+    docs/langgraph.md states what each operation means.
     """
 
     def __init__(
@@ -184,14 +152,12 @@ class PoolsplitStore(BaseStore):
     ) -> None:
         if url == ":memory:":
             raise InvalidInput(
-                "url", "':memory:' opens one database per namespace; use a file"
+                "url", "':memory:' is a database per namespace; use a file"
             )
         self.url = url
         self._options: dict[str, Any] = {
             "pools": None if pools is None else list(pools),
-            "ranking": ranking,
-            "writer": writer,
-            "token_counter": token_counter,
+            **{"ranking": ranking, "writer": writer, "token_counter": token_counter},
             "max_entry_tokens": max_entry_tokens,
         }
         self._stores: dict[str, Store] = {}
@@ -201,15 +167,14 @@ class PoolsplitStore(BaseStore):
 
     def _open(self, name: str) -> Store:
         with self._lock:
-            found = self._stores.get(name)
-            if found is None:
-                found = open_store(self.url, namespace=name, **self._options)
-                self._stores[name] = found
-            return found
+            if name not in self._stores:
+                self._stores[name] = open_store(
+                    self.url, namespace=name, **self._options
+                )
+            return self._stores[name]
 
     def store(self, namespace: tuple[str, ...]) -> Store:
-        """The poolsplit ``Store`` of a LangGraph namespace (remember,
-        update, explain, history: the whole store API)."""
+        """The poolsplit ``Store`` of a LangGraph namespace (its whole API)."""
         return self._open(_name(namespace))
 
     def recall(
@@ -231,11 +196,9 @@ class PoolsplitStore(BaseStore):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- BaseStore ----------------------------------------------------------
-
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Each operation in order (GetOp, PutOp, SearchOp, ListNamespacesOp);
-        consecutive puts of values into one namespace are one transaction."""
+        """Each operation in order, seeing those before it; consecutive puts
+        of values into one namespace are one transaction."""
         results: list[Result] = []
         run: list[PutOp] = []
         for op in ops:
@@ -244,15 +207,13 @@ class PoolsplitStore(BaseStore):
                 run = []
             if isinstance(op, PutOp) and _joins(op, op):
                 run.append(op)
-                results.append(None)
-            else:
-                results.append(self._one(op))
+            results.append(None if run else self._one(op))
         if run:
             self._put(run)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` in a worker thread (the store's calls block)."""
+        """:meth:`batch` in a worker thread (a poolsplit store blocks)."""
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _one(self, op: Op) -> Result:
@@ -265,75 +226,63 @@ class PoolsplitStore(BaseStore):
         if isinstance(op, SearchOp):
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
-            return self._list_namespaces(op)
+            spaces = [
+                space
+                for space in self._namespaces()
+                if all(_matches(space, c) for c in op.match_conditions or ())
+            ]
+            if op.max_depth is not None:
+                spaces = sorted({space[: op.max_depth] for space in spaces})
+            return spaces[op.offset : op.offset + op.limit]
         raise ValueError(f"ops: unknown operation {type(op).__name__}")
 
     def _put(self, ops: list[PutOp]) -> None:
-        """Puts of values into one namespace, in one ``import_jsonl``."""
+        """Puts into one namespace, as one ``import_jsonl``: all or nothing."""
         space = ops[0].namespace
         store = self.store(space)
-        lines = [_line(space, op) for op in ops]
+        lines = "\n".join(_line(space, op) for op in ops)
         try:
-            written = store.import_jsonl(io.StringIO("\n".join(lines)), replace=True)
+            written = store.import_jsonl(io.StringIO(lines), replace=True)
         except InvalidInput as exc:
             key = ops[(exc.line or 1) - 1].key
-            raise InvalidInput(
-                exc.field, f"item {key!r} of {space!r}: {exc}", id=key
-            ) from None
+            where = f"item {key!r} of {space!r}"
+            raise InvalidInput(exc.field, f"{where}: {exc}", id=key) from None
         if written < len({op.key for op in ops}):  # an active entry holds one
             why = [w for w in written.warnings if "idempotent" in w]
             raise InvalidInput("value", f"items of {space!r} not written: {why}")
-        self._register(store.namespace)
-
-    def _register(self, name: str) -> None:
-        if name in self._registered:
-            return
-        line = json.dumps({"id": name, "content": name.encode("utf-8").hex()})
-        self._registry.import_jsonl(io.StringIO(line), replace=True)
-        self._registered.add(name)
+        if store.namespace not in self._registered:
+            line = {"id": store.namespace, "content": store.namespace.encode().hex()}
+            self._registry.import_jsonl(io.StringIO(json.dumps(line)), replace=True)
+            self._registered.add(store.namespace)
 
     def _entries(self, store: Store) -> Iterator[dict[str, Any]]:
         """Every entry of ``store``, page by page, oldest first."""
         cursor: Optional[str] = None  # noqa: UP045 - Python 3.9
         while True:
-            page = store.list(limit=_PAGE, cursor=cursor)
+            page = store.list(limit=500, cursor=cursor)
             yield from page.entries
             cursor = page.next_cursor
             if cursor is None:
                 return
 
     def _namespaces(self) -> list[tuple[str, ...]]:
-        """The namespaces that hold an item, in order."""
-        found = []
-        for entry in self._entries(self._registry):
-            namespace = tuple(str(entry["id"]).split("."))
-            if self.store(namespace).list(limit=1).entries:
-                found.append(namespace)
-        return sorted(found)
+        """The namespaces that hold an item, in order: O(namespaces) reads."""
+        named = (tuple(str(e["id"]).split(".")) for e in self._entries(self._registry))
+        return sorted(n for n in named if self.store(n).list(limit=1).entries)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        prefix = tuple(op.namespace_prefix)
-        spaces = [n for n in self._namespaces() if n[: len(prefix)] == prefix]
-        found: list[SearchItem] = []
-        for space in spaces:
-            if op.query is None:
-                entries: Iterable[Mapping[str, Any]] = self._entries(self.store(space))
-            else:
-                recalled = self.recall(space, op.query).pools.values()
-                entries = [entry for chosen in recalled for entry in chosen]
+        """Every item under the prefix (oldest first per namespace), or with
+        ``query`` what the store's recall injects for it, in its order;
+        then ``filter``, ``offset``, ``limit``."""
+        prefix, found = tuple(op.namespace_prefix), []
+        for space in (n for n in self._namespaces() if n[: len(prefix)] == prefix):
+            entries: Iterable[Mapping[str, Any]] = self._entries(self.store(space))
+            if op.query is not None:
+                chosen = self.recall(space, op.query).pools.values()
+                entries = [entry for pool in chosen for entry in pool]
             found += [
-                _item(space, entry)
-                for entry in entries
-                if all(_compare(entry.get(k), v) for k, v in (op.filter or {}).items())
+                _item(space, e)
+                for e in entries
+                if all(_compare(e.get(k), v) for k, v in (op.filter or {}).items())
             ]
         return found[op.offset : op.offset + op.limit]
-
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        spaces = [
-            space
-            for space in self._namespaces()
-            if all(_matches(space, c) for c in op.match_conditions or ())
-        ]
-        if op.max_depth is not None:
-            spaces = sorted({space[: op.max_depth] for space in spaces})
-        return spaces[op.offset : op.offset + op.limit]
