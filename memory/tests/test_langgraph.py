@@ -13,8 +13,10 @@ import contextlib
 import io
 import os
 import random
+import re
 import warnings
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from urllib.parse import unquote
 
 import poolsplit
@@ -1398,3 +1400,30 @@ def test_a_quarantined_item_loads_only_in_the_quarantine_pool(ranking):
     assert all(
         "bot1" not in ids for name, ids in injected.items() if name != "quarantine"
     )
+
+
+# --- docs/langgraph.md: every example runs as printed ------------------------
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "langgraph.md"
+DOC_DAY = "2026-12-07"  # the day the examples' output was printed
+
+
+def doc_examples():
+    """Each ```python block of docs/langgraph.md and the ```text block after
+    it (its printed output)."""
+    blocks = re.findall(r"^```(python|text)\n(.*?)^```$", DOC.read_text(), re.M | re.S)
+    pairs = [(code, out) for (a, code), (b, out) in zip(blocks, blocks[1:])
+             if a == "python" and b == "text"]  # fmt: skip
+    assert len(pairs) == sum(kind == "python" for kind, _ in blocks) == 3
+    return pairs
+
+
+@pytest.mark.parametrize("number", range(3))
+def test_the_docs_examples_run_as_printed(number, tmp_path, monkeypatch):
+    code, expected = doc_examples()[number]
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, f"docs/langgraph.md example {number + 1}", "exec"), {})
+    today = datetime.now(timezone.utc).date().isoformat()
+    assert printed.getvalue().replace(today, DOC_DAY) == expected
