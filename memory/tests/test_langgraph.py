@@ -14,6 +14,7 @@ import io
 import os
 import random
 import re
+import tempfile
 import warnings
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -41,6 +42,7 @@ from test_frame import LEAD, parse, reading
 from poolsplit_memory import InvalidInput
 from poolsplit_memory.langgraph import (
     METADATA_KEY,
+    PoolsplitStore,
     load_entries,
     memory_middleware,
     memory_node,
@@ -84,11 +86,21 @@ def recording(*responses):
     return Recording(responses=list(responses) or [AIMessage("Noted.")])
 
 
-def ada_store(space=("memories", "ada")):
-    store = InMemoryStore()
-    for entry in demo_store():
-        remember(store, space, entry)
+def ada_store(space=("memories", "ada"), kind="in-memory"):
+    """The demo entries in ``space`` of an InMemoryStore, or of a
+    PoolsplitStore on a new SQLite file (one batch: the demo holds two
+    corrections of one content, which two puts would refuse)."""
+    if kind == "in-memory":
+        store = InMemoryStore()
+        for entry in demo_store():
+            remember(store, space, entry)
+        return store
+    store = PoolsplitStore(os.path.join(tempfile.mkdtemp(), "m.db"))
+    store.batch([PutOp(space, e["id"], dict(e)) for e in demo_store()])
     return store
+
+
+KINDS = ["in-memory", "poolsplit"]
 
 
 def config(user="ada", thread="t1"):
@@ -168,7 +180,7 @@ def contextual(pool, entries):
     )
 
 
-def check_turns(received, questions):
+def check_turns(received, questions, store=None):
     """Every call: one system message, every correction, every pool filled
     that holds an entry the message does not rank out (the relevance floor),
     the question last and whole."""
@@ -181,12 +193,20 @@ def check_turns(received, questions):
         for entry in ALWAYS:
             assert entry["content"] in system.text
         entries = demo_store() if turn < FLOOD_TURN else demo_store(flood=200)
-        check_split(messages, entries)
+        check_split(messages, stored(store) or entries)
         for pool in POOLS:
             if contextual(pool, entries):
                 assert injected[pool.name], f"turn {turn}: pool {pool.name} is empty"
         assert any(injected[pool.name] for pool in POOLS)
         assert messages[-1].text == questions[turn]
+
+
+def stored(store, space=("memories", "ada")):
+    """A PoolsplitStore's entries as the store keeps them (its provenance
+    stamps are framed: "by root"); None for another store."""
+    if not isinstance(store, PoolsplitStore):
+        return None
+    return store.store(space).list(limit=500).entries
 
 
 def flood(store, space=("memories", "ada")):
@@ -404,9 +424,10 @@ def test_user_namespace_needs_a_user_id():
 # --- create_agent with the middleware (the README's first path) -------------
 
 
-def test_create_agent_middleware_injects_one_system_message_every_turn():
+@pytest.mark.parametrize("kind", KINDS)
+def test_create_agent_middleware_injects_one_system_message_every_turn(kind):
     """Six turns on one thread; 200 urgent tasks arrive before the fourth."""
-    store = ada_store()
+    store = ada_store(kind=kind)
     model = recording()
     agent = create_agent(
         model,
@@ -420,7 +441,7 @@ def test_create_agent_middleware_injects_one_system_message_every_turn():
         if turn == FLOOD_TURN:
             flood(store)
         agent.invoke({"messages": [HumanMessage(question)]}, config())
-    check_turns(model.received, QUESTIONS)
+    check_turns(model.received, QUESTIONS, store)
     flooded = model.received[FLOOD_TURN][0].additional_kwargs[METADATA_KEY]
     assert all(i.startswith("flood-") for i in flooded["pools"]["work"])
     last = model.received[-1]
@@ -441,17 +462,18 @@ def test_create_agent_middleware_sends_a_3000_word_question_whole():
     assert "Never force-push" in system_of(model.received[0]).text
 
 
-def test_create_agent_middleware_runs_async():
+@pytest.mark.parametrize("kind", KINDS)
+def test_create_agent_middleware_runs_async(kind):
     model = recording()
     agent = create_agent(
         model,
         [],
         system_prompt=PROMPT,
         middleware=[memory_middleware(POOLS, now=DEMO_NOW)],
-        store=ada_store(),
+        store=(store := ada_store(kind=kind)),
     )
     asyncio.run(agent.ainvoke({"messages": [HumanMessage(QUESTIONS[0])]}, config()))
-    check_turns(model.received, QUESTIONS[:1])
+    check_turns(model.received, QUESTIONS[:1], store)
 
 
 def test_create_agent_middleware_merges_a_system_message_of_the_state():
@@ -972,8 +994,9 @@ def react_agent(model, store, **kwargs):
         )
 
 
-def test_create_react_agent_prompt_injects_one_system_message_every_turn():
-    store = ada_store()
+@pytest.mark.parametrize("kind", KINDS)
+def test_create_react_agent_prompt_injects_one_system_message_every_turn(kind):
+    store = ada_store(kind=kind)
     store.put(("memories", "ada", "archive"), "old", {"id": "old", "content": "OLD"})
     model = recording()
     agent = react_agent(model, store)
@@ -981,7 +1004,7 @@ def test_create_react_agent_prompt_injects_one_system_message_every_turn():
         if turn == FLOOD_TURN:
             flood(store)
         agent.invoke({"messages": [HumanMessage(question)]}, config())
-    check_turns(model.received, QUESTIONS)
+    check_turns(model.received, QUESTIONS, store)
     assert not any("OLD" in system_of(m).text for m in model.received)
     flooded = model.received[FLOOD_TURN][0].additional_kwargs[METADATA_KEY]
     assert all(i.startswith("flood-") for i in flooded["pools"]["work"])
@@ -1027,8 +1050,9 @@ def test_create_react_agent_writes_through_the_tool_and_reads_it_back():
 # --- a hand-built graph with the node ----------------------------------------
 
 
-def test_memory_node_injects_one_system_message_every_turn():
-    store = ada_store()
+@pytest.mark.parametrize("kind", KINDS)
+def test_memory_node_injects_one_system_message_every_turn(kind):
+    store = ada_store(kind=kind)
     store.put(("memories", "ada", "archive"), "old", {"id": "old", "content": "OLD"})
     model = recording()
     node = memory_node(model, POOLS, prompt=PROMPT, now=DEMO_NOW)
@@ -1038,7 +1062,7 @@ def test_memory_node_injects_one_system_message_every_turn():
         if turn == FLOOD_TURN:
             flood(store)
         app.invoke({"messages": [HumanMessage(question)]}, config())
-    check_turns(model.received, QUESTIONS)
+    check_turns(model.received, QUESTIONS, store)
     assert not any("OLD" in system_of(m).text for m in model.received)
     assert not any("OLD" in recalled_of(m).text for m in model.received)
     last = model.received[-1]
@@ -1211,9 +1235,6 @@ def test_user_label_is_injective_reversible_and_valid_for_langgraph(one, other):
 # into both, every turn the same pools, skipped ids and notice.
 
 import shutil  # noqa: E402
-import tempfile  # noqa: E402
-
-from poolsplit_memory.langgraph import PoolsplitStore  # noqa: E402
 
 TURN_NOW = DEMO_NOW
 WRITES = ("billing export", "deploy key", "search report", "invoice", "alerts")
