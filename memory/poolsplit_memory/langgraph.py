@@ -314,15 +314,6 @@ def load_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
     return _exact(found, namespace)
 
 
-async def _aload_entries(store: BaseStore, namespace: tuple[str, ...]) -> list[Any]:
-    """:func:`load_entries` through ``asearch``."""
-    sizes, limit = _hint(store, namespace)
-    while len(found := await store.asearch(namespace, limit=limit)) >= limit:
-        limit *= 2
-    sizes[namespace] = len(found)
-    return _exact(found, namespace)
-
-
 def remember(
     store: BaseStore,
     namespace: tuple[str, ...],

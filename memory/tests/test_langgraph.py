@@ -728,7 +728,9 @@ def test_a_delete_between_pages_skips_no_item(run):
     if run == "sync":
         got = {e["id"] for e in load_entries(store, space)}
     else:
-        got = {e["id"] for e in asyncio.run(adapter._aload_entries(store, space))}
+        got = {
+            e["id"] for e in asyncio.run(asyncio.to_thread(load_entries, store, space))
+        }
     alive = {i.key for i in InMemoryStore.search(store, space, limit=1000)}
     assert len(alive) == 599 and got == alive
 
@@ -808,7 +810,9 @@ def fill(store, count, space=("memories", "ada")):
 def read_ids(store, space, run):
     if run == "sync":
         return sorted(e["id"] for e in load_entries(store, space))
-    return sorted(e["id"] for e in asyncio.run(adapter._aload_entries(store, space)))
+    return sorted(
+        e["id"] for e in asyncio.run(asyncio.to_thread(load_entries, store, space))
+    )
 
 
 @pytest.mark.parametrize("run", ["sync", "async"])
@@ -878,7 +882,7 @@ def test_langgraphs_postgres_store_is_read_whole(pg_url, run):
 
         async def read():
             async with AsyncPostgresStore.from_conn_string(pg_url) as store:
-                return await adapter._aload_entries(store, space)
+                return await asyncio.to_thread(load_entries, store, space)
 
         assert sorted(e["id"] for e in asyncio.run(read())) == expected
 
