@@ -362,7 +362,8 @@ class _MemoryMiddleware(AgentMiddleware):
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         runtime = request.runtime
-        store = _needed(None if runtime is None else runtime.store, "store=...")
+        store = None if runtime is None else runtime.store
+        store = _needed(store, "create_agent(..., store=...)")
         space = _namespace(self.options.namespace, get_config())
         history, own, start = _split(request.messages)
         fill = _fill(store, space, self.options)
