@@ -95,8 +95,8 @@ class _Options(NamedTuple):
 def _options(pools: Any, namespace: Namespace, ranking: object, now: Any) -> _Options:
     if ranking not in RANKINGS:
         raise ValueError(
-            f"ranking must be one of {RANKINGS}, got {ranking!r} (semantic "
-            "recall needs a PoolsplitStore opened with ranking='semantic')"
+            f"ranking must be one of {RANKINGS}, got {ranking!r} (semantic recall "
+            "is a poolsplit store's: PoolsplitStore or open_store(ranking=...))"
         )
     return _Options(
         None if pools is None else list(pools), namespace, str(ranking), now

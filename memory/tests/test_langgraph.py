@@ -358,7 +358,7 @@ def test_with_memory_ranks_as_the_store_lexical_by_default_or_core():
 )
 @pytest.mark.parametrize("ranking", ["semantic", "bm25", None])
 def test_every_entry_point_refuses_a_ranking_it_cannot_do(make, ranking):
-    with pytest.raises(ValueError, match="ranking must be one of .*PoolsplitStore"):
+    with pytest.raises(ValueError, match="ranking must be one of .*open_store"):
         make(ranking)
 
 
