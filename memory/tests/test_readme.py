@@ -10,7 +10,8 @@ given small real values, never mocks of this package. ``>>>`` blocks are
 doctests, which the core's pytest runs (``--doctest-glob``). The first
 page's shell blocks run too: each client's one-line setup becomes the
 command it configures, started over stdio; the team server's commands,
-``curl`` call and Python client run against a real ``poolsplit-mcp --http``.
+``curl`` call and Python client run against a real ``poolsplit-mcp --http``;
+the docs' ``token add``, ``export`` and ``import`` lines run as printed.
 """
 
 from __future__ import annotations
@@ -585,3 +586,83 @@ def test_the_team_server_runs_as_printed(tmp_path, monkeypatch):
         ("ada", False),
         ("ci-bot", True),
     ]
+
+
+# --- the docs' command lines that need no client or server ------------------
+
+
+def command_lines(page, heading, start):
+    """The ``poolsplit-mcp`` lines beginning with ``start`` in the shell
+    blocks of a page's section (a line that names a placeholder such as
+    ``postgresql://...`` is the reader's to fill in, and left out)."""
+    lines = [
+        line
+        for block in blocks(page)
+        if block.heading.startswith(heading) and block.lang == "sh"
+        for line in block.code.splitlines()
+        if line.startswith(start) and "..." not in line
+    ]
+    assert lines, f"{page.name}: no {start!r} line under {heading!r}"
+    return lines
+
+
+def run_lines(lines, tmp_path):
+    """The lines in bash, in ``tmp_path``, with the installed scripts first
+    on PATH and the default data and config folders under ``tmp_path``;
+    their standard error."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", "\n".join(lines)], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_the_token_commands_of_the_server_page_run(tmp_path):
+    """docs/server.md's ``token add`` lines, as printed, into the default
+    tokens file: one token printed by each, the grants the text says."""
+    pytest.importorskip("mcp")
+    page = README.parent / "docs" / "server.md"
+    run_lines(
+        command_lines(page, "Shared memory over HTTP", "poolsplit-mcp token"), tmp_path
+    )
+    saved = tmp_path / "config" / "poolsplit" / "tokens.json"
+    tokens = json.loads(saved.read_text(encoding="utf-8"))["tokens"]
+    assert [(t["name"], t["namespaces"], t["read_only"]) for t in tokens] == [
+        ("ada", ["ada", "team"], False),
+        ("ci-bot", ["team"], True),
+        ("web-agent", ["team"], False),
+    ]
+
+
+def test_export_and_import_run_as_printed(tmp_path):
+    """docs/operations.md's export and import lines on a store of two
+    entries at the default place: what they say on standard error is the
+    page's, paths aside, and the restored namespace holds both entries."""
+    from poolsplit_memory import open_store
+
+    page = README.parent / "docs" / "operations.md"
+    default = tmp_path / "data" / "poolsplit" / "memory.db"
+    default.parent.mkdir(parents=True)
+    with open_store(default, namespace="ada") as store:
+        store.remember("Never force-push to main", type="correction", scope="always")
+        store.remember("The invoices live in the billing schema", type="fact")
+    lines = command_lines(page, "Moving memories in and out", "poolsplit-mcp ")
+    said = run_lines(lines, tmp_path)
+    shown = [b for b in blocks(page) if b.heading.startswith("Moving memories")]
+    printed = next(b.code for b in shown if b.lang == "" and "export:" in b.code)
+
+    def paths(text):
+        return re.sub(r"/\S*/(\w+\.db)", r"PATH/\1", text).replace(
+            str(default), "PATH/memory.db"
+        )
+
+    assert paths(said) == paths(printed)
+    with open_store(tmp_path / "restored.db", namespace="ada") as restored:
+        assert len(restored.list(limit=10).entries) == 2
