@@ -666,3 +666,16 @@ def test_export_and_import_run_as_printed(tmp_path):
     assert paths(said) == paths(printed)
     with open_store(tmp_path / "restored.db", namespace="ada") as restored:
         assert len(restored.list(limit=10).entries) == 2
+
+
+def test_every_json_and_toml_block_parses():
+    """A configuration a reader copies from any page is valid as printed."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    parsers = {"json": json.loads, "toml": tomllib.loads}
+    parsed = [
+        f"{block.readme}:{block.line}"
+        for page in pages()
+        for block in blocks(page)
+        if block.lang in parsers and parsers[block.lang](block.code) is not None
+    ]
+    assert len(parsed) >= 6
