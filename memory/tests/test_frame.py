@@ -15,7 +15,7 @@ import re
 from datetime import datetime, timezone
 
 import pytest
-from _readme import MEMORY_README
+from _readme import DOCS
 from hypothesis import example, given
 from hypothesis import strategies as st
 from poolsplit import parse_created
@@ -572,10 +572,10 @@ def test_chat_text_of_nothing_stays_a_sentence():
 
 
 def test_the_readme_example_is_the_frames_output():
-    """memory/README.md, "The rendered frame", shows real output."""
-    text = MEMORY_README.read_text(encoding="utf-8")
+    """docs/store.md, "The rendered frame", shows real output."""
+    text = (DOCS / "store.md").read_text(encoding="utf-8")
     found = re.search(r"### The rendered frame\n.*?\n```\n(.*?)```", text, re.S)
-    assert found, "memory/README.md: the frame's example block is missing"
+    assert found, "docs/store.md: the frame's example block is missing"
     chosen = {
         "corrections": [
             {

@@ -27,7 +27,6 @@ if os.environ.get("POOLSPLIT_REQUIRE_PG") != "1":
     pytest.importorskip("langgraph", reason="pip install 'poolsplit-memory[langgraph]'")
     pytest.importorskip("langchain", reason="pip install 'poolsplit-memory[langgraph]'")
 
-from _readme import python_blocks
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -952,33 +951,6 @@ def test_langgraph_still_refuses_a_raw_dotted_label():
     """The control: the escaping is needed, the store's check is real."""
     with pytest.raises(InvalidNamespaceError):
         InMemoryStore().put(("memories", "ada@example.com"), "k", {"id": "k"})
-
-
-def test_the_readme_snippets_run_as_written():
-    """Each Python block of the README's LangChain/LangGraph section runs:
-    the first as printed (its stand-in model), the second with a fake model
-    (``model``, ``tools``, ``store`` and ``graph`` are the reader's own
-    objects), so a snippet cannot rot unnoticed."""
-    create, prebuilt = python_blocks("LangChain and LangGraph")
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):  # the first is whole: its own model
-        exec(compile(create, "README.md: create_agent", "exec"), {})
-    assert printed.getvalue() == "Done: the export is fixed.\n"
-
-    model = recording()
-    store, graph = ada_store(), StateGraph(MessagesState)
-    scope = {"model": model, "tools": [], "store": store, "graph": graph}
-    with warnings.catch_warnings():  # create_react_agent: deprecated, still used
-        warnings.simplefilter("ignore", DeprecationWarning)
-        exec(compile(prebuilt, "README.md: create_react_agent", "exec"), scope)
-    turn = {"messages": [HumanMessage("debug the billing work")]}
-    scope["agent"].invoke(turn, config())
-    graph.add_edge(START, "model").compile(store=store).invoke(turn, config())
-    assert len(model.received) == 2
-    for messages in model.received:
-        for entry in ALWAYS:
-            assert entry["content"] in system_of(messages).text
-        assert messages[-1].text == "debug the billing work"
 
 
 # --- LangGraph's prebuilt agent with the prompt callable --------------------
