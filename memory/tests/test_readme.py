@@ -334,8 +334,11 @@ def run_langgraph_example(snippet, tmp_path, monkeypatch):
     printed = run_printed(snippet)
     system, context, question = printed.split("\nhuman: ")
     assert system.startswith("system: Stored memory: ")
-    assert "## corrections\n- 2026-12-01: Never deploy on Fridays" in system
-    assert "## facts\n- 2026-12-01: The billing export runs nightly at 02:00" in context
+    assert "## corrections\n- 2026-12-01 by ada: Never deploy on Fridays" in system
+    assert (
+        "## facts\n- 2026-12-01 by ada: The billing export runs nightly at 02:00"
+        in context
+    )
     assert question == "When does the billing export run?\n"
 
 
