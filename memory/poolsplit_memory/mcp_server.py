@@ -1179,7 +1179,9 @@ def build_server(
 def _top_level_id(text: str) -> str | int | None:
     """The ``id`` member of the JSON object ``text`` starts, found without
     parsing the rest (a request too deep or broken to parse still has one),
-    or None."""
+    or None, also for an id no reply can carry (issue 52: an id nested past
+    the recursion limit, a string with a lone surrogate, which UTF-8 cannot
+    write, ended the server)."""
     depth, index, in_string = 0, 0, False
     while index < len(text):
         char = text[index]
@@ -1192,12 +1194,7 @@ def _top_level_id(text: str) -> str | int | None:
             if depth == 1 and text.startswith('"id"', index):
                 after = text[index + 4 :].lstrip()
                 if after.startswith(":"):
-                    try:
-                        value, _ = json.JSONDecoder().raw_decode(after[1:].lstrip())
-                    except ValueError:
-                        return None
-                    ok = isinstance(value, (str, int)) and not isinstance(value, bool)
-                    return value if ok else None
+                    return _answerable(after[1:].lstrip())
             in_string = True
         elif char in "{[":
             depth += 1
@@ -1205,6 +1202,22 @@ def _top_level_id(text: str) -> str | int | None:
             depth -= 1
         index += 1
     return None
+
+
+def _answerable(text: str) -> str | int | None:
+    """The JSON value ``text`` starts if a reply can carry it as its id: an
+    integer, or a string UTF-8 can write; else None."""
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _refusal(raw: bytes) -> JSONRPCError | None:
