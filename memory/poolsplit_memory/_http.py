@@ -72,6 +72,7 @@ import dataclasses
 import functools
 import ipaddress
 import json
+import logging
 import os
 import shutil
 import signal
@@ -886,6 +887,10 @@ def build_app(
     set_snapshot_budget(config.snapshot_mb * 1024 * 1024)
     _stores[:] = [stores]
     server.middleware.append(_tenant_middleware)
+    # What a request writes on stderr is its one JSON access line: the SDK's
+    # own per-request INFO lines ("Terminating session: None" after every
+    # stateless request, issue 52) are not; its warnings and errors still are.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
     # The SDK builds its session manager here; its routes are replaced below
     # (the gate sits between the SDK's auth check and its transport).
     server.streamable_http_app(

@@ -1417,6 +1417,25 @@ def test_http_workers_access_log_holds_one_object_per_line(tmp_path):
         assert json.loads(line)["path"]  # one whole object per line, no "}{"
 
 
+def test_http_each_request_writes_its_json_access_line_and_nothing_else(tmp_path):
+    """Issue 52: the SDK also wrote a plain-text ``Terminating session: None``
+    per request. What a request writes on stderr is its one JSON line: the
+    lines that are not JSON (start and stop) do not grow with the requests."""
+
+    def plain_lines(requests):
+        with serve(tmp_path, tmp_path / "m.db", healthz=False) as s:
+            for number in range(requests):
+                ok(rpc(s.base, "remember", {"content": f"note {number}"}))
+        lines = s.stderr().splitlines()
+        json_lines = [x for x in lines if x.startswith("{")]
+        assert len(json_lines) == requests, lines
+        return [x for x in lines if not x.startswith("{")]
+
+    few, more = plain_lines(1), plain_lines(4)
+    assert not any("Terminating session" in x for x in few + more), more
+    assert len(more) == len(few), (few, more)
+
+
 # --- what tenants and operators see (issue 36) ----------------------------------
 
 
