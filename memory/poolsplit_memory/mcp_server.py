@@ -931,11 +931,15 @@ def entry_uri(namespace: str, ident: str) -> str:
 
 
 def _uri_parts(uri: str) -> tuple[str, str] | None:
-    """The namespace and id an entry URI names, or None for any other URI."""
+    """The namespace and id an entry URI names, or None for any other URI.
+
+    The namespace ends at the first ``/``; the rest is the id, a raw ``/``
+    in it as well as ``%2F`` (issue 52: a client filling the template
+    without encoding the id got "not found" for an id holding a ``/``)."""
     if not uri.startswith(_SCHEME):
         return None
     namespace, slash, ident = uri[len(_SCHEME) :].partition("/")
-    if not (namespace and slash and ident) or "/" in ident:
+    if not (namespace and slash and ident):
         return None
     return unquote(namespace), unquote(ident)
 
