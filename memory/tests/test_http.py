@@ -347,6 +347,34 @@ def test_http_tokens_the_index_by_hash_agrees_with_a_scan(tokens, probe):
     assert WatchedTokens(records).match(probe) is scanned
 
 
+def test_http_tokens_a_lookup_among_many_reads_one_record():
+    """Issue 52: a request's token is found by its hash in a dict, not by a
+    scan of every record: among 10,000 tokens, each of 200 lookups (found or
+    not) reads at most the one record stored under its digest."""
+    from poolsplit_memory._tokens import TokenRecord, WatchedTokens, hash_token
+
+    class Counted:  # a record that counts the reads of its hash
+        reads = 0
+
+        def __init__(self, record):
+            self.record = record
+
+        @property
+        def sha256(self):
+            Counted.reads += 1
+            return self.record.sha256
+
+    tokens = [f"psm_token-{i}" for i in range(10_000)]
+    records = [Counted(TokenRecord(f"n{i}", hash_token(t), ("ns",))) for i, t in
+               enumerate(tokens)]  # fmt: skip
+    watched = WatchedTokens(records)
+    Counted.reads = 0
+    for i in range(0, 10_000, 100):
+        assert watched.match(tokens[i]) is records[i]
+        assert watched.match(f"psm_absent-{i}") is None
+    assert Counted.reads <= 100
+
+
 def tokens_document(*names):
     """A tokens file's text, one read-write token per name (token psm_NAME),
     and its records: same-length names give same-size documents."""
