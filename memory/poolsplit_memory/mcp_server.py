@@ -78,7 +78,6 @@ returns is also sent as a ``warning`` log notification.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import inspect
 import json
@@ -97,12 +96,12 @@ from urllib.parse import quote, unquote
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
+from poolsplit_memory._args import PROG as _PROG
+from poolsplit_memory._args import build_parser
 from poolsplit_memory._cli import choose_db, default_db_path, subcommand
 from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory._when import time_zone
 from poolsplit_memory.store import (
-    DEFAULT_POOL_SIZE,
-    RANKINGS,
     REMEMBER_DESCRIPTION,
     parse_url,
     set_snapshot_budget,
@@ -166,7 +165,6 @@ __all__ = [
     "main",
 ]
 
-_PROG = "poolsplit-mcp"
 # This module's import name, also when it runs as ``python -m`` (then __main__).
 _MODULE = "poolsplit_memory.mcp_server"
 _INSTRUCTIONS = (
@@ -1324,154 +1322,6 @@ def _http_worker_app() -> Any:
     return worker_app(build_server(tenant_store(), tz=worker_config().tz))
 
 
-# ---------------------------------------------------------------------------
-# The command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=_PROG,
-        description="poolsplit memory served over MCP (stdio, or --http); "
-        "poolsplit-mcp export|import|convert --help moves memories as JSONL",
-        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
-        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
-        "--help); poolsplit-mcp token --help manages --tokens",
-    )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="a SQLite file, sqlite:///path or a postgresql:// URL "
-        "(default: $XDG_DATA_HOME/poolsplit/memory.db)",
-    )
-    parser.add_argument(
-        "--namespace",
-        metavar="NAME",
-        default="default",
-        help="whose memory (default: default)",
-    )
-    parser.add_argument(
-        "--pools",
-        metavar="FILE",
-        help="a JSON array of pools, as `poolsplit --pools` reads",
-    )
-    parser.add_argument(
-        "--ranking",
-        choices=RANKINGS,
-        default="lexical",
-        help="how recall ranks: lexical (BM25+ with the core's signals, the "
-        "default), core (poolsplit's default scorer) or semantic (needs "
-        "'poolsplit-memory[semantic]')",
-    )
-    parser.add_argument(
-        "--tz",
-        metavar="NAME",
-        help="the users' time zone, an IANA name such as Europe/Paris, for "
-        "the times a recall's message names when the call gives none "
-        "(default: UTC)",
-    )
-    parser.add_argument(
-        "--ephemeral",
-        action="store_true",
-        help="keep memory in this process only (:memory:); lost at exit",
-    )
-    parser.add_argument(
-        "--writer",
-        metavar="NAME",
-        help="the name stamped as written_by on what this server writes "
-        "(default: the OS user's name; over --http with --tokens, each "
-        "token's own name instead)",
-    )
-    # --- many tenants, several instances (issue 36; README "Many tenants") ---
-    parser.add_argument(
-        "--pool-size",
-        type=int,
-        default=DEFAULT_POOL_SIZE,
-        metavar="N",
-        help="PostgreSQL connections per process, shared by every namespace "
-        f"(default {DEFAULT_POOL_SIZE})",
-    )
-    parser.add_argument(
-        "--snapshot-budget",
-        type=int,
-        default=256,
-        metavar="MB",
-        help="memory for the namespaces' loaded entries per process, least "
-        "recently used out (default 256)",
-    )
-    parser.add_argument(
-        "--read-db",
-        metavar="URL",
-        help="a postgresql:// streaming-replication standby of --db to serve "
-        "reads from (writes go to --db)",
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {__version__}"
-    )
-    # --- HTTP (issue 28): poolsplit_memory._http serves, _tokens keeps tokens ---
-    http = parser.add_argument_group("HTTP (poolsplit-mcp token --help for tokens)")
-    http.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve Streamable HTTP at /mcp instead of stdio (e.g. 127.0.0.1:8765; "
-        "a non-loopback host needs --tokens)",
-    )
-    http.add_argument(
-        "--tokens",
-        metavar="FILE",
-        help="bearer tokens and their namespaces (poolsplit-mcp token add); "
-        "or the file's JSON in $POOLSPLIT_MCP_TOKENS",
-    )
-    http.add_argument(
-        "--workers", type=int, default=1, metavar="N", help="processes (default 1)"
-    )
-    http.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a Host (and Origin) clients use, besides loopback; repeatable",
-    )
-    http.add_argument(
-        "--token-verifier",
-        metavar="MODULE:NAME",
-        help="an authorization server's TokenVerifier (or a factory of one) "
-        "instead of --tokens; needs --issuer-url and --resource-url",
-    )
-    http.add_argument("--issuer-url", metavar="URL", help="the authorization server")
-    http.add_argument(
-        "--resource-url", metavar="URL", help="this server's public /mcp URL"
-    )
-    http.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1024 * 1024,
-        metavar="N",
-        help="largest request body (default 1048576)",
-    )
-    http.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds for a request's head to arrive (default 10)",
-    )
-    http.add_argument(
-        "--body-timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="seconds for a request's body to arrive (default 30)",
-    )
-    http.add_argument(
-        "--max-connections",
-        type=int,
-        default=256,
-        metavar="N",
-        help="connections one worker holds at once (default 256)",
-    )
-    return parser
-
-
 def _fail(message: str) -> int:
     print(f"{_PROG}: error: {' '.join(message.split())}", file=sys.stderr)
     return 2
@@ -1483,7 +1333,7 @@ def main(argv: list[str] | None = None) -> int:
     status = subcommand(argv)
     if status is not None:
         return status
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(
             f"the MCP SDK is missing ({_MCP_MISSING}); install "

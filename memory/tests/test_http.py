@@ -1823,7 +1823,7 @@ def test_http_flag_defaults_are_the_modules_defaults():
     """poolsplit-mcp's flags (parsed without importing the HTTP stack) say
     the defaults _http documents and uses."""
     from poolsplit_memory import _http
-    from poolsplit_memory.mcp_server import _parser
+    from poolsplit_memory._args import build_parser as _parser
 
     parser = _parser()
     assert parser.get_default("header_timeout") == _http.DEFAULT_HEADER_TIMEOUT
