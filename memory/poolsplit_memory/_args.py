@@ -12,20 +12,15 @@ import argparse
 from poolsplit_memory import __version__
 from poolsplit_memory.store import DEFAULT_POOL_SIZE, RANKINGS
 
-__all__ = ["PROG", "build_parser"]
+__all__ = ["PROG", "add_store_flags", "build_parser"]
 
 PROG = "poolsplit-mcp"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="poolsplit memory served over MCP (stdio, or --http); "
-        "poolsplit-mcp export|import|convert --help moves memories as JSONL",
-        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
-        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
-        "--help); poolsplit-mcp token --help manages --tokens",
-    )
+def add_store_flags(parser: argparse.ArgumentParser) -> None:
+    """``--db`` and ``--namespace``, as every command that opens a store
+    reads them (the server, ``reindex``, ``export`` and ``import``); the url
+    goes through ``_cli.choose_db``."""
     parser.add_argument(
         "--db",
         metavar="URL",
@@ -38,6 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         help="whose memory (default: default)",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="poolsplit memory served over MCP (stdio, or --http); "
+        "poolsplit-mcp export|import|convert --help moves memories as JSONL",
+        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
+        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
+        "--help); poolsplit-mcp token --help manages --tokens",
+    )
+    add_store_flags(parser)
     parser.add_argument(
         "--pools",
         metavar="FILE",
