@@ -889,8 +889,10 @@ def build_app(
     server.middleware.append(_tenant_middleware)
     # What a request writes on stderr is its one JSON access line: the SDK's
     # own per-request INFO lines ("Terminating session: None" after every
-    # stateless request, issue 52) are not; its warnings and errors still are.
-    logging.getLogger("mcp").setLevel(logging.WARNING)
+    # stateless request, issue 52) are not, nor the connection pool's ("adding
+    # new connection to the pool"); their warnings and errors still are.
+    for name in ("mcp", "psycopg.pool"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     # The SDK builds its session manager here; its routes are replaced below
     # (the gate sits between the SDK's auth check and its transport).
     server.streamable_http_app(
