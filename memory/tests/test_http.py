@@ -33,6 +33,7 @@ mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
 import anyio  # noqa: E402 (an mcp dependency)
 import httpx2  # noqa: E402 (the mcp client's HTTP library)
+from _mcp_client import HEADERS, jsonrpc, request  # noqa: E402
 from conftest import create_pg_database, drop_pg_database  # noqa: E402
 from mcp.client import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -51,11 +52,6 @@ TOOLS = {
     "explain",
 }
 START = 120  # seconds: a guard for a server to come up, never a measurement
-HEADERS = {
-    "content-type": "application/json",
-    "accept": "application/json, text/event-stream",
-    "mcp-protocol-version": "2025-06-18",
-}
 
 
 # --- a server and its clients -----------------------------------------------
@@ -109,19 +105,6 @@ def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0", healthz=True):
                 proc.wait(timeout=30)
 
 
-def request(base, method, path, body=b"", headers=None, timeout=60):
-    """(status, lowercase headers, body bytes) of one plain HTTP request."""
-    host, port = base.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
-    finally:
-        conn.close()
-
-
 def worker_pids(server, workers):
     """The pids /healthz reports, until ``workers`` distinct ones (bounded)."""
     pids = set()
@@ -144,24 +127,8 @@ def worker_pids(server, workers):
 def rpc(base, tool, arguments, token=None, namespace=None, headers=None):
     """(status, body) of a tools/call over plain HTTP: the JSON-RPC reply
     when the body is JSON, else its text."""
-    path = "/mcp" if namespace is None else f"/mcp/{namespace}"
-    sent = dict(HEADERS)
-    if token is not None:
-        sent["authorization"] = f"Bearer {token}"
-    sent.update(headers or {})
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
-    ).encode()
-    status, got_headers, data = request(base, "POST", path, body, sent)
-    try:
-        return status, json.loads(data)
-    except ValueError:
-        return status, data.decode("utf-8", "replace")
+    params = {"name": tool, "arguments": arguments}
+    return jsonrpc(base, "tools/call", params, token, namespace, headers)
 
 
 def ok(reply):

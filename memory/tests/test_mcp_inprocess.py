@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _mcp_client import call
 from conftest import unstamped
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
@@ -33,17 +34,6 @@ class Failing:
             raise self.exc
 
         return fail
-
-
-def call(store, tool, arguments):
-    out = []
-
-    async def body():
-        async with Client(build_server(store)) as client:
-            out.append(await client.call_tool(tool, arguments))
-
-    anyio.run(body)
-    return out[0]
 
 
 def error_line(result):

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from _mcp_client import run
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
-import anyio  # noqa: E402 (an mcp dependency)
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
@@ -343,14 +343,6 @@ def params(tmp_path, *args):
         env={"XDG_DATA_HOME": str(tmp_path / "xdg")},
         cwd=str(tmp_path),
     )
-
-
-def run(fn):
-    async def guarded():
-        with anyio.fail_after(HANG):
-            await fn()
-
-    anyio.run(guarded)
 
 
 def text(result) -> str:
