@@ -72,6 +72,7 @@ import dataclasses
 import functools
 import ipaddress
 import json
+import logging
 import os
 import shutil
 import signal
@@ -886,6 +887,12 @@ def build_app(
     set_snapshot_budget(config.snapshot_mb * 1024 * 1024)
     _stores[:] = [stores]
     server.middleware.append(_tenant_middleware)
+    # What a request writes on stderr is its one JSON access line: the SDK's
+    # own per-request INFO lines ("Terminating session: None" after every
+    # stateless request, issue 52) are not, nor the connection pool's ("adding
+    # new connection to the pool"); their warnings and errors still are.
+    for name in ("mcp", "psycopg.pool"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     # The SDK builds its session manager here; its routes are replaced below
     # (the gate sits between the SDK's auth check and its transport).
     server.streamable_http_app(
@@ -988,16 +995,17 @@ def check_verifier(config: HttpConfig) -> None:
         ) from None
 
 
-def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
-    """``--http``'s configuration from ``poolsplit-mcp``'s flags, checked
-    before any store is opened; raises ValueError with the one line."""
-
-    host, sep, port = args.http.rpartition(":")
+def _address(http: str) -> tuple[str, int]:
+    """``--http HOST:PORT`` as (host, port), brackets of an IPv6 host off."""
+    host, sep, port = http.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(
-            f"--http {args.http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765"
-        )
+        raise ValueError(f"--http {http!r}: must be HOST:PORT, e.g. 127.0.0.1:8765")
+    return host, int(port)
+
+
+def _check_limits(args: argparse.Namespace) -> None:
+    """The counts, the timeouts and --ephemeral beside --workers."""
     for flag, value in (
         ("--workers", args.workers),
         ("--max-body-bytes", args.max_body_bytes),
@@ -1015,6 +1023,12 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
             )
     if args.ephemeral and args.workers > 1:
         raise ValueError("--ephemeral keeps memory in one process; drop --workers")
+
+
+def _tokens_for(args: argparse.Namespace, host: str) -> list[TokenRecord] | None:
+    """The tokens of --tokens (or the environment), None for none given,
+    once the way in is known to be one: tokens or a verifier, not both,
+    and some way in off loopback."""
     tokens = read_tokens(args.tokens)  # TokensError is a ValueError
     plugged = (args.token_verifier, args.issuer_url, args.resource_url)
     if any(plugged) and not all(plugged):
@@ -1034,13 +1048,22 @@ def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
             f"--http {args.http}: {source} holds no token, so no one could "
             f"connect (poolsplit-mcp token add NAME --namespace NS)"
         )
+    return tokens
+
+
+def config_from_args(args: argparse.Namespace, url: str) -> HttpConfig:
+    """``--http``'s configuration from ``poolsplit-mcp``'s flags, checked
+    before any store is opened; raises ValueError with the one line."""
+    host, port = _address(args.http)
+    _check_limits(args)
+    tokens = _tokens_for(args, host)
     config = HttpConfig(
         url=url,
         namespace=args.namespace,
         pools_file=args.pools,
         ranking=args.ranking,
         host=host,
-        port=int(port),
+        port=port,
         workers=args.workers,
         tokens=None if tokens is None else tuple(tokens),
         allowed_hosts=tuple(args.allowed_host),

@@ -1,10 +1,10 @@
 """PostgreSQL backend (psycopg 3): the same SQL, a version row per namespace.
 
 One pool of autocommit connections per database and process (``pool_size``,
-4 by default; store.py shares the backend between every namespace), opened
-on demand and lent to one call at a time; a broken one is replaced (a
-server restart): a call that meets the
-outage is StoreUnavailable ``database unreachable``; a call whose statements
+4 by default; store.py shares the backend between every namespace): a
+``psycopg_pool.ConnectionPool``, opened on demand, each connection checked
+before it is lent and a broken one replaced (a server restart): a call that
+meets the outage is StoreUnavailable ``database unreachable``; a call whose statements
 never reached COMMIT on a broken connection is retried once on a new one, so
 the first call after the server is back succeeds. A write whose COMMIT was
 sent when the connection broke is not retried (it may have landed; retry it
@@ -30,7 +30,7 @@ waiting forever.
 from __future__ import annotations
 
 import contextlib
-import threading
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -52,24 +52,49 @@ from poolsplit_memory._types import (
 # user's ``import poolsplit_memory`` should not pay for psycopg's import (it
 # takes longer than the rest of the package's together).
 psycopg: Any = None
+psycopg_pool: Any = None
 
 
 def _psycopg_installed() -> bool:
-    """Import psycopg into this module on first use; False without the extra."""
-    global psycopg  # noqa: PLW0603 - one lazy import, read by every method
-    if psycopg is None:
+    """Import psycopg and psycopg_pool into this module on first use; False
+    without the extra."""
+    # one lazy import of each, read by every method
+    global psycopg, psycopg_pool
+    if psycopg is None or psycopg_pool is None:
         try:
             import psycopg as module
+            import psycopg_pool as pool_module
         except ImportError:
             return False
-        psycopg = module
+        psycopg, psycopg_pool = module, pool_module
+        logging.getLogger("psycopg.pool").addFilter(_not_our_failures)
     return True
+
+
+_POOL_NAME = "poolsplit"  # the name of each pool this module opens
+
+
+def _not_our_failures(record: logging.LogRecord) -> bool:
+    """Drop psycopg_pool's log records of a connection one of this module's
+    pools failed to open: the waiting call raises that failure itself, as
+    one line (``poolsplit-mcp`` promises one line on stderr for a database
+    it cannot open); other pools' records pass."""
+    args = record.args if isinstance(record.args, tuple) else ()
+    return not (args and args[0] == _POOL_NAME)
 
 
 T = TypeVar("T")
 
 _SCHEMA_LOCK = 7_317_415_006_512_345  # pg_advisory_xact_lock key of the schema
 _CONNECT_TIMEOUT = 5  # seconds
+# A pooled connection is replaced after this long (psycopg_pool's default,
+# which LangGraph's PostgresStore keeps): a server-side leak or a changed
+# setting does not live for the whole process.
+_MAX_LIFETIME_S = 3600.0
+# How often a call waiting for a connection looks whether the pool's last
+# attempt to open one failed (then the call says why at once, rather than
+# after the whole busy timeout).
+_FAILED_CONNECT_POLL_S = 0.05
 # --read-db: how long a read waits for the standby to replay the namespace's
 # last write before it reads the primary instead, and how long a standby
 # that failed is left aside. Replay on loopback takes milliseconds; a
@@ -335,87 +360,91 @@ def mask(url: str) -> str:
 
 
 class _Pool:
-    """At most ``size`` connections to one database, opened on demand and
-    lent to one call at a time.
+    """At most ``size`` connections to one database: a
+    ``psycopg_pool.ConnectionPool`` (as LangGraph's PostgresStore uses),
+    opened on demand (``min_size=0``), each connection checked before it is
+    lent (``check_connection``: one empty query, so a connection a server
+    restart broke is replaced, never lent), replaced after
+    ``_MAX_LIFETIME_S``.
 
     A call waits for a connection while all are lent, at most ``wait_s``
     (the busy timeout, at least 1 s; then ``database is locked``: every
-    connection busy is the same fact
-    for the caller as a lock held too long). A connection that broke (a
-    server restart) is closed when it comes back, and so is every idle one:
-    they were opened before the same outage, and the one retry of a call
-    must meet a new connection, not another dead one.
+    connection busy is the same fact for the caller as a lock held too
+    long). A connection the pool cannot open ends the wait at once with
+    its cause (``database unreachable``, a URL that cannot be read): the
+    pool opens connections in its own threads, so :meth:`_connect` keeps
+    the last failure for the waiting call to raise, and the pool gives up
+    on it at once (``reconnect_timeout``), so the next call tries anew.
     """
 
     def __init__(
         self, connect: Callable[[], Any], size: int, wait_s: float, where: str
     ) -> None:
-        self._connect = connect
         self.size = size
         self._wait_s = wait_s
         self._where = where
-        self._idle: list[Any] = []
-        self._open = 0  # lent and idle
-        self._ready = threading.Condition()
-        self._closed = False
+        self._failures = 0  # connections the pool failed to open, and the
+        self._failure: BaseException | None = None  # last such failure
+        pool = self
+
+        class Connection(psycopg.Connection):  # type: ignore[misc]
+            @classmethod
+            def connect(cls, *args: Any, **kwargs: Any) -> Any:
+                return pool._connect(connect)
+
+        self._pool = psycopg_pool.ConnectionPool(
+            connection_class=Connection,
+            min_size=0,
+            max_size=size,
+            check=psycopg_pool.ConnectionPool.check_connection,
+            max_lifetime=_MAX_LIFETIME_S,
+            reconnect_timeout=0.001,  # give up at once: the next call retries
+            name=_POOL_NAME,
+            open=True,
+        )
+
+    def _connect(self, connect: Callable[[], Any]) -> Any:
+        try:
+            return connect()
+        except BaseException as exc:
+            self._failure = exc
+            self._failures += 1
+            raise
 
     @property
     def opened(self) -> int:
         """The connections open now (lent or idle)."""
-        return self._open
+        return int(self._pool.get_stats()["pool_size"])
 
     def acquire(self) -> Any:
         deadline = time.monotonic() + self._wait_s
-        with self._ready:
-            while True:
-                if self._closed:
-                    raise StoreUnavailable("store is closed", self._where)
-                if self._idle:
-                    return self._idle.pop()
-                if self._open < self.size:
-                    self._open += 1
-                    break
-                left = deadline - time.monotonic()
-                if left <= 0:
+        failures = self._failures
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self._pool.getconn(
+                    timeout=max(min(left, _FAILED_CONNECT_POLL_S), 0.001)
+                )
+            except psycopg_pool.PoolClosed:
+                raise StoreUnavailable("store is closed", self._where) from None
+            except psycopg_pool.PoolTimeout:
+                if self._failures != failures and self._failure is not None:
+                    raise self._failure from None
+                if left <= _FAILED_CONNECT_POLL_S:
                     raise StoreUnavailable(
                         "database is locked",
                         self._where,
                         f"all {self.size} connections of the pool busy for "
                         f"{self._wait_s:g} s (--pool-size)",
-                    )
-                self._ready.wait(left)
-        try:
-            return self._connect()
-        except BaseException:
-            with self._ready:
-                self._open -= 1
-                self._ready.notify()
-            raise
+                    ) from None
 
     def release(self, conn: Any) -> None:
-        stale = []
-        with self._ready:
-            if self._closed or conn.closed or conn.broken:
-                stale.append(conn)
-                if conn.broken:  # the same outage broke the idle ones
-                    stale += self._idle
-                    self._idle = []
-            else:
-                self._idle.append(conn)
-            self._open -= len(stale)
-            self._ready.notify_all()
-        for old in stale:
-            old.close()
+        """Give ``conn`` back (a broken or closed one is discarded)."""
+        self._pool.putconn(conn)
 
     def close(self) -> None:
         """Close the idle connections; a lent one closes when it comes back."""
-        with self._ready:
-            self._closed = True
-            idle, self._idle = self._idle, []
-            self._open -= len(idle)
-            self._ready.notify_all()
-        for conn in idle:
-            conn.close()
+        self._pool.close()
 
 
 class PostgresBackend:

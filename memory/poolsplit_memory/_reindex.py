@@ -19,6 +19,7 @@ import time
 from typing import Callable, TextIO
 
 from poolsplit_memory import StoreError, open_store
+from poolsplit_memory._args import add_store_flags
 
 __all__ = ["main"]
 
@@ -33,18 +34,7 @@ def _parser() -> argparse.ArgumentParser:
         "its current content (the semantic ranking's), 32 a transaction: an "
         "interrupted run keeps what it did, and a rerun resumes",
     )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="a SQLite file, sqlite:///path or a postgresql:// URL "
-        "(default: $XDG_DATA_HOME/poolsplit/memory.db)",
-    )
-    parser.add_argument(
-        "--namespace",
-        metavar="NAME",
-        default="default",
-        help="whose memory (default: default)",
-    )
+    add_store_flags(parser)
     return parser
 
 

@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Callable, Final, Optional
 
+from ._args import add_store_flags
 from ._convert import convert_mcp_memory, to_jsonl
 from ._types import InvalidInput, StoreError
 from .store import Store, open_store, parse_url
@@ -60,10 +61,6 @@ __all__ = ["COMMANDS", "transfer_argv"]
 COMMANDS: Final = ("export", "import", "convert")
 _PROG: Final = "poolsplit-mcp"
 _STDIO: Final = "-"
-_DB_HELP: Final = (
-    "a SQLite file, sqlite:///path or a postgresql:// URL (default: the "
-    "server's, $XDG_DATA_HOME/poolsplit/memory.db)"
-)
 
 # How the server turns --db into a url (_cli.choose_db without
 # --ephemeral): passed in, so that this module never imports the server.
@@ -101,13 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     importer.add_argument("file", metavar="FILE", help="a JSONL file, - for stdin")
     for command in (export, importer):
-        command.add_argument("--db", metavar="URL", help=_DB_HELP)
-        command.add_argument(
-            "--namespace",
-            metavar="NAME",
-            default="default",
-            help="whose memory (default: default)",
-        )
+        add_store_flags(command)
     importer.add_argument(
         "--replace",
         action="store_true",

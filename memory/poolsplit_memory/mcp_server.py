@@ -78,31 +78,27 @@ returns is also sent as a ``warning`` log notification.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import inspect
 import json
 import os
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Final, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Union
 from urllib.parse import quote, unquote
 
 import poolsplit
 
 from poolsplit_memory import InvalidInput, Store, StoreError, __version__, open_store
+from poolsplit_memory._args import PROG as _PROG
+from poolsplit_memory._args import build_parser
 from poolsplit_memory._cli import choose_db, default_db_path, subcommand
-from poolsplit_memory._jsonrpc import invalid_id
 from poolsplit_memory._when import time_zone
 from poolsplit_memory.store import (
-    DEFAULT_POOL_SIZE,
-    RANKINGS,
     REMEMBER_DESCRIPTION,
     parse_url,
     set_snapshot_budget,
@@ -114,20 +110,14 @@ try:
     from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.tools import Tool
-    from mcp.server.stdio import stdio_server
     from mcp.shared.exceptions import MCPError
-    from mcp.shared.message import SessionMessage
     from mcp_types import (
         INTERNAL_ERROR,
         INVALID_PARAMS,
-        INVALID_REQUEST,
-        PARSE_ERROR,
         CallToolResult,
         EmptyResult,
-        ErrorData,
         GetPromptRequestParams,
         GetPromptResult,
-        JSONRPCError,
         ListPromptsResult,
         ListResourcesResult,
         ListResourceTemplatesResult,
@@ -145,10 +135,12 @@ try:
         TextContent,
         TextResourceContents,
         ToolAnnotations,
-        jsonrpc_message_adapter,
     )
-    from pydantic import Field, ValidationError, WithJsonSchema, WrapValidator
+    from pydantic import Field, WithJsonSchema, WrapValidator
     from typing_extensions import TypedDict  # pydantic's TypedDict before 3.12
+
+    from poolsplit_memory._arguments import _CheckArguments, _tool_error
+    from poolsplit_memory._stdio import run_stdio
 
     _MCP_MISSING: ModuleNotFoundError | None = None
 except ModuleNotFoundError as exc:  # the mcp extra is not installed: main says so
@@ -166,7 +158,6 @@ __all__ = [
     "main",
 ]
 
-_PROG = "poolsplit-mcp"
 # This module's import name, also when it runs as ``python -m`` (then __main__).
 _MODULE = "poolsplit_memory.mcp_server"
 _INSTRUCTIONS = (
@@ -194,12 +185,6 @@ def _result(structured: dict[str, Any], text: str | None = None) -> CallToolResu
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=structured
     )
-
-
-def _tool_error(text: str) -> CallToolResult:
-    """An ``is_error`` result with one line of text (no SDK prefix)."""
-    line = " ".join(text.split()) or "error"
-    return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
 
 
 def _error_text(exc: Exception) -> str:
@@ -729,122 +714,6 @@ def _described(fn: Callable[..., Any]) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Arguments checked before a tool runs
-
-
-class _CheckArguments:
-    """Server middleware: the checks the SDK does not make, before a tool runs.
-
-    The SDK ignores an argument the tool lacks, so a misspelt ``supercedes``
-    would store a second entry that retires nothing; it reads a string sent
-    for a number or a list as JSON, so ``"null"`` became null; and it reports
-    a wrong type as a multi-line dump. Here an unknown argument is refused; a
-    string sent for a number or list parameter is read as the JSON it spells
-    only when that is a number or list the parameter takes (else refused);
-    then the SDK's own argument model of the tool validates the call, and a
-    failure is a one-line tool error naming the field. The tool never runs
-    on a refused call, so nothing is written.
-    """
-
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self.tools = {tool.name: tool for tool in tools}
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        params = ctx.params
-        name = params.get("name") if isinstance(params, Mapping) else None
-        arguments = params.get("arguments") if isinstance(params, Mapping) else None
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        if ctx.method != "tools/call" or tool is None:
-            return await call_next(ctx)
-        if not isinstance(arguments, Mapping):  # absent or not an object
-            return await call_next(ctx)  # the SDK's own answer
-        try:
-            read = _read_arguments(tool, arguments)
-            tool.fn_metadata.arg_model.model_validate(read)
-        except InvalidInput as exc:
-            return _tool_error(str(exc))
-        except ValidationError as exc:
-            return _tool_error(_validation_line(exc))
-        assert isinstance(params, Mapping)
-        return await call_next(replace(ctx, params={**params, "arguments": read}))
-
-
-def _read_arguments(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The arguments with a number or list sent as a string read as its JSON.
-
-    Raises:
-        InvalidInput: an argument the tool lacks, or a string sent for a
-            number or list parameter that does not spell one.
-    """
-    properties: dict[str, Any] = tool.parameters.get("properties", {})
-    read = dict(arguments)
-    for field, value in arguments.items():
-        schema = properties.get(field)
-        if schema is None:
-            raise InvalidInput(
-                field,
-                f"unknown argument of {tool.name}; expected "
-                f"{', '.join(sorted(properties))}",
-            )
-        kinds = _kinds(schema)
-        if not isinstance(value, str) or "string" in kinds:
-            continue
-        try:
-            spelt = json.loads(value)
-        except (ValueError, RecursionError):
-            spelt = None
-        if _kind_of(spelt) not in kinds - {"null"}:
-            taken = " or ".join(sorted(kinds - {"null"}))
-            raise InvalidInput(
-                field,
-                f"must be {taken} (or a string spelling one), got {_quoted(value)}",
-            )
-        read[field] = spelt
-    return read
-
-
-def _kinds(schema: Mapping[str, Any]) -> set[str]:
-    """The JSON types a property's schema takes (``integer`` counts as
-    ``number``; an ``enum`` of strings as ``string``)."""
-    found: set[str] = set()
-    for option in schema.get("anyOf", [schema]):
-        kind = option.get("type")
-        if kind is None and "enum" in option:
-            kind = "string"
-        if kind is not None:
-            found.add("number" if kind == "integer" else kind)
-    return found
-
-
-def _kind_of(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return "boolean" if value is not None else "null"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _quoted(value: str) -> str:
-    return (
-        repr(value)
-        if len(value) <= 40
-        else f"{value[:20]!r}...({len(value)} characters)"
-    )
-
-
-def _validation_line(exc: ValidationError) -> str:
-    """Pydantic's errors as ``field: message; field: message``."""
-    return "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
-        for error in exc.errors()
-    )
-
-
-# ---------------------------------------------------------------------------
 # Logging: logging/setLevel, and each warning sent as a notification
 
 _LEVELS: tuple[str, ...] = (
@@ -931,11 +800,15 @@ def entry_uri(namespace: str, ident: str) -> str:
 
 
 def _uri_parts(uri: str) -> tuple[str, str] | None:
-    """The namespace and id an entry URI names, or None for any other URI."""
+    """The namespace and id an entry URI names, or None for any other URI.
+
+    The namespace ends at the first ``/``; the rest is the id, a raw ``/``
+    in it as well as ``%2F`` (issue 52: a client filling the template
+    without encoding the id got "not found" for an id holding a ``/``)."""
     if not uri.startswith(_SCHEME):
         return None
     namespace, slash, ident = uri[len(_SCHEME) :].partition("/")
-    if not (namespace and slash and ident) or "/" in ident:
+    if not (namespace and slash and ident):
         return None
     return unquote(namespace), unquote(ident)
 
@@ -1172,287 +1045,12 @@ def build_server(
     return server
 
 
-# ---------------------------------------------------------------------------
-# Serving over stdio: every line answered
-
-
-def _top_level_id(text: str) -> str | int | None:
-    """The ``id`` member of the JSON object ``text`` starts, found without
-    parsing the rest (a request too deep or broken to parse still has one),
-    or None."""
-    depth, index, in_string = 0, 0, False
-    while index < len(text):
-        char = text[index]
-        if in_string:
-            if char == "\\":
-                index += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            if depth == 1 and text.startswith('"id"', index):
-                after = text[index + 4 :].lstrip()
-                if after.startswith(":"):
-                    try:
-                        value, _ = json.JSONDecoder().raw_decode(after[1:].lstrip())
-                    except ValueError:
-                        return None
-                    ok = isinstance(value, (str, int)) and not isinstance(value, bool)
-                    return value if ok else None
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        index += 1
-    return None
-
-
-def _refusal(raw: bytes) -> JSONRPCError | None:
-    """The JSON-RPC error answering a line the SDK cannot read, or None for a
-    line it reads (or a notification, which gets no answer).
-
-    Invalid UTF-8 is refused (not read with U+FFFD in place of the bytes);
-    invalid JSON is a parse error; a lone surrogate or nesting the SDK's
-    parser refuses is an invalid request, answered with the request's id.
-    """
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        ident = _top_level_id(raw.decode("utf-8", errors="replace"))
-        return _error(
-            ident, PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {exc.start}"
-        )
-    try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
-    except ValidationError as exc:
-        reason = _unreadable_reason(exc)
-    else:  # an id the SDK cannot answer makes it a "notification" (_jsonrpc)
-        bad = invalid_id(json.loads(text))
-        return None if bad is None else _error(None, INVALID_REQUEST, bad)
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return _error(_top_level_id(text), PARSE_ERROR, f"Parse error: {exc}")
-    except RecursionError:
-        value = None
-    if isinstance(value, dict) and "id" not in value and "method" in value:
-        print(f"{_PROG}: ignored an unreadable notification: {reason}", file=sys.stderr)
-        return None
-    return _error(_top_level_id(text), INVALID_REQUEST, f"Invalid request: {reason}")
-
-
-def _unreadable_reason(exc: ValidationError) -> str:
-    """Why the SDK refused a line, in one short line: its JSON parser's
-    message (a lone surrogate, nesting past its limit), or the shape."""
-    for error in exc.errors():
-        if error["type"] == "json_invalid":
-            return " ".join(str(error["msg"]).split())
-    return "not a JSON-RPC 2.0 request, notification or response"
-
-
-def _error(ident: str | int | None, code: int, message: str) -> JSONRPCError:
-    return JSONRPCError(
-        jsonrpc="2.0", id=ident, error=ErrorData(code=code, message=message)
-    )
-
-
-class _Stdin:
-    """The lines of standard input the SDK's stdio transport reads: each line
-    the SDK can read passes as it is; any other is answered here, through the
-    transport's own write stream, and not passed on (the SDK would log it at
-    debug level and never answer)."""
-
-    def __init__(self) -> None:
-        self.lines = anyio.wrap_file(sys.stdin.buffer)
-        self.answer: Callable[[SessionMessage], Any] | None = None
-        self.ready = anyio.Event()
-
-    def __aiter__(self) -> _Stdin:
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            raw = await self.lines.readline()
-            if not raw:
-                raise StopAsyncIteration
-            line = raw.rstrip(b"\r\n")
-            if not line.strip():  # a blank line carries no message
-                continue
-            refusal = _refusal(line)
-            if refusal is None:
-                return str(raw.decode("utf-8"))
-            await self.ready.wait()
-            assert self.answer is not None
-            await self.answer(SessionMessage(refusal))
-
-
-async def _serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve over stdio with the SDK's transport, reading stdin through
-    :class:`_Stdin` so that every request line gets an answer."""
-    stdin = _Stdin()
-    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
-        stdin.answer = write_stream.send
-        stdin.ready.set()
-        lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
-        await lowlevel.run(
-            read_stream, write_stream, lowlevel.create_initialization_options()
-        )
-
-
 def _http_worker_app() -> Any:
     """The ASGI app of one ``--http`` worker (uvicorn calls it in each worker
     process): this module's server over the request's tenant's store."""
     from poolsplit_memory._http import tenant_store, worker_app, worker_config
 
     return worker_app(build_server(tenant_store(), tz=worker_config().tz))
-
-
-# ---------------------------------------------------------------------------
-# The command line
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=_PROG,
-        description="poolsplit memory served over MCP (stdio, or --http); "
-        "poolsplit-mcp export|import|convert --help moves memories as JSONL",
-        epilog="poolsplit-mcp reindex [--db URL] [--namespace NAME] embeds a "
-        "store for --ranking semantic ahead of time (poolsplit-mcp reindex "
-        "--help); poolsplit-mcp token --help manages --tokens",
-    )
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="a SQLite file, sqlite:///path or a postgresql:// URL "
-        "(default: $XDG_DATA_HOME/poolsplit/memory.db)",
-    )
-    parser.add_argument(
-        "--namespace",
-        metavar="NAME",
-        default="default",
-        help="whose memory (default: default)",
-    )
-    parser.add_argument(
-        "--pools",
-        metavar="FILE",
-        help="a JSON array of pools, as `poolsplit --pools` reads",
-    )
-    parser.add_argument(
-        "--ranking",
-        choices=RANKINGS,
-        default="lexical",
-        help="how recall ranks: lexical (BM25+ with the core's signals, the "
-        "default), core (poolsplit's default scorer) or semantic (needs "
-        "'poolsplit-memory[semantic]')",
-    )
-    parser.add_argument(
-        "--tz",
-        metavar="NAME",
-        help="the users' time zone, an IANA name such as Europe/Paris, for "
-        "the times a recall's message names when the call gives none "
-        "(default: UTC)",
-    )
-    parser.add_argument(
-        "--ephemeral",
-        action="store_true",
-        help="keep memory in this process only (:memory:); lost at exit",
-    )
-    parser.add_argument(
-        "--writer",
-        metavar="NAME",
-        help="the name stamped as written_by on what this server writes "
-        "(default: the OS user's name; over --http with --tokens, each "
-        "token's own name instead)",
-    )
-    # --- many tenants, several instances (issue 36; README "Many tenants") ---
-    parser.add_argument(
-        "--pool-size",
-        type=int,
-        default=DEFAULT_POOL_SIZE,
-        metavar="N",
-        help="PostgreSQL connections per process, shared by every namespace "
-        f"(default {DEFAULT_POOL_SIZE})",
-    )
-    parser.add_argument(
-        "--snapshot-budget",
-        type=int,
-        default=256,
-        metavar="MB",
-        help="memory for the namespaces' loaded entries per process, least "
-        "recently used out (default 256)",
-    )
-    parser.add_argument(
-        "--read-db",
-        metavar="URL",
-        help="a postgresql:// streaming-replication standby of --db to serve "
-        "reads from (writes go to --db)",
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"%(prog)s {__version__}"
-    )
-    # --- HTTP (issue 28): poolsplit_memory._http serves, _tokens keeps tokens ---
-    http = parser.add_argument_group("HTTP (poolsplit-mcp token --help for tokens)")
-    http.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve Streamable HTTP at /mcp instead of stdio (e.g. 127.0.0.1:8765; "
-        "a non-loopback host needs --tokens)",
-    )
-    http.add_argument(
-        "--tokens",
-        metavar="FILE",
-        help="bearer tokens and their namespaces (poolsplit-mcp token add); "
-        "or the file's JSON in $POOLSPLIT_MCP_TOKENS",
-    )
-    http.add_argument(
-        "--workers", type=int, default=1, metavar="N", help="processes (default 1)"
-    )
-    http.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a Host (and Origin) clients use, besides loopback; repeatable",
-    )
-    http.add_argument(
-        "--token-verifier",
-        metavar="MODULE:NAME",
-        help="an authorization server's TokenVerifier (or a factory of one) "
-        "instead of --tokens; needs --issuer-url and --resource-url",
-    )
-    http.add_argument("--issuer-url", metavar="URL", help="the authorization server")
-    http.add_argument(
-        "--resource-url", metavar="URL", help="this server's public /mcp URL"
-    )
-    http.add_argument(
-        "--max-body-bytes",
-        type=int,
-        default=1024 * 1024,
-        metavar="N",
-        help="largest request body (default 1048576)",
-    )
-    http.add_argument(
-        "--header-timeout",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds for a request's head to arrive (default 10)",
-    )
-    http.add_argument(
-        "--body-timeout",
-        type=float,
-        default=30.0,
-        metavar="S",
-        help="seconds for a request's body to arrive (default 30)",
-    )
-    http.add_argument(
-        "--max-connections",
-        type=int,
-        default=256,
-        metavar="N",
-        help="connections one worker holds at once (default 256)",
-    )
-    return parser
 
 
 def _fail(message: str) -> int:
@@ -1466,7 +1064,7 @@ def main(argv: list[str] | None = None) -> int:
     status = subcommand(argv)
     if status is not None:
         return status
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if _MCP_MISSING is not None:
         return _fail(
             f"the MCP SDK is missing ({_MCP_MISSING}); install "
@@ -1523,118 +1121,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{_PROG}: memory {where}, namespace {store.namespace!r}", file=sys.stderr
         )
-        return _run_stdio(store, args.tz)
-
-
-def _run_stdio(store: Store, tz: str | None = None) -> int:
-    """Serve ``store`` over stdio until the client closes it (0) or Ctrl-C
-    (130, one line on stderr, no traceback: the first page says Ctrl-C
-    stops it)."""
-    interrupted: list[bool] = []
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, _interrupt_early) if main else None
-    try:
-        anyio.run(_serve_until_interrupted, build_server(store, tz=tz), interrupted)
-    except BaseException as exc:
-        if not _only_interrupts(exc):
-            raise _single(exc) from None
-        interrupted.append(True)
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
-    if interrupted:
-        _say_stopped()
-        return 130
-    return 0
-
-
-# After Ctrl-C, how long the server may take to stop by itself (an answer
-# being written, stdin closing) before the process exits without it.
-_STOP_GRACE_S: Final = 2.0
-
-
-def _interrupt_early(signum: int, frame: object) -> None:
-    """Ctrl-C before the server watches for it (the event loop starting):
-    KeyboardInterrupt as usual, and the grace timer, since a thread reading
-    stdin may already hold the exit up. Set before the loop starts, it also
-    keeps asyncio from installing its own handler, which cancelled the
-    serving task: a cancellation that met stdin's end exited 0."""
-    _start_grace()
-    raise KeyboardInterrupt
-
-
-def _start_grace() -> None:
-    """After :data:`_STOP_GRACE_S`, exit 130 whatever still runs."""
-    timer = threading.Timer(_STOP_GRACE_S, _exit_stopped)
-    timer.daemon = True
-    timer.start()
-
-
-async def _serve_until_interrupted(
-    server: MCPServer[Any], interrupted: list[bool]
-) -> None:
-    """:func:`_serve_stdio`, stopped by SIGINT, which is noted in
-    ``interrupted``: asyncio's own SIGINT handler cancels the serving task,
-    and a cancellation that lands as stdin ends (the client closed it) was
-    taken for a clean end (exit 0 after Ctrl-C, seen under load). The
-    serving task cannot stop while a thread waits on stdin (a client that
-    keeps it open, a terminal): after :data:`_STOP_GRACE_S` the process
-    exits 130 without it (every acknowledged write has committed; one in
-    flight was not acknowledged and rolls back)."""
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    interrupted.append(True)
-                    _start_grace()
-                    group.cancel_scope.cancel()
-                    return
-
-        if sys.platform != "win32":  # (no signal receiver there: asyncio's)
-            group.start_soon(watch)
-        await _serve_stdio(server)
-        group.cancel_scope.cancel()
-
-
-def _exit_stopped() -> None:
-    """End the process at once, as Ctrl-C's one line and status 130 (also
-    when the interpreter's exit waits on the thread reading stdin)."""
-    _say_stopped()
-    os._exit(130)
-
-
-_stopped_said = threading.Lock()
-
-
-def _say_stopped() -> None:
-    """Ctrl-C's one line on stderr, once whoever says it."""
-    if _stopped_said.acquire(blocking=False):
-        sys.stderr.write(f"{_PROG}: stopped\n")
-        sys.stderr.flush()
-
-
-def _only_interrupts(exc: BaseException) -> bool:
-    """Whether ``exc`` is KeyboardInterrupt, or an exception group (the
-    task group's) holding only such."""
-    if isinstance(exc, KeyboardInterrupt):
-        return True
-    inner = getattr(exc, "exceptions", None)
-    return (
-        isinstance(inner, tuple)
-        and bool(inner)
-        and all(_only_interrupts(e) for e in inner)
-    )
-
-
-def _single(exc: BaseException) -> BaseException:
-    """The one exception an exception group of one holds (the task group
-    wraps the server's own error), else ``exc``."""
-    inner = getattr(exc, "exceptions", None)
-    while isinstance(inner, tuple) and len(inner) == 1:
-        exc = inner[0]
-        inner = getattr(exc, "exceptions", None)
-    return exc
+        return run_stdio(build_server(store, tz=args.tz))
 
 
 if __name__ == "__main__":

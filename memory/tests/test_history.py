@@ -18,6 +18,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from _mcp_client import call as call_in_process
 from conftest import at_schema, plant
 from poolsplit import Pool
 from test_ranking import VOCABULARY
@@ -475,19 +476,7 @@ def test_recalls_replayed_as_of_their_time_give_the_same_bytes(open_, seed, pool
 
 def _call(store, tool, arguments):
     pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
-    import anyio
-    from mcp.client import Client
-
-    from poolsplit_memory.mcp_server import build_server
-
-    out = []
-
-    async def body():
-        async with Client(build_server(store)) as client:
-            out.append(await client.call_tool(tool, arguments))
-
-    anyio.run(body)
-    return out[0]
+    return call_in_process(store, tool, arguments)
 
 
 def _error_line(result):

@@ -33,6 +33,7 @@ mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
 import anyio  # noqa: E402 (an mcp dependency)
 import httpx2  # noqa: E402 (the mcp client's HTTP library)
+from _mcp_client import HEADERS, jsonrpc, request  # noqa: E402
 from conftest import create_pg_database, drop_pg_database  # noqa: E402
 from mcp.client import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -51,11 +52,6 @@ TOOLS = {
     "explain",
 }
 START = 120  # seconds: a guard for a server to come up, never a measurement
-HEADERS = {
-    "content-type": "application/json",
-    "accept": "application/json, text/event-stream",
-    "mcp-protocol-version": "2025-06-18",
-}
 
 
 # --- a server and its clients -----------------------------------------------
@@ -109,19 +105,6 @@ def serve(tmp_path, db, *args, workers=1, address="127.0.0.1:0", healthz=True):
                 proc.wait(timeout=30)
 
 
-def request(base, method, path, body=b"", headers=None, timeout=60):
-    """(status, lowercase headers, body bytes) of one plain HTTP request."""
-    host, port = base.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
-    finally:
-        conn.close()
-
-
 def worker_pids(server, workers):
     """The pids /healthz reports, until ``workers`` distinct ones (bounded)."""
     pids = set()
@@ -144,24 +127,8 @@ def worker_pids(server, workers):
 def rpc(base, tool, arguments, token=None, namespace=None, headers=None):
     """(status, body) of a tools/call over plain HTTP: the JSON-RPC reply
     when the body is JSON, else its text."""
-    path = "/mcp" if namespace is None else f"/mcp/{namespace}"
-    sent = dict(HEADERS)
-    if token is not None:
-        sent["authorization"] = f"Bearer {token}"
-    sent.update(headers or {})
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments},
-        }
-    ).encode()
-    status, got_headers, data = request(base, "POST", path, body, sent)
-    try:
-        return status, json.loads(data)
-    except ValueError:
-        return status, data.decode("utf-8", "replace")
+    params = {"name": tool, "arguments": arguments}
+    return jsonrpc(base, "tools/call", params, token, namespace, headers)
 
 
 def ok(reply):
@@ -345,6 +312,34 @@ def test_http_tokens_the_index_by_hash_agrees_with_a_scan(tokens, probe):
     ]
     scanned = next((r for r in records if r.sha256 == hash_token(probe)), None)
     assert WatchedTokens(records).match(probe) is scanned
+
+
+def test_http_tokens_a_lookup_among_many_reads_one_record():
+    """Issue 52: a request's token is found by its hash in a dict, not by a
+    scan of every record: among 10,000 tokens, each of 200 lookups (found or
+    not) reads at most the one record stored under its digest."""
+    from poolsplit_memory._tokens import TokenRecord, WatchedTokens, hash_token
+
+    class Counted:  # a record that counts the reads of its hash
+        reads = 0
+
+        def __init__(self, record):
+            self.record = record
+
+        @property
+        def sha256(self):
+            Counted.reads += 1
+            return self.record.sha256
+
+    tokens = [f"psm_token-{i}" for i in range(10_000)]
+    records = [Counted(TokenRecord(f"n{i}", hash_token(t), ("ns",))) for i, t in
+               enumerate(tokens)]  # fmt: skip
+    watched = WatchedTokens(records)
+    Counted.reads = 0
+    for i in range(0, 10_000, 100):
+        assert watched.match(tokens[i]) is records[i]
+        assert watched.match(f"psm_absent-{i}") is None
+    assert Counted.reads <= 100
 
 
 def tokens_document(*names):
@@ -1417,6 +1412,25 @@ def test_http_workers_access_log_holds_one_object_per_line(tmp_path):
         assert json.loads(line)["path"]  # one whole object per line, no "}{"
 
 
+def test_http_each_request_writes_its_json_access_line_and_nothing_else(tmp_path):
+    """Issue 52: the SDK also wrote a plain-text ``Terminating session: None``
+    per request. What a request writes on stderr is its one JSON line: the
+    lines that are not JSON (start and stop) do not grow with the requests."""
+
+    def plain_lines(requests):
+        with serve(tmp_path, tmp_path / "m.db", healthz=False) as s:
+            for number in range(requests):
+                ok(rpc(s.base, "remember", {"content": f"note {number}"}))
+        lines = s.stderr().splitlines()
+        json_lines = [x for x in lines if x.startswith("{")]
+        assert len(json_lines) == requests, lines
+        return [x for x in lines if not x.startswith("{")]
+
+    few, more = plain_lines(1), plain_lines(4)
+    assert not any("Terminating session" in x for x in few + more), more
+    assert len(more) == len(few), (few, more)
+
+
 # --- what tenants and operators see (issue 36) ----------------------------------
 
 
@@ -1776,7 +1790,7 @@ def test_http_flag_defaults_are_the_modules_defaults():
     """poolsplit-mcp's flags (parsed without importing the HTTP stack) say
     the defaults _http documents and uses."""
     from poolsplit_memory import _http
-    from poolsplit_memory.mcp_server import _parser
+    from poolsplit_memory._args import build_parser as _parser
 
     parser = _parser()
     assert parser.get_default("header_timeout") == _http.DEFAULT_HEADER_TIMEOUT

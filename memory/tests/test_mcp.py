@@ -21,6 +21,7 @@ from pathlib import Path
 
 import poolsplit
 import pytest
+from _mcp_client import run
 
 mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
@@ -58,16 +59,6 @@ def params(tmp_path, *args):
 async def server(tmp_path, *args) -> AsyncIterator[Client]:
     async with Client(params(tmp_path, *args)) as client:
         yield client
-
-
-def run(fn):
-    """Run an async test body under a hang guard."""
-
-    async def guarded():
-        with anyio.fail_after(HANG):
-            await fn()
-
-    anyio.run(guarded)
 
 
 def ok(result):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _mcp_client import call
 from conftest import unstamped
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
@@ -33,17 +34,6 @@ class Failing:
             raise self.exc
 
         return fail
-
-
-def call(store, tool, arguments):
-    out = []
-
-    async def body():
-        async with Client(build_server(store)) as client:
-            out.append(await client.call_tool(tool, arguments))
-
-    anyio.run(body)
-    return out[0]
 
 
 def error_line(result):
@@ -322,3 +312,27 @@ def test_the_http_workers_get_the_default_time_zone():
     assert HttpConfig.from_json(config.to_json(), config.urls_json()).tz == (
         "Asia/Tokyo"
     )
+
+
+def test_a_resource_uri_with_a_raw_slash_in_the_id_reads_the_entry(tmp_path):
+    """Issue 52: the namespace ends at the first ``/``, so the rest of the
+    URI is the id, raw ``/`` and all (a client that builds the URI from the
+    template without encoding the id); the encoded form reads the same."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "team/notes/1", "content": "Deploy on Fridays"}\n')
+    got = []
+
+    async def body():
+        with open_store(tmp_path / "m.db", namespace="ns") as store:
+            store.import_jsonl(source)
+            async with Client(build_server(store)) as client:
+                for uri in ("memory://ns/team/notes/1", "memory://ns/team%2Fnotes%2F1"):
+                    read = await client.read_resource(uri)
+                    got.append(read.contents[0].text)
+                listed = await client.list_resources()
+                got.append([r.uri for r in listed.resources])
+
+    anyio.run(body)
+    raw, encoded, listed = got
+    assert raw == encoded and '"content": "Deploy on Fridays"' in raw
+    assert listed == ["memory://ns/team%2Fnotes%2F1"]

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
+from _mcp_client import run
 
 pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
-import anyio  # noqa: E402 (an mcp dependency)
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
@@ -185,6 +185,24 @@ def test_a_request_the_sdk_cannot_read_is_answered_with_its_id(raw, line, code):
 
 
 @pytest.mark.parametrize(
+    "ident",
+    [b'"\\ud800"', b"[" * 1000 + b"]" * 1000, b'{"a": ' * 1000 + b"1" + b"}" * 1000],
+    ids=["lone-surrogate", "deep-list", "deep-object"],
+)
+def test_an_id_no_reply_can_carry_is_answered_and_the_server_keeps_serving(raw, ident):
+    """Issue 52: such an id killed the server (exit 1): the answer echoed a
+    lone surrogate UTF-8 cannot write, or finding the id hit the recursion
+    limit. JSON-RPC answers a request whose id cannot be read with id null."""
+    raw.start()
+    raw.send(b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % ident)
+    got = raw.reply()
+    assert got["id"] is None and got["error"]["code"] == -32600, got
+    assert "\n" not in got["error"]["message"]
+    assert raw.request(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert raw.proc.poll() is None
+
+
+@pytest.mark.parametrize(
     "line",
     [b"\xff\xfe\x00garbage", b"not json at all", b"[]", b"5", b'{"jsonrpc": "2.0"}'],
     ids=["bytes", "text", "batch", "number", "no-method"],
@@ -325,14 +343,6 @@ def params(tmp_path, *args):
         env={"XDG_DATA_HOME": str(tmp_path / "xdg")},
         cwd=str(tmp_path),
     )
-
-
-def run(fn):
-    async def guarded():
-        with anyio.fail_after(HANG):
-            await fn()
-
-    anyio.run(guarded)
 
 
 def text(result) -> str:

@@ -23,8 +23,9 @@ from conftest import unstamped
 
 mcp = pytest.importorskip("mcp")  # the mcp extra needs Python 3.10+
 
+from _mcp_client import jsonrpc  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
-from test_http import HEADERS, add_token, request, serve  # noqa: E402
+from test_http import add_token, serve  # noqa: E402
 from test_mcp import HANG, SERVER, error, ok, run, server  # noqa: E402
 
 TOOLS = {
@@ -358,17 +359,6 @@ def test_ctrl_c_stops_the_server_while_the_client_keeps_stdin_open(tmp_path):
 
 
 # --- over HTTP: a tenant reads only its own namespace -----------------------
-
-
-def jsonrpc(base, method, params, token, namespace=None):
-    path = "/mcp" if namespace is None else f"/mcp/{namespace}"
-    headers = {**HEADERS, "authorization": f"Bearer {token}"}
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-    status, _, data = request(base, "POST", path, body.encode(), headers)
-    try:
-        return status, json.loads(data)
-    except ValueError:
-        return status, data.decode("utf-8", "replace")
 
 
 def test_http_a_tenant_cannot_read_another_tenants_resource_by_any_uri(tmp_path):
