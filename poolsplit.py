@@ -66,6 +66,7 @@ __all__ = [
     "default_scorer",
     "default_token_counter",
     "entry_cost",
+    "entry_features",
     "entry_type",
     "explain",
     "is_always",
@@ -833,6 +834,63 @@ def base_score(
     return score
 
 
+# The kinds of value entry_features reads itself: a priority, then tags,
+# project, created.
+_USUAL_PRIORITIES: Final = (int, float, type(None))
+_USUAL_KINDS: Final = frozenset(
+    itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
+)
+# entry_features' result: priority, created (POSIX seconds), tags, project.
+Features = tuple[float, Union[float, None], Union[list[str], None], Union[str, None]]
+
+
+def entry_features(entry: Entry) -> Features | None:
+    """The fields :func:`base_score` reads, when each has its usual kind, else None.
+
+    >>> entry_features({"base_priority": 3, "tags": ["db"], "created": "2026-01-01"})
+    (3.0, 1767225600.0, ['db'], None)
+    >>> entry_features({"tags": "db"}) is None
+    True
+
+    The one fast-path decision: ``base_priority`` an int or a float (not NaN,
+    within the float range) or missing (5.0), ``tags`` a list of str, ``project``
+    and ``created`` a str (``created`` read by :func:`parse_created`), each
+    also missing or None. Then ``base_score(*features, now, tags, project)``
+    is the entry's default score but its message factor. Any other value
+    gives None: the caller takes the general path (:func:`default_scorer`),
+    which reads the value and names it when it is bad. Public so that an
+    index or engine outside the library takes the fast path exactly where
+    the core does (README). Nothing is raised; the entry is read, not copied.
+    """
+    raw, tags = entry.get("base_priority"), entry.get("tags")
+    project, when = entry.get("project"), entry.get("created")
+    if (
+        type(raw) not in _USUAL_PRIORITIES
+        or (type(tags), type(project), type(when)) not in _USUAL_KINDS
+    ):
+        return None
+    if tags:
+        try:
+            "".join(tags)  # a tag that is not a str, checked in C
+        except TypeError:
+            return None
+    if raw is None:
+        priority = DEFAULT_PRIORITY
+    elif type(raw) is int:
+        try:
+            priority = float(raw)
+        except OverflowError:  # beyond the float range: the general path's inf
+            return None
+    elif not math.isnan(raw):  # a float
+        priority = raw
+    else:
+        return None
+    if when is None:
+        return priority, None, tags, project
+    hit = _parse_iso.new.get(when)  # parse_created's, inline: every entry, every turn
+    return priority, hit[0] if hit else _parse_iso.miss(when), tags, project
+
+
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
@@ -1015,11 +1073,6 @@ def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
 _UNHASHABLE: Final = object()
-# The kinds of value _scan reads itself: a priority, then tags, project, created.
-_USUAL_PRIORITIES: Final = (int, float, type(None))
-_USUAL_KINDS: Final = frozenset(
-    itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
-)
 
 
 def _type_key(kind: object) -> object:
@@ -1045,6 +1098,63 @@ class _Scan:
     near_always: list[int]  # active entries whose scope is "always" only folded
 
 
+def _accepted_types(call: _Call) -> frozenset[object] | None:
+    """Every type some pool admits; None when one pool admits every type."""
+    if any(pool.types is None for pool in call.pools):
+        return None
+    return frozenset(kind for pool in call.pools for kind in pool.types or ())
+
+
+def _first_score(
+    entry: Entry, index: int, query: _Query, finish: bool
+) -> tuple[float, float | None]:
+    """A ranked entry's first score under the default scorer (see :func:`_scan`)
+    and its ``created`` instant: the fields :func:`entry_features` reads in
+    place, else the general reader, which names a bad value."""
+    found = entry_features(entry)
+    if found is None:
+        score, at = _base_score(entry, query, index)
+    else:
+        priority, at, tags, project = found
+        try:  # a project whose comparison fails
+            score = base_score(
+                priority, at, tags, project, query.now, query.tags, query.project
+            )
+        except (TypeError, ValueError):
+            score, at = _base_score(entry, query, index)  # reads and names it
+    return (_score_from(score, entry, query, index) if finish else score), at
+
+
+def _has_words(query: _Query | None) -> bool:
+    """Whether the call has a message with words (the default scorer only)."""
+    return query is not None and bool(query.words)
+
+
+def _repeat_finder(store: list[Entry]) -> dict[int, int] | None:
+    """An empty map for finding repeated objects, or None when the ids,
+    counted in C, show none (then repeats are not looked for per entry)."""
+    return None if len(dict.fromkeys(map(id, store))) == len(store) else {}
+
+
+def _always_filed(scan: _Scan, index: int, entry: Entry) -> bool:
+    """File an entry that has a scope: an always-scope one (True: it is not
+    ranked), or one whose scope is "always" only folded (it competes, and
+    retrieve_pools warns). Called only then: most entries have no scope."""
+    if is_always(entry):
+        scan.always.append(index)
+        return True
+    if _almost(entry.get("scope"), ALWAYS_SCOPE):
+        scan.near_always.append(index)
+    return False
+
+
+def _not_in(
+    positions: list[int], keys: list[object], accepted: frozenset[object]
+) -> list[int]:
+    """The positions whose type key is not in ``accepted``."""
+    return [i for i in positions if keys[i] not in accepted]
+
+
 def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry and score each one that some pool may rank.
 
@@ -1055,16 +1165,13 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     count = len(store)
     scan = _Scan([None] * count, [], [], [], [None] * count, {}, [], [])
     keys, ranked, scores, instants = scan.keys, scan.ranked, scan.scores, scan.instants
-    accepted = None  # every type some pool admits; None: one admits every type
-    if all(pool.types is not None for pool in call.pools):
-        accepted = frozenset(kind for pool in call.pools for kind in pool.types or ())
+    accepted = _accepted_types(call)
     is_active, query = call.is_active, call.query
     plain = is_active is default_is_active
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
-    finish = exact and query is not None and bool(query.words)
-    # Repeats are looked for per entry only if the ids, counted in C, show some.
-    seen = None if len(dict.fromkeys(map(id, store))) == count else dict[int, int]()
+    finish = exact and _has_words(query)
+    seen = _repeat_finder(store)
     # The hottest loop of a turn: the lists are bound to locals, and the usual
     # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
@@ -1079,42 +1186,20 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             scan.duplicates[index] = first
             continue
         key = keys[index] = kind if type(kind) is str else _type_key(entry_type(entry))
-        admitted = accepted is None or key in accepted
         # Read once here: most entries have no scope, and then neither the
         # always rule nor the near-miss check costs a call.
-        scope = entry.get("scope")
-        if scope is not None and is_always(entry):
-            scan.always.append(index)
+        if entry.get("scope") is not None and _always_filed(scan, index, entry):
             continue
-        if scope is not None and _almost(scope, ALWAYS_SCOPE):
-            scan.near_always.append(index)  # competes; retrieve_pools warns
-        if admitted:
-            ranked.append(index)
-            if query is None:
-                scores.append(_scorer_score(entry, index, call))
-                continue
-            raw, tags = entry.get("base_priority"), entry.get("tags")
-            project, when = entry.get("project"), entry.get("created")
-            try:  # the usual kinds of value read here, running none of their code
-                if (
-                    type(raw) not in _USUAL_PRIORITIES
-                    or (type(tags), type(project), type(when)) not in _USUAL_KINDS
-                ):
-                    raise LookupError
-                "".join(tags or ())  # a tag that is not a str: TypeError
-                priority = float(raw) if type(raw) is int else _priority(entry, index)
-                hit = _parse_iso.new.get(when) if when else None
-                at = hit[0] if hit else None if when is None else parse_created(when)
-                score = base_score(
-                    priority, at, tags, project, query.now, query.tags, query.project
-                )
-            except (LookupError, TypeError, ValueError, OverflowError):
-                score, at = _base_score(entry, query, index)  # reads and names it
-            instants[index] = at
-            scores.append(_score_from(score, entry, query, index) if finish else score)
-    scan.unadmitted += [
-        i for i in scan.always if accepted is not None and keys[i] not in accepted
-    ]
+        if accepted is not None and key not in accepted:
+            continue
+        ranked.append(index)
+        if query is None:
+            scores.append(_scorer_score(entry, index, call))
+        else:
+            score, instants[index] = _first_score(entry, index, query, finish)
+            scores.append(score)
+    if accepted is not None:
+        scan.unadmitted += _not_in(scan.always, keys, accepted)
     return scan
 
 
