@@ -838,7 +838,9 @@ def base_score(
 # project, created.
 _USUAL_PRIORITIES: Final = (int, float, type(None))
 _USUAL_KINDS: Final = frozenset(
-    itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
+    itertools.product(
+        (list, type(None)), (str, type(None)), (str, type(None), int, float)
+    )
 )
 # entry_features' result: priority, created (POSIX seconds), tags, project.
 Features = tuple[float, Union[float, None], Union[list[str], None], Union[str, None]]
@@ -853,10 +855,11 @@ def entry_features(entry: Entry) -> Features | None:
     True
 
     The one fast-path decision: ``base_priority`` an int or a float (not NaN,
-    within the float range) or missing (5.0), ``tags`` a list of str, ``project``
-    and ``created`` a str (``created`` read by :func:`parse_created`), each
-    also missing or None. Then ``base_score(*features, now, tags, project)``
-    is the entry's default score but its message factor. Any other value
+    within the float range) or missing (5.0), ``tags`` a list of str,
+    ``project`` a str, ``created`` a str, an int or a float (read by
+    :func:`parse_created`), each also missing or None. Then
+    ``base_score(*features, now, tags, project)`` is the entry's default
+    score but its message factor. Any other value
     gives None: the caller takes the general path (:func:`default_scorer`),
     which reads the value and names it when it is bad. Public so that an
     index or engine outside the library takes the fast path exactly where
@@ -886,9 +889,13 @@ def entry_features(entry: Entry) -> Features | None:
     else:
         return None
     if when is None:
-        return priority, None, tags, project
-    hit = _parse_iso.new.get(when)  # parse_created's, inline: every entry, every turn
-    return priority, hit[0] if hit else _parse_iso.miss(when), tags, project
+        at = None
+    elif type(when) is str:  # parse_created's reading, inline: every entry, every turn
+        hit = _parse_iso.new.get(when)
+        at = hit[0] if hit else _parse_iso.miss(when)
+    else:  # POSIX seconds, which parse_created reads without raising
+        at = parse_created(when)
+    return priority, at, tags, project
 
 
 def _base_score(
@@ -1244,7 +1251,7 @@ class _Ranking:
         # cut read off a sample (about the best eighth), sorted; the rest once
         # a walk reads past them. Stable: ties in input order until walked.
         self._cut = -math.inf
-        if len(ranked) >= 2048:  # a walk on a spread store reads 3-8% of it
+        if len(ranked) >= 2048:  # a walk on a spread store reads a few % (core35c)
             self._cut = sorted(scores[::8], reverse=True)[len(ranked) // 64]
         first = [index for index, s in zip(ranked, scores) if s >= self._cut]
         self._order = sorted(first, key=base.__getitem__, reverse=True)

@@ -42,6 +42,8 @@ createds = st.one_of(
     st.just(datetime(2025, 12, 1, tzinfo=timezone.utc)),
     st.just(date(2025, 11, 1)),
     st.floats(0, 2e9),
+    st.integers(0, 2 * 10**9),
+    st.sampled_from([math.inf, math.nan, 10**400, True]),
 )
 
 
@@ -62,11 +64,9 @@ def usual(entry):
         or (type(raw) is float and not math.isnan(raw))
     )
     tags = entry.get("tags")
-    tags_ok = tags is None or (
-        type(tags) is list and all(type(t) is str for t in tags)
-    )
+    tags_ok = tags is None or (type(tags) is list and all(type(t) is str for t in tags))
     project_ok = entry.get("project") is None or type(entry.get("project")) is str
-    created_ok = entry.get("created") is None or type(entry.get("created")) is str
+    created_ok = type(entry.get("created")) in (type(None), str, int, float)
     return priority_ok and tags_ok and project_ok and created_ok
 
 
@@ -89,9 +89,7 @@ def usual(entry):
 @example({"base_priority": True}, None, frozenset())
 @example({"tags": ["db", 1]}, None, frozenset({"db"}))
 @example({"created": date(2025, 11, 1)}, None, frozenset())
-def test_property_fast_path_is_the_rule_and_scores_as_the_scorer(
-    entry, project, tags
-):
+def test_property_fast_path_is_the_rule_and_scores_as_the_scorer(entry, project, tags):
     found = poolsplit.entry_features(entry)
     assert (found is not None) == usual(entry)
     if found is None:
