@@ -808,7 +808,7 @@ def _columns(entry: Mapping[str, Any]) -> tuple[str, str, str | None]:
     """The type, status and scope columns a write puts beside a body (the
     candidate query filters on them; ``as_of`` reads them from the body)."""
     return (
-        str(entry.get("type") or "note"),
+        str(poolsplit.entry_type(entry)),
         "active" if default_is_active(entry) else "inactive",
         entry.get("scope") if isinstance(entry.get("scope"), str) else None,
     )
@@ -1312,7 +1312,7 @@ def _memory(entry: Mapping[str, Any]) -> tuple[str, object, str]:
     """What makes two entries the same memory: type, scope and content with
     its whitespace normalised (the one normalisation rule)."""
     content = " ".join(_content_text(entry).split())
-    return (str(entry.get("type") or "note"), entry.get("scope"), content)
+    return (str(poolsplit.entry_type(entry)), entry.get("scope"), content)
 
 
 def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:
