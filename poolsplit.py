@@ -1112,26 +1112,6 @@ def _accepted_types(call: _Call) -> frozenset[object] | None:
     return frozenset(kind for pool in call.pools for kind in pool.types or ())
 
 
-def _first_score(
-    entry: Entry, index: int, query: _Query, finish: bool
-) -> tuple[float, float | None]:
-    """A ranked entry's first score under the default scorer (see :func:`_scan`)
-    and its ``created`` instant: the fields :func:`entry_features` reads in
-    place, else the general reader, which names a bad value."""
-    found = entry_features(entry)
-    if found is None:
-        score, at = _base_score(entry, query, index)
-    else:
-        priority, at, tags, project = found
-        try:  # a project whose comparison fails
-            score = base_score(
-                priority, at, tags, project, query.now, query.tags, query.project
-            )
-        except (TypeError, ValueError):
-            score, at = _base_score(entry, query, index)  # reads and names it
-    return (_score_from(score, entry, query, index) if finish else score), at
-
-
 def _has_words(query: _Query | None) -> bool:
     """Whether the call has a message with words (the default scorer only)."""
     return query is not None and bool(query.words)
@@ -1155,11 +1135,20 @@ def _always_filed(scan: _Scan, index: int, entry: Entry) -> bool:
     return False
 
 
-def _not_in(
-    positions: list[int], keys: list[object], accepted: frozenset[object]
+def _unadmitted(
+    positions: list[int], keys: list[object], accepted: frozenset[object] | None
 ) -> list[int]:
-    """The positions whose type key is not in ``accepted``."""
+    """The positions whose type key no pool admits (``accepted`` None: one
+    pool admits every type)."""
+    if accepted is None:
+        return []
     return [i for i in positions if keys[i] not in accepted]
+
+
+def _check_mapping(index: int, entry: object) -> None:
+    """Raise for an entry that is not a Mapping (called for a non-dict)."""
+    if not isinstance(entry, Mapping):
+        raise _not_a_mapping(index, entry)
 
 
 def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
@@ -1182,8 +1171,8 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     # The hottest loop of a turn: the lists are bound to locals, and the usual
     # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            raise _not_a_mapping(index, entry)
+        if type(entry) is not dict:
+            _check_mapping(index, entry)
         kind = entry.get("type")
         if not (
             plain and entry.get("status") is None and entry.get("superseded_by") is None
@@ -1202,11 +1191,23 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
         ranked.append(index)
         if query is None:
             scores.append(_scorer_score(entry, index, call))
+            continue
+        # The fields the score reads, read in place when each has its usual
+        # kind (entry_features decides); else the reader that names a bad one.
+        found = entry_features(entry)
+        if found is None:
+            score, at = _base_score(entry, query, index)
         else:
-            score, instants[index] = _first_score(entry, index, query, finish)
-            scores.append(score)
-    if accepted is not None:
-        scan.unadmitted += _not_in(scan.always, keys, accepted)
+            priority, at, tags, project = found
+            try:  # a project whose comparison fails: the reader names it
+                score = base_score(
+                    priority, at, tags, project, query.now, query.tags, query.project
+                )
+            except (TypeError, ValueError):
+                score, at = _base_score(entry, query, index)
+        instants[index] = at
+        scores.append(_score_from(score, entry, query, index) if finish else score)
+    scan.unadmitted += _unadmitted(scan.always, keys, accepted)
     return scan
 
 
