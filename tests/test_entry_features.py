@@ -10,6 +10,7 @@ import math
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
+import pytest
 from conftest import NOW
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -116,3 +117,28 @@ def test_an_unusual_value_is_left_to_the_general_path():
         None,
         None,
     )
+
+
+class _ComparisonRaises:
+    """A context project whose comparison with an entry's raises TypeError."""
+
+    def __eq__(self, other):
+        raise TypeError("cannot compare")
+
+    __hash__ = object.__hash__
+
+
+def test_a_usual_entry_whose_score_fails_is_named_by_the_general_reader():
+    """entry_features takes the entry (its project is a str), base_score then
+    raises comparing it with the context's: the error names the entry."""
+    store = [{"id": "ok"}, {"id": "x", "content": "c", "project": "web"}]
+    assert poolsplit.entry_features(store[1]) is not None
+    expected = r"^entries\[1\] \(id='x'\): cannot compare$"
+    for call in (poolsplit.retrieve_pools, poolsplit.explain):
+        with pytest.raises(poolsplit.EntryTypeError, match=expected):
+            call(
+                store,
+                [poolsplit.Pool("p", 10, 5)],
+                {"project": _ComparisonRaises()},
+                now=NOW,
+            )
