@@ -66,6 +66,7 @@ __all__ = [
     "default_scorer",
     "default_token_counter",
     "entry_cost",
+    "entry_features",
     "entry_type",
     "explain",
     "is_always",
@@ -833,6 +834,70 @@ def base_score(
     return score
 
 
+# The kinds of value entry_features reads itself: a priority, then tags,
+# project, created.
+_USUAL_PRIORITIES: Final = (int, float, type(None))
+_USUAL_KINDS: Final = frozenset(
+    itertools.product(
+        (list, type(None)), (str, type(None)), (str, type(None), int, float)
+    )
+)
+# entry_features' result: priority, created (POSIX seconds), tags, project.
+Features = tuple[float, Union[float, None], Union[list[str], None], Union[str, None]]
+
+
+def entry_features(entry: Entry) -> Features | None:
+    """The fields :func:`base_score` reads, when each has its usual kind, else None.
+
+    >>> entry_features({"base_priority": 3, "tags": ["db"], "created": "2026-01-01"})
+    (3.0, 1767225600.0, ['db'], None)
+    >>> entry_features({"tags": "db"}) is None
+    True
+
+    The one fast-path decision: ``base_priority`` an int or a float (not NaN,
+    within the float range) or missing (5.0), ``tags`` a list of str,
+    ``project`` a str, ``created`` a str, an int or a float (read by
+    :func:`parse_created`), each also missing or None. Then
+    ``base_score(*features, now, tags, project)`` is the entry's default
+    score but its message factor. Any other value
+    gives None: the caller takes the general path (:func:`default_scorer`),
+    which reads the value and names it when it is bad. Public so that an
+    index or engine outside the library takes the fast path exactly where
+    the core does (README). Nothing is raised; the entry is read, not copied.
+    """
+    raw, tags = entry.get("base_priority"), entry.get("tags")
+    project, when = entry.get("project"), entry.get("created")
+    if (
+        type(raw) not in _USUAL_PRIORITIES
+        or (type(tags), type(project), type(when)) not in _USUAL_KINDS
+    ):
+        return None
+    if tags:
+        try:
+            "".join(tags)  # a tag that is not a str, checked in C
+        except TypeError:
+            return None
+    if raw is None:
+        priority = DEFAULT_PRIORITY
+    elif type(raw) is int:
+        try:
+            priority = float(raw)
+        except OverflowError:  # beyond the float range: the general path's inf
+            return None
+    elif not math.isnan(raw):  # a float
+        priority = raw
+    else:
+        return None
+    if when is None:
+        at = None
+    elif type(when) is str:  # parse_created's reading, inline: every entry, every turn
+        hit = _parse_iso.new.get(when)
+        at = hit[0] if hit else _parse_iso.miss(when)
+    else:  # POSIX seconds, which parse_created reads without raising
+        at = parse_created(when)
+    return priority, at, tags, project
+
+
 def _base_score(
     entry: Entry, query: _Query, index: int | None
 ) -> tuple[float, float | None]:
@@ -1015,11 +1080,6 @@ def _scorer_score(entry: Entry, index: int, call: _Call) -> float:
 
 # The set member for every ``type`` that cannot be hashed (a list, a dict).
 _UNHASHABLE: Final = object()
-# The kinds of value _scan reads itself: a priority, then tags, project, created.
-_USUAL_PRIORITIES: Final = (int, float, type(None))
-_USUAL_KINDS: Final = frozenset(
-    itertools.product((list, type(None)), (str, type(None)), (str, type(None)))
-)
 
 
 def _type_key(kind: object) -> object:
@@ -1045,6 +1105,52 @@ class _Scan:
     near_always: list[int]  # active entries whose scope is "always" only folded
 
 
+def _accepted_types(call: _Call) -> frozenset[object] | None:
+    """Every type some pool admits; None when one pool admits every type."""
+    if any(pool.types is None for pool in call.pools):
+        return None
+    return frozenset(kind for pool in call.pools for kind in pool.types or ())
+
+
+def _has_words(query: _Query | None) -> bool:
+    """Whether the call has a message with words (the default scorer only)."""
+    return query is not None and bool(query.words)
+
+
+def _repeat_finder(store: list[Entry]) -> dict[int, int] | None:
+    """An empty map for finding repeated objects, or None when the ids,
+    counted in C, show none (then repeats are not looked for per entry)."""
+    return None if len(dict.fromkeys(map(id, store))) == len(store) else {}
+
+
+def _always_filed(scan: _Scan, index: int, entry: Entry) -> bool:
+    """File an entry that has a scope: an always-scope one (True: it is not
+    ranked), or one whose scope is "always" only folded (it competes, and
+    retrieve_pools warns). Called only then: most entries have no scope."""
+    if is_always(entry):
+        scan.always.append(index)
+        return True
+    if _almost(entry.get("scope"), ALWAYS_SCOPE):
+        scan.near_always.append(index)
+    return False
+
+
+def _unadmitted(
+    positions: list[int], keys: list[object], accepted: frozenset[object] | None
+) -> list[int]:
+    """The positions whose type key no pool admits (``accepted`` None: one
+    pool admits every type)."""
+    if accepted is None:
+        return []
+    return [i for i in positions if keys[i] not in accepted]
+
+
+def _check_mapping(index: int, entry: object) -> None:
+    """Raise for an entry that is not a Mapping (called for a non-dict)."""
+    if not isinstance(entry, Mapping):
+        raise _not_a_mapping(index, entry)
+
+
 def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     """Classify every entry and score each one that some pool may rank.
 
@@ -1055,21 +1161,18 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
     count = len(store)
     scan = _Scan([None] * count, [], [], [], [None] * count, {}, [], [])
     keys, ranked, scores, instants = scan.keys, scan.ranked, scan.scores, scan.instants
-    accepted = None  # every type some pool admits; None: one admits every type
-    if all(pool.types is not None for pool in call.pools):
-        accepted = frozenset(kind for pool in call.pools for kind in pool.types or ())
+    accepted = _accepted_types(call)
     is_active, query = call.is_active, call.query
     plain = is_active is default_is_active
     # A first score is exact for a caller's scorer, and when ``exact`` for the
     # default one: the base times the message factor (none without words).
-    finish = exact and query is not None and bool(query.words)
-    # Repeats are looked for per entry only if the ids, counted in C, show some.
-    seen = None if len(dict.fromkeys(map(id, store))) == count else dict[int, int]()
+    finish = exact and _has_words(query)
+    seen = _repeat_finder(store)
     # The hottest loop of a turn: the lists are bound to locals, and the usual
     # values read in place, as their readers read them (tests/test_scan_fast.py).
     for index, entry in enumerate(store):
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            raise _not_a_mapping(index, entry)
+        if type(entry) is not dict:
+            _check_mapping(index, entry)
         kind = entry.get("type")
         if not (
             plain and entry.get("status") is None and entry.get("superseded_by") is None
@@ -1079,42 +1182,32 @@ def _scan(store: list[Entry], call: _Call, exact: bool) -> _Scan:
             scan.duplicates[index] = first
             continue
         key = keys[index] = kind if type(kind) is str else _type_key(entry_type(entry))
-        admitted = accepted is None or key in accepted
         # Read once here: most entries have no scope, and then neither the
         # always rule nor the near-miss check costs a call.
-        scope = entry.get("scope")
-        if scope is not None and is_always(entry):
-            scan.always.append(index)
+        if entry.get("scope") is not None and _always_filed(scan, index, entry):
             continue
-        if scope is not None and _almost(scope, ALWAYS_SCOPE):
-            scan.near_always.append(index)  # competes; retrieve_pools warns
-        if admitted:
-            ranked.append(index)
-            if query is None:
-                scores.append(_scorer_score(entry, index, call))
-                continue
-            raw, tags = entry.get("base_priority"), entry.get("tags")
-            project, when = entry.get("project"), entry.get("created")
-            try:  # the usual kinds of value read here, running none of their code
-                if (
-                    type(raw) not in _USUAL_PRIORITIES
-                    or (type(tags), type(project), type(when)) not in _USUAL_KINDS
-                ):
-                    raise LookupError
-                "".join(tags or ())  # a tag that is not a str: TypeError
-                priority = float(raw) if type(raw) is int else _priority(entry, index)
-                hit = _parse_iso.new.get(when) if when else None
-                at = hit[0] if hit else None if when is None else parse_created(when)
+        if accepted is not None and key not in accepted:
+            continue
+        ranked.append(index)
+        if query is None:
+            scores.append(_scorer_score(entry, index, call))
+            continue
+        # The fields the score reads, read in place when each has its usual
+        # kind (entry_features decides); else the reader that names a bad one.
+        found = entry_features(entry)
+        if found is None:
+            score, at = _base_score(entry, query, index)
+        else:
+            priority, at, tags, project = found
+            try:  # a project whose comparison fails: the reader names it
                 score = base_score(
                     priority, at, tags, project, query.now, query.tags, query.project
                 )
-            except (LookupError, TypeError, ValueError, OverflowError):
-                score, at = _base_score(entry, query, index)  # reads and names it
-            instants[index] = at
-            scores.append(_score_from(score, entry, query, index) if finish else score)
-    scan.unadmitted += [
-        i for i in scan.always if accepted is not None and keys[i] not in accepted
-    ]
+            except (TypeError, ValueError):
+                score, at = _base_score(entry, query, index)
+        instants[index] = at
+        scores.append(_score_from(score, entry, query, index) if finish else score)
+    scan.unadmitted += _unadmitted(scan.always, keys, accepted)
     return scan
 
 
@@ -1159,7 +1252,7 @@ class _Ranking:
         # cut read off a sample (about the best eighth), sorted; the rest once
         # a walk reads past them. Stable: ties in input order until walked.
         self._cut = -math.inf
-        if len(ranked) >= 2048:  # a walk on a spread store reads 3-8% of it
+        if len(ranked) >= 2048:  # a walk on a spread store reads a few % (core35c)
             self._cut = sorted(scores[::8], reverse=True)[len(ranked) // 64]
         first = [index for index, s in zip(ranked, scores) if s >= self._cut]
         self._order = sorted(first, key=base.__getitem__, reverse=True)

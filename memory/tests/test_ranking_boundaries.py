@@ -397,7 +397,8 @@ def test_times_given_are_used_and_now_is_not_read():
     assert times.windows == windows and times.rest == {"dinner"}
     given = Statistics(entries).relevance("dinner yesterday", None, times=times)
     assert given.windows == windows
-    assert given.timed(poolsplit.parse_created(entries[0]["created"])) == TIME_FACTOR
+    seconds = poolsplit.parse_created(entries[0]["created"])
+    assert given.factor_at(None, seconds) == TIME_FACTOR  # in the window, no term
 
 
 def floored_ids(entries, message, most):
