@@ -1,7 +1,8 @@
 """Recall without scoring the whole namespace: a candidate index per snapshot.
 
-``poolsplit.retrieve_pools`` scores every candidate on every call, about
-2.5 µs an entry (25 ms at 10,000 entries), yet a pool takes a handful. So
+``poolsplit.retrieve_pools`` scores every candidate on every call (a cost
+per entry: benchmarks/README.md, "Figures from code comments"), yet a pool
+takes a handful. So
 :meth:`Index.recall` gives the subset engine (``_subset.recall``: the core
 on a subset, a check that it suffices, the subset grown where it does not,
 past a quarter of the namespace every entry; the module says why a subset

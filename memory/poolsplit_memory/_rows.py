@@ -83,7 +83,8 @@ def _loads(body: str) -> Any:
     A body that is one JSON value from its first character to its last
     (every body the store writes) is decoded by ``raw_decode`` (json.loads'
     own decoder, without its whitespace and BOM checks around it: half its
-    cost, 10 ms of a 10,000-row load); any other body by ``json.loads``.
+    cost, benchmarks/README.md "Figures from code comments"); any other
+    body by ``json.loads``.
     """
     if type(body) is str:
         try:

@@ -115,8 +115,8 @@ end), with every span, since a message that names two times asks about both.
 
 Cost: O(len(message)). A rule runs only when the lowered message holds one of
 its cue words (or a digit), and then its compiled regular expression scans the
-message once: about 10-15 us for a message that names no time, 0.1-0.3 ms for
-a short one that does (Python 3.11).
+message once (its cost per message: benchmarks/README.md, "Figures from code
+comments").
 """
 
 from __future__ import annotations

@@ -696,8 +696,8 @@ class Store:
         (``_stale.py``) and their warning, but ``supersedes`` (retired by
         the write). Read from the snapshot the store's last recall left,
         only while it is current (the write carried itself into it) and
-        free: a remember never reads the namespace (200 ms at 10,000
-        entries for a one-off script) and never waits for a recall that
+        free: a remember never reads the namespace (a whole read, for a
+        one-off script) and never waits for a recall that
         holds the snapshot. Otherwise (no recall yet, another writer since,
         a recall busy with it) it names none, and a recall that loads both
         versions warns of the pair. The write has committed: a failure here
@@ -1496,7 +1496,7 @@ class Store:
         """
         pools = self.pools
         # Never waiting for the lock: a write does not queue behind a recall
-        # building a snapshot (a whole read: 200 ms at 10,000 entries).
+        # building a snapshot (a whole read).
         if not self._cache_lock.acquire(blocking=False):
             return self._backend.write(self.namespace, work)
         try:
