@@ -374,7 +374,8 @@ class _Pool:
     its cause (``database unreachable``, a URL that cannot be read): the
     pool opens connections in its own threads, so :meth:`_connect` keeps
     the last failure for the waiting call to raise, and the pool gives up
-    on it at once (``reconnect_timeout``), so the next call tries anew.
+    on it after one retry (``reconnect_timeout``: no back-off of minutes),
+    so the next call tries anew.
     """
 
     def __init__(
@@ -398,7 +399,7 @@ class _Pool:
             max_size=size,
             check=psycopg_pool.ConnectionPool.check_connection,
             max_lifetime=_MAX_LIFETIME_S,
-            reconnect_timeout=0.001,  # give up at once: the next call retries
+            reconnect_timeout=0.001,  # one retry, then the next call tries
             name=_POOL_NAME,
             open=True,
         )
