@@ -100,6 +100,15 @@ pools_st = st.lists(
     [(30, 1, None, None)],
     1,
 )
+@example(  # a pool full at a score an entry outside the subset ties, earlier
+    [
+        {"type": "fact", "content": "a", "score": 9.0},
+        {"type": "task", "content": "x", "score": 3.0},
+        {"type": "note", "content": "l", "score": 3.0},
+    ],
+    [(30, 1, None, None), (30, 1, None, None), (30, 1, ["note"], None)],
+    1,
+)
 def test_property_the_subset_engine_is_retrieve_pools(raw, specs, share):
     entries = []
     for i, item in enumerate(raw):
