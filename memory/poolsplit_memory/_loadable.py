@@ -149,7 +149,7 @@ def loadable(
         if value.get(QUARANTINED) is True and value.get("scope") == _ALWAYS:
             skips.skip(index, value, _QUARANTINED_ALWAYS)
             continue
-        kind = value.get("type", "note")
+        kind = poolsplit.entry_type(value)
         types.add(kind)
         if admitted is not None and kind not in admitted:
             if value.get("scope") == _ALWAYS:
@@ -175,7 +175,7 @@ def _unreadable(value: object) -> str | None:
     # the marker of get/list, {"id", "unreadable"} (no set built per row)
     if len(value) == 2 and "id" in value and "unreadable" in value:
         return str(value["unreadable"])
-    if not isinstance(value.get("type", "note"), str):
+    if not isinstance(poolsplit.entry_type(value), str):
         return f"type: must be a str, got {type(value['type']).__name__}"
     return None
 

@@ -10,7 +10,7 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from poolsplit import Pool
+from poolsplit import Pool, entry_type
 
 from ._defaults import (
     _ALWAYS,
@@ -146,7 +146,7 @@ class _Snapshot:
         # (a quarantined entry's type is no type of the pools': it loads in
         # the quarantine pool, and must not open a spill-over pool)
         self._types.update(
-            entry.get("type", "note") for entry in entries if not is_quarantined(entry)
+            entry_type(entry) for entry in entries if not is_quarantined(entry)
         )
         if self.space is not None:
             self.space.enter(entries)
@@ -158,7 +158,7 @@ class _Snapshot:
             self.space.leave(entry)
         if is_quarantined(entry):
             return
-        kind = entry.get("type", "note")
+        kind = entry_type(entry)
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]

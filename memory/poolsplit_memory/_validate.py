@@ -454,7 +454,7 @@ def check_entry(
             )
     for warning in (
         _priority_warning(entry.get("base_priority")),
-        _type_warning(str(entry.get("type", "note")), pools),
+        _type_warning(str(poolsplit.entry_type(entry)), pools),
     ):
         if warning is not None:
             warnings.append(warning)

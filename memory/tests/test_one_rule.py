@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import _index, _ranking, _subset
+from poolsplit_memory import _index, _ranking, _subset, loadable
 from poolsplit_memory._ranking import Statistics, floored
 
 NOW = datetime(2026, 6, 1, tzinfo=timezone.utc)
@@ -226,7 +226,8 @@ TYPES = [{}, {"type": None}, {"type": ""}, {"type": "note"}, {"type": "fact"}]
 
 
 def test_the_default_type_is_one_meaning_on_every_path() -> None:
-    from poolsplit_memory import store
+    from poolsplit_memory._digests import _memory
+    from poolsplit_memory._rows import _columns
 
     entries = [
         {"id": str(i), "content": f"entry {i}", "created": "2026-05-01", **kind}
@@ -243,8 +244,13 @@ def test_the_default_type_is_one_meaning_on_every_path() -> None:
     assert {name: [e["id"] for e in got] for name, got in by_index.items()} == expected
     # The store's identity of a memory (dedupe) and its type column.
     same = {"content": "one text", "scope": None}
-    identities = [store._memory({**same, **kind})[0] for kind in TYPES]
-    columns = [store._columns({**same, **kind})[0] for kind in TYPES]
+    identities = [_memory({**same, **kind})[0] for kind in TYPES]
+    columns = [_columns({**same, **kind})[0] for kind in TYPES]
     assert identities == columns == ["note", "note", "", "note", "fact"]
-    assert store._memory({**same, "type": None}) == store._memory(same)
-    assert store._memory({**same, "type": ""}) != store._memory(same)
+    assert _memory({**same, "type": None}) == _memory(same)
+    assert _memory({**same, "type": ""}) != _memory(same)
+    # Rows read back (a row another tool wrote with "type": null is a note).
+    read = loadable(entries, pools=pools)
+    assert [e["id"] for e in read.entries] == ["0", "1", "2", "3"]
+    assert read.types == {"note", "", "fact"}
+    assert read.skipped == []
