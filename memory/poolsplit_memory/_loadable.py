@@ -149,7 +149,7 @@ def loadable(
         if value.get(QUARANTINED) is True and value.get("scope") == _ALWAYS:
             skips.skip(index, value, _QUARANTINED_ALWAYS)
             continue
-        kind = poolsplit.entry_type(value)
+        kind = str(poolsplit.entry_type(value))  # a str: _unreadable checked it
         types.add(kind)
         if admitted is not None and kind not in admitted:
             if value.get("scope") == _ALWAYS:

@@ -146,7 +146,7 @@ class _Snapshot:
         # (a quarantined entry's type is no type of the pools': it loads in
         # the quarantine pool, and must not open a spill-over pool)
         self._types.update(
-            entry_type(entry) for entry in entries if not is_quarantined(entry)
+            str(entry_type(entry)) for entry in entries if not is_quarantined(entry)
         )
         if self.space is not None:
             self.space.enter(entries)
@@ -158,7 +158,7 @@ class _Snapshot:
             self.space.leave(entry)
         if is_quarantined(entry):
             return
-        kind = entry_type(entry)
+        kind = str(entry_type(entry))
         self._types[kind] -= 1
         if not self._types[kind]:
             del self._types[kind]
