@@ -99,6 +99,9 @@ CORE=(
     x__label x__entry_error x__content x_entry_type x_is_always x__tags
     x__to_float x__priority x__token_count x__read_iso x_parse_created
     x__created_key x__id_key x_significant_words
+    # the one fast-path decision (issue 52: the engines of the memory package
+    # call it too)
+    x_entry_features
     # the caches of parsed timestamps and content words, bounded in bytes
     "xǁ_Cacheǁ*" x__instant x__word_tuple x__new_turn x_clear_caches
     # the defaults, and the one base-score rule (published: base_score)
@@ -108,6 +111,9 @@ CORE=(
     # the engine
     x__check_pools x__check_call x__with_context x__as_list x__not_a_mapping
     x__scorer_score x__type_key x__scan "xǁ_Rankingǁ*"
+    # the scan's helpers (issue 52: _scan split by what it decides)
+    x__accepted_types x__has_words x__repeat_finder x__always_filed
+    x__unadmitted x__check_mapping
     x__take_always x__take_ranked x__select
     # the public retrieval functions
     x__unadmitted_warning x_retrieve_pools x_retrieve x__entry_lines x_render
