@@ -178,6 +178,14 @@ def near(count: int) -> list[dict[str, object]]:
     ]
 
 
+def warned(store: list[dict[str, object]]) -> list[str]:
+    """The PoolsplitWarnings retrieve_pools gives for ``store``, as text."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        retrieve_pools(store, [Pool("p", 100, 5)], now=NOW)
+    return [str(w.message) for w in caught if w.category is PoolsplitWarning]
+
+
 def test_the_near_always_warning_with_two_entries() -> None:
     store = near(2)
     expected = (
@@ -186,12 +194,7 @@ def test_the_near_always_warning_with_two_entries() -> None:
         "unconditionally: entries[0] (id='n0') with scope ' always', "
         "entries[1] (id='n1') with scope 'ALWAYS'; write scope='always'"
     )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        retrieve_pools(store, [Pool("p", 100, 5)], now=NOW)
-    assert [str(w.message) for w in caught if w.category is PoolsplitWarning] == [
-        expected
-    ]
+    assert warned(store) == [expected]
     report = explain(store, [Pool("p", 100, 5)], now=NOW)
     assert expected in report.warnings
 
@@ -205,21 +208,13 @@ def test_the_near_always_warning_with_four_entries() -> None:
         "entries[1] (id='n1') with scope 'ALWAYS', "
         "entries[2] (id='n2') with scope 'Always ' and 1 more; write scope='always'"
     )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        retrieve_pools(store, [Pool("p", 100, 5)], now=NOW)
-    assert [str(w.message) for w in caught if w.category is PoolsplitWarning] == [
-        expected
-    ]
+    assert warned(store) == [expected]
     assert expected in explain(store, [Pool("p", 100, 5)], now=NOW).warnings
 
 
 def test_the_near_always_warning_with_three_entries_names_all() -> None:
     # The boundary: three are named, with no "and 0 more".
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        retrieve_pools(near(3), [Pool("p", 100, 5)], now=NOW)
-    (message,) = [str(w.message) for w in caught if w.category is PoolsplitWarning]
+    (message,) = warned(near(3))
     assert message.endswith(
         "entries[2] (id='n2') with scope 'Always '; write scope='always'"
     )
