@@ -37,6 +37,10 @@ medians over the N rows of each size. ``--ab A,B`` (two checkouts, each
 with ``poolsplit.py`` and ``memory/``) runs each row once per checkout,
 first on its path, the two back to back (A first at even repeats, B first
 at odd ones), and prints each one's ratios and B's medians over A's.
+``--ab A=InMemoryStore,B=PoolsplitStore`` gives a side its own store (then
+``--stores`` names one row, its label): issue 52's "no slower than
+today", an older checkout's InMemoryStore turn against this one's
+PoolsplitStore turn.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Optional
 
 WARM_UP = 5
 KINDS = ("warm", "after write")
@@ -263,16 +267,21 @@ def _stores(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[s
     return stores
 
 
-def _sources(parser: argparse.ArgumentParser, ab: str | None) -> list[str | None]:
-    """The checkouts of an A/B (None: the installed packages)."""
+Source = tuple[Optional[str], Optional[str]]
+
+
+def _sources(parser: argparse.ArgumentParser, ab: str | None) -> list[Source]:
+    """The checkouts of an A/B, each with the store it runs when named
+    (``PATH=STORE``); ``(None, None)``: the installed packages."""
     if ab is None:
-        return [None]
-    sources = ab.split(",")
+        return [(None, None)]
+    sides = [side.partition("=") for side in ab.split(",")]
+    sources = [(path, store or None) for path, _, store in sides]
     if len(sources) != 2 or not all(
-        os.path.isfile(os.path.join(s, "poolsplit.py")) for s in sources
+        os.path.isfile(os.path.join(path, "poolsplit.py")) for path, _ in sources
     ):
         parser.error(f"--ab: two checkouts A,B (each with poolsplit.py), got {ab}")
-    return list(sources)
+    return sources
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,14 +311,21 @@ def main(argv: list[str] | None = None) -> int:
         "  (CPU: turn  memory)"
     )
     for kind in stores:
-        labels = [kind] if args.ab is None else [f"{kind[:12]} A", f"{kind[:12]} B"]
+        labels = (
+            [kind]
+            if args.ab is None
+            else [
+                f"{(own or kind)[:12]} {side}" for (_, own), side in zip(sources, "AB")
+            ]
+        )
         rows: list[Rows] = [{n: [] for n in sizes} for _ in sources]
         for repeat in range(args.repeat):
             for size in sizes:
                 # an A/B alternates which variant runs first at each repeat
                 ats = range(len(sources))
                 for at in ats if repeat % 2 == 0 else reversed(ats):
-                    got = _run_row(kind, size, turns, args.pg_dsn, sources[at])
+                    source, own = sources[at]
+                    got = _run_row(own or kind, size, turns, args.pg_dsn, source)
                     rows[at][size].append(got)
                     _print_row(labels[at], size, got)
         for label, got_rows in zip(labels, rows):

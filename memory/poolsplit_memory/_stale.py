@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from poolsplit import default_is_active, entry_type, parse_created
 
@@ -96,19 +96,40 @@ def _memo(idf: Idf) -> Idf:
     return weigh
 
 
+class _Side(NamedTuple):
+    """What the rule reads of one entry, computed once per entry and idf."""
+
+    entry: Entry
+    text: str
+    terms: Collection[str]
+    weight: float  # W(terms)
+
+
+def _side(entry: Entry, idf: Idf, terms_of: Terms) -> _Side:
+    text = _content(entry)
+    found = terms_of(text)
+    return _Side(entry, text, found, _weight(found, idf))
+
+
+def _share(a: _Side, b: _Side, idf: Idf) -> float:
+    """The subject share of two sides (see :func:`subject_share`)."""
+    shared = [term for term in a.terms if term in b.terms]
+    if not shared:
+        return 0.0
+    whole = a.weight * b.weight
+    if whole <= 0.0:
+        return 0.0
+    return min(1.0, _weight(shared, idf) / math.sqrt(whole))
+
+
 def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
     """``W(a & b) / sqrt(W(a) x W(b))``, in [0, 1]; 0 when either weighs 0.
 
     >>> subject_share({"x", "y"}, {"x", "z"}, lambda term: 1.0)
     0.5
     """
-    shared = [term for term in a if term in b]
-    if not shared:
-        return 0.0
-    whole = _weight(a, idf) * _weight(b, idf)
-    if whole <= 0.0:
-        return 0.0
-    return min(1.0, _weight(shared, idf) / math.sqrt(whole))
+    one, other = _Side({}, "", a, _weight(a, idf)), _Side({}, "", b, _weight(b, idf))
+    return _share(one, other, idf)
 
 
 def _comparable(a: Entry, b: Entry) -> bool:
@@ -120,6 +141,15 @@ def _comparable(a: Entry, b: Entry) -> bool:
         and default_is_active(b)
         and is_quarantined(a) == is_quarantined(b)
     )
+
+
+def _paired(a: _Side, b: _Side, idf: Idf, threshold: float = SAME_SUBJECT) -> bool:
+    """The module's rule, over two sides (of one ``idf``)."""
+    if not _comparable(a.entry, b.entry):
+        return False
+    if _share(a, b, idf) < threshold:
+        return False
+    return " ".join(a.text.split()) != " ".join(b.text.split())
 
 
 def paired(
@@ -134,12 +164,8 @@ def paired(
     module's rule; symmetric). ``terms_of`` gives a content's terms (a
     store passes its statistics' cached ``terms_of``; the same terms);
     ``threshold`` is for benchmarks/supersedes.py's sweep only."""
-    if not _comparable(a, b):
-        return False
-    text_a, text_b = _content(a), _content(b)
-    if subject_share(terms_of(text_a), terms_of(text_b), idf) < threshold:
-        return False
-    return " ".join(text_a.split()) != " ".join(text_b.split())
+    sides = _side(a, idf, terms_of), _side(b, idf, terms_of)
+    return _paired(*sides, idf, threshold)
 
 
 def possible_supersedes(
@@ -155,14 +181,15 @@ def possible_supersedes(
     weight (see :func:`near_contents`) is passed over before the rule's
     other sums."""
     weigh = _memo(idf)
-    mine = frozenset(terms_of(_content(entry)))
-    least = SAME_SUBJECT**2 * _weight(mine, weigh) * (1.0 - _MARGIN)
+    mine = _side(entry, weigh, terms_of)
+    held = frozenset(mine.terms)
+    least = SAME_SUBJECT**2 * mine.weight * (1.0 - _MARGIN)
     found: dict[str, None] = {}
     for other in candidates:
         theirs = terms_of(_content(other))
-        if _weight([term for term in theirs if term in mine], weigh) < least:
+        if _weight([term for term in theirs if term in held], weigh) < least:
             continue
-        if paired(entry, other, weigh, terms_of=terms_of):
+        if _paired(mine, _side(other, weigh, terms_of), weigh):
             found[str(other.get("id"))] = None
     return list(found)
 
@@ -229,17 +256,33 @@ def stale_pairs(
 ) -> list[tuple[Entry, Entry]]:
     """Every pair of ``entries`` the rule pairs, as (older, newer): by type
     in order of first appearance, then by position. ``idf_of(entry)`` is the
-    idf of the entry's pool (two paired entries share one). O(n**2) pairs of
-    the same type: for the handful a recall loads."""
+    idf of the entry's pool: entries of one type that the rule may pair
+    (both quarantined or neither) must share one, as a store's pools do.
+    O(n**2) pairs of the same type: for the handful a recall loads; what
+    the rule reads of an entry (its terms, their weight) is computed once,
+    and each pool's idf of a term once."""
+    # One memo per pool's idf: a bound method (a statistics' idf) by its
+    # object and function, anything else by itself; kept alive, so an id
+    # is never reused while the memo stands.
+    memos: dict[tuple[int, object], tuple[Idf, Idf]] = {}
+
+    def side(entry: Entry) -> tuple[_Side, Idf]:
+        idf = idf_of(entry)
+        key = (id(getattr(idf, "__self__", idf)), getattr(idf, "__func__", None))
+        if key not in memos:
+            memos[key] = (idf, _memo(idf))
+        weigh = memos[key][1]
+        given = terms if terms_of is None else terms_of(entry)
+        return _side(entry, weigh, given), weigh
+
     by_type: dict[str, list[Entry]] = {}
     for entry in entries:
         by_type.setdefault(repr(entry_type(entry)), []).append(entry)
     found: list[tuple[Entry, Entry]] = []
-    for same in by_type.values():
-        for i, a in enumerate(same):
-            idf = _memo(idf_of(a))
-            given = terms if terms_of is None else terms_of(a)
-            for b in same[i + 1 :]:
-                if paired(a, b, idf, terms_of=given):
-                    found.append(older_first(a, b))
+    for kind in by_type.values():
+        same = [side(entry) for entry in kind] if len(kind) > 1 else []
+        for i, (a, idf) in enumerate(same):
+            for b, _ in same[i + 1 :]:
+                if _paired(a, b, idf):
+                    found.append(older_first(a.entry, b.entry))
     return found

@@ -186,6 +186,29 @@ def test_property_stale_pairs_are_every_pair_once_older_first(pool):
         assert (older["created"], older["id"]) <= (newer["created"], newer["id"])
 
 
+@given(pool=entries, bound=st.booleans())
+def test_property_stale_pairs_read_each_entrys_own_pool(pool, bound):
+    """A pool per type (its own statistics, as a store's recall passes):
+    each pair is judged by its pool's idf, whether ``idf_of`` returns a
+    statistics' bound method or a new function each call (stale_pairs
+    memoises per pool; a memo shared across pools would mix their idf)."""
+    of_type = {t: [e for e in pool if e["type"] == t] for t in ("fact", "note")}
+    stats = {t: Statistics(kept) for t, kept in of_type.items()}
+
+    def idf_of(entry):
+        idf = stats[entry["type"]].idf
+        return idf if bound else functools.partial(idf)
+
+    found = stale_pairs(pool, idf_of)
+    expected = {
+        frozenset((a["id"], b["id"]))
+        for i, a in enumerate(pool)
+        for b in pool[i + 1 :]
+        if oracle_paired(a, b, of_type[a["type"]])
+    }
+    assert {frozenset((o["id"], n["id"])) for o, n in found} == expected
+
+
 # --- the store: remember -----------------------------------------------------------
 
 FACTS = [
