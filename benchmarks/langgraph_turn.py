@@ -276,9 +276,9 @@ def _sources(parser: argparse.ArgumentParser, ab: str | None) -> list[Source]:
     if ab is None:
         return [(None, None)]
     sides = [side.partition("=") for side in ab.split(",")]
-    sources = [(path, store or None) for path, _, store in sides]
+    sources: list[Source] = [(path, store or None) for path, _, store in sides]
     if len(sources) != 2 or not all(
-        os.path.isfile(os.path.join(path, "poolsplit.py")) for path, _ in sources
+        os.path.isfile(os.path.join(path, "poolsplit.py")) for path, _, _ in sides
     ):
         parser.error(f"--ab: two checkouts A,B (each with poolsplit.py), got {ab}")
     return sources
