@@ -122,3 +122,10 @@ class Recall:
             "skipped": [{"id": s.id, "reason": s.reason} for s in self.skipped],
             "warnings": list(self.warnings),
         }
+
+
+def recalled(recall: Recall) -> Mapping[str, Sequence[Mapping[str, Any]]]:
+    """The entries per pool as ``recall`` chose them, to read and never
+    edit: the package's adapters frame them, where ``Recall.pools`` would
+    copy each entry (a copy per entry framed, which a LangGraph turn paid)."""
+    return recall._chosen

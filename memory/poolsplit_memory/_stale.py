@@ -103,12 +103,17 @@ class _Side(NamedTuple):
     text: str
     terms: Collection[str]
     weight: float  # W(terms)
+    # (type, quarantined) for an active entry, None for another: two
+    # entries may be paired only when theirs are equal and not None
+    kind: tuple[object, bool] | None
 
 
 def _side(entry: Entry, idf: Idf, terms_of: Terms) -> _Side:
     text = _content(entry)
     found = terms_of(text)
-    return _Side(entry, text, found, _weight(found, idf))
+    active = default_is_active(entry)
+    kind = (entry_type(entry), is_quarantined(entry)) if active else None
+    return _Side(entry, text, found, _weight(found, idf), kind)
 
 
 def _share(a: _Side, b: _Side, idf: Idf) -> float:
@@ -128,24 +133,15 @@ def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
     >>> subject_share({"x", "y"}, {"x", "z"}, lambda term: 1.0)
     0.5
     """
-    one, other = _Side({}, "", a, _weight(a, idf)), _Side({}, "", b, _weight(b, idf))
-    return _share(one, other, idf)
-
-
-def _comparable(a: Entry, b: Entry) -> bool:
-    """The rule's conditions but the subject and the content."""
-    return (
-        a.get("id") != b.get("id")
-        and entry_type(a) == entry_type(b)
-        and default_is_active(a)
-        and default_is_active(b)
-        and is_quarantined(a) == is_quarantined(b)
-    )
+    one = _Side({}, "", a, _weight(a, idf), None)
+    return _share(one, one._replace(terms=b, weight=_weight(b, idf)), idf)
 
 
 def _paired(a: _Side, b: _Side, idf: Idf, threshold: float = SAME_SUBJECT) -> bool:
-    """The module's rule, over two sides (of one ``idf``)."""
-    if not _comparable(a.entry, b.entry):
+    """The module's rule, over two sides (of one ``idf``): two entries (other
+    ids) of one type, both active, both quarantined or neither; about one
+    subject; with contents that differ once whitespace is normalised."""
+    if a.kind is None or a.kind != b.kind or a.entry.get("id") == b.entry.get("id"):
         return False
     if _share(a, b, idf) < threshold:
         return False

@@ -53,6 +53,7 @@ from poolsplit_memory._entries import Prepared, prepare
 from poolsplit_memory._frame import frame, split_always
 from poolsplit_memory._langgraph_store import PoolsplitStore, _name
 from poolsplit_memory._pooled import Parts, lexical, owners
+from poolsplit_memory._results import recalled
 from poolsplit_memory._trust import PROVENANCE
 
 __all__ = [
@@ -81,7 +82,7 @@ FIRST_LIMIT: Final = 500  # the first search of a namespace read whole
 
 Namespace = Union[tuple[str, ...], Callable[[RunnableConfig], tuple[str, ...]]]
 """A namespace, or a function of the run's config that returns one."""
-Fill = Callable[[str], "tuple[dict[str, list[Any]], Prepared]"]
+Fill = Callable[[str], "tuple[Mapping[str, Sequence[Any]], Prepared]"]
 """The pools for a message, and what was read (skipped, notice, warnings)."""
 
 
@@ -107,7 +108,7 @@ def _ranked(read: Prepared, options: _Options) -> Fill:
     """The pools over entries read, ranked by the core (lexical: by their
     statistics); a quarantined one enters only the quarantine pool."""
 
-    def fill(message: str) -> tuple[dict[str, list[Any]], Prepared]:
+    def fill(message: str) -> tuple[Mapping[str, Sequence[Any]], Prepared]:
         at = datetime.now(timezone.utc) if options.now is None else options.now
         parts = Parts(owners(read.pools), options.ranking)
         parts.enter(enumerate(read.entries))
@@ -126,11 +127,11 @@ def _fill(store: BaseStore, space: tuple[str, ...], options: _Options) -> Fill:
     if not isinstance(store, PoolsplitStore):
         return _ranked(prepare(load_entries(store, space), options.pools), options)
 
-    def fill(message: str) -> tuple[dict[str, list[Any]], Prepared]:
+    def fill(message: str) -> tuple[Mapping[str, Sequence[Any]], Prepared]:
         got = store.recall(space, message, pools=options.pools, now=options.now)
         skipped = [{"id": s.id, "reason": s.reason} for s in got.skipped]
         notice = not_loaded(got.always_skipped)
-        return got.pools, Prepared([], [], skipped, notice, got.warnings)
+        return recalled(got), Prepared([], [], skipped, notice, got.warnings)
 
     return fill
 
