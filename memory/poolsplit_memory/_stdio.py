@@ -138,6 +138,47 @@ class _Stdin:
         self.lines = anyio.wrap_file(sys.stdin.buffer)
         self.answer: Callable[[SessionMessage], Any] | None = None
         self.ready = anyio.Event()
+        # The ids of the requests passed on and not answered yet: when the
+        # client closes stdin, their answers are awaited first (the SDK
+        # cancels what is in flight once its input ends).
+        self.pending: set[str | int] = set()
+        self._answered = anyio.Event()
+
+    def passed(self, text: str) -> None:
+        """Note a line passed on: a request's id, or a cancelled one's end."""
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            return
+        if "method" in value and isinstance(value.get("id"), (str, int)):
+            self.pending.add(value["id"])
+        params = value.get("params")
+        if value.get("method") == "notifications/cancelled" and isinstance(
+            params, dict
+        ):
+            self.pending.discard(params.get("requestId"))  # (answered no more)
+
+    def answered(self, message: SessionMessage) -> None:
+        """Note a message written: a response or an error ends its request."""
+        sent = message.message
+        if not hasattr(sent, "method"):
+            self.pending.discard(getattr(sent, "id", None))
+            self._answered.set()
+
+    async def _drain(self) -> None:
+        """Wait for the answers of the requests passed on (stdin has ended),
+        at most :data:`_ANSWER_GRACE_S`; a request still unanswered then is
+        named on stderr."""
+        with anyio.move_on_after(_ANSWER_GRACE_S):
+            while self.pending:
+                await self._answered.wait()
+                self._answered = anyio.Event()
+        if self.pending:
+            left = ", ".join(sorted(map(repr, self.pending)))
+            print(
+                f"{_PROG}: stdin closed; no answer within {_ANSWER_GRACE_S:g} s "
+                f"to request id {left}",
+                file=sys.stderr,
+            )
 
     def __aiter__(self) -> _Stdin:
         return self
@@ -146,13 +187,16 @@ class _Stdin:
         while True:
             raw = await self.lines.readline()
             if not raw:
+                await self._drain()
                 raise StopAsyncIteration
             line = raw.rstrip(b"\r\n")
             if not line.strip():  # a blank line carries no message
                 continue
             refusal = _refusal(line)
             if refusal is None:
-                return str(raw.decode("utf-8"))
+                text = str(raw.decode("utf-8"))
+                self.passed(text)
+                return text
             await self.ready.wait()
             assert self.answer is not None
             await self.answer(SessionMessage(refusal))
@@ -167,8 +211,32 @@ async def _serve_stdio(server: MCPServer[Any]) -> None:
         stdin.ready.set()
         lowlevel = server._lowlevel_server  # as MCPServer.run_stdio_async does
         await lowlevel.run(
-            read_stream, write_stream, lowlevel.create_initialization_options()
+            read_stream,
+            _Noted(write_stream, stdin),
+            lowlevel.create_initialization_options(),
         )
+
+
+class _Noted:
+    """The server's write stream, each message noted by :class:`_Stdin` once
+    sent (what it waits for when stdin ends)."""
+
+    def __init__(self, stream: Any, stdin: _Stdin) -> None:
+        self._stream, self._stdin = stream, stdin
+
+    async def send(self, message: SessionMessage) -> None:
+        await self._stream.send(message)
+        self._stdin.answered(message)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _Noted:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
 
 
 def run_stdio(server: MCPServer[Any]) -> int:
@@ -193,6 +261,9 @@ def run_stdio(server: MCPServer[Any]) -> int:
     return 0
 
 
+# When the client closes stdin, how long the answers of the requests it sent
+# before may take to be written (a first recall reads its namespace whole).
+_ANSWER_GRACE_S: Final = 60.0
 # After Ctrl-C, how long the server may take to stop by itself (an answer
 # being written, stdin closing) before the process exits without it.
 _STOP_GRACE_S: Final = 2.0

@@ -490,3 +490,38 @@ def test_a_cursor_belongs_to_its_namespace_and_reveals_no_row_count(tmp_path):
             assert contents == ["ada 1", "ada 2"]
 
     run(body)
+
+
+def test_every_request_sent_before_stdin_closed_is_answered(tmp_path):
+    """A client that writes its requests and closes stdin at once (a script,
+    a pipe) gets every answer, and its memory is stored: before, the SDK
+    cancelled what was in flight when its input ended, so the remember was
+    made but never acknowledged and the recall never answered."""
+    db = tmp_path / "memory.db"
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "pipe", "version": "1"}}  # fmt: skip
+    fact = {"content": "Ada drinks green tea", "type": "fact"}
+    remember = {"name": "remember", "arguments": fact}
+    recall = {"name": "recall", "arguments": {"message": "tea"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": remember},
+        {"jsonrpc": "2.0", "id": "three", "method": "tools/call", "params": recall},
+    ]
+    done = subprocess.run(
+        [str(SERVER), "--db", str(db)],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
+        timeout=120,
+        check=False,
+    )
+    answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, 2, "three"}, done.stderr.decode()
+    assert done.returncode == 0 and b"no answer" not in done.stderr
+    written = json.loads(answers[2]["result"]["content"][0]["text"])
+    assert "result" in answers["three"]
+    with poolsplit_memory.open_store(str(db)) as store:
+        assert store.get(written["id"])["content"] == "Ada drinks green tea"
