@@ -54,7 +54,9 @@ from poolsplit_memory._frame import frame, split_always
 from poolsplit_memory._langgraph_store import PoolsplitStore, _name
 from poolsplit_memory._pooled import Parts, lexical, owners
 from poolsplit_memory._results import recalled
+from poolsplit_memory._terms import read_times
 from poolsplit_memory._trust import PROVENANCE
+from poolsplit_memory._validate import _zone, _zoned
 
 __all__ = [
     "METADATA_KEY",
@@ -91,16 +93,20 @@ class _Options(NamedTuple):
     namespace: Namespace
     ranking: str
     now: datetime | None
+    tz: str | None
 
 
-def _options(pools: Any, namespace: Namespace, ranking: object, now: Any) -> _Options:
+def _options(
+    pools: Any, namespace: Namespace, ranking: object, now: Any, tz: Any = None
+) -> _Options:
+    _zone(tz)  # InvalidInput naming tz, at once
     if ranking not in RANKINGS:
         raise ValueError(
             f"ranking must be one of {RANKINGS}, got {ranking!r} (semantic recall "
             "is a poolsplit store's: PoolsplitStore or open_store(ranking=...))"
         )
     return _Options(
-        None if pools is None else list(pools), namespace, str(ranking), now
+        None if pools is None else list(pools), namespace, str(ranking), now, tz
     )
 
 
@@ -112,7 +118,12 @@ def _ranked(read: Prepared, options: _Options) -> Fill:
         at = datetime.now(timezone.utc) if options.now is None else options.now
         parts = Parts(owners(read.pools), options.ranking)
         parts.enter(enumerate(read.entries))
-        relevance = None if options.ranking == "core" else lexical(message, at)
+        zoned = _zoned(at, _zone(options.tz))  # the user's days ("yesterday")
+        relevance = (
+            None
+            if options.ranking == "core"
+            else lexical(message, at, read_times(message, zoned))
+        )
         context = {"message": message}
         counter = default_token_counter
         got = parts.recall(read.pools, context, now=at, token_counter=counter,
@@ -128,7 +139,8 @@ def _fill(store: BaseStore, space: tuple[str, ...], options: _Options) -> Fill:
         return _ranked(prepare(load_entries(store, space), options.pools), options)
 
     def fill(message: str) -> tuple[Mapping[str, Sequence[Any]], Prepared]:
-        got = store.recall(space, message, pools=options.pools, now=options.now)
+        got = store.recall(space, message, pools=options.pools, now=options.now,
+                           tz=options.tz)  # fmt: skip
         skipped = [{"id": s.id, "reason": s.reason} for s in got.skipped]
         notice = not_loaded(got.always_skipped)
         return recalled(got), Prepared([], [], skipped, notice, got.warnings)
@@ -146,6 +158,7 @@ def with_memory(
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
     ranking: str = "lexical",
+    tz: str | None = None,
 ) -> list[BaseMessage]:
     """The model's input: one system message, the history, the recall.
 
@@ -154,11 +167,16 @@ def with_memory(
     which is sent whole with all after it; the earlier history gets what
     is left of ``max_history_tokens``. docs/langgraph.md has the details.
 
+    ``tz`` (an IANA name: ``"Europe/Paris"``) is the user's time zone: the
+    times the message names ("yesterday") are the user's days, as in
+    ``Store.recall``; every adapter takes it.
+
     Raises:
         TypeError: ``max_history_tokens`` is not an int.
         ValueError: it is negative, or ``ranking`` is not in :data:`RANKINGS`.
+        InvalidInput: ``tz`` names no time zone.
     """
-    options = _options(pools, ("-",), ranking, now)
+    options = _options(pools, ("-",), ranking, now, tz)
     fill = _ranked(prepare(list(entries), options.pools), options)
     return _with_memory(messages, fill, prompt, max_history_tokens, headers)
 
@@ -394,12 +412,14 @@ def memory_middleware(
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
     ranking: str = "lexical",
+    tz: str | None = None,
 ) -> AgentMiddleware:
     """Agent middleware for ``create_agent(..., middleware=[...], store=...)``:
     before each model call, the system message becomes ONE (``prompt``, the
     agent's, then the always-scope entries) and the recalled context is one
     ``HumanMessage`` before the latest human message. Sync and async."""
-    return _MemoryMiddleware(_options(pools, namespace, ranking, now), prompt, headers)
+    options = _options(pools, namespace, ranking, now, tz)
+    return _MemoryMiddleware(options, prompt, headers)
 
 
 def memory_prompt(
@@ -411,10 +431,11 @@ def memory_prompt(
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
     ranking: str = "lexical",
+    tz: str | None = None,
 ) -> Callable[[Mapping[str, Any]], list[BaseMessage]]:
     """A ``prompt=`` callable for ``create_react_agent(..., store=store)``:
     :func:`with_memory`'s messages, recalled from ``get_store()``."""
-    options = _options(pools, namespace, ranking, now)
+    options = _options(pools, namespace, ranking, now, tz)
 
     def memory_prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
         store = _needed(get_store(), "create_react_agent(..., store=...)")
@@ -436,10 +457,11 @@ def memory_node(
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
     ranking: str = "lexical",
+    tz: str | None = None,
 ) -> Callable[..., dict[str, list[Any]]]:
     """A node that calls ``model`` on :func:`with_memory`'s messages and adds
     only the reply to the state (compile the graph with ``store=``)."""
-    options = _options(pools, namespace, ranking, now)
+    options = _options(pools, namespace, ranking, now, tz)
 
     def call_model(
         state: Mapping[str, Any],

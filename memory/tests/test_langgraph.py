@@ -1424,3 +1424,64 @@ def test_the_docs_examples_run_as_printed(number, tmp_path, monkeypatch):
         exec(compile(code, f"docs/langgraph.md example {number + 1}", "exec"), {})
     today = datetime.now(timezone.utc).date().isoformat()
     assert printed.getvalue().replace(today, DOC_DAY) == expected
+
+
+# --- tz: the user's days ---------------------------------------------------------
+
+# 16:00 UTC on 9 May 2023 is 01:00 on 10 May in Tokyo: "yesterday" is 9 May
+# for a user in Tokyo and 8 May in UTC.
+TOKYO_NIGHT = datetime(2023, 5, 9, 16, 0, tzinfo=timezone.utc)
+WALKS = [
+    {"id": "harbour", "type": "note", "content": "we walked to the harbour",
+     "created": "2023-05-09T10:00:00+00:00"},  # Tokyo's yesterday, UTC's today
+    {"id": "park", "type": "note", "content": "we walked to the park",
+     "created": "2023-05-08T10:00:00+00:00"},  # UTC's yesterday
+]  # fmt: skip
+ONE = [Pool("notes", 1000, 1, ("note",))]
+WALK = "where did we walk yesterday?"
+
+
+def test_with_memory_reads_yesterday_in_the_users_time_zone():
+    def chosen(**tz):
+        got = with_memory([HumanMessage(WALK)], WALKS, ONE, now=TOKYO_NIGHT, **tz)
+        return recalled_of(got).additional_kwargs[METADATA_KEY]["pools"]["notes"]
+
+    assert chosen(tz="Asia/Tokyo") == ["harbour"]
+    assert chosen() == ["park"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_middleware_reads_yesterday_in_the_users_time_zone(kind):
+    space = ("memories", "ada")
+    for tz, expected in (("Asia/Tokyo", ["harbour"]), (None, ["park"])):
+        if kind == "in-memory":
+            store = InMemoryStore()
+            for entry in WALKS:
+                remember(store, space, entry)
+        else:
+            store = PoolsplitStore(os.path.join(tempfile.mkdtemp(), "m.db"))
+            store.batch([PutOp(space, e["id"], dict(e)) for e in WALKS])
+        model = recording()
+        middleware = memory_middleware(ONE, now=TOKYO_NIGHT, tz=tz)
+        agent = create_agent(model, [], middleware=[middleware], store=store)
+        agent.invoke({"messages": [HumanMessage(WALK)]}, config())
+        ids = recalled_of(model.received[0]).additional_kwargs[METADATA_KEY]
+        assert ids["pools"]["notes"] == expected, tz
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda tz: with_memory([], [], ONE, tz=tz),
+        lambda tz: memory_middleware(tz=tz),
+        lambda tz: memory_prompt(tz=tz),
+        lambda tz: memory_node(recording(), tz=tz),
+    ],
+    ids=["with_memory", "memory_middleware", "memory_prompt", "memory_node"],
+)
+def test_a_bad_time_zone_is_named_when_the_adapter_is_built(build):
+    with pytest.raises(InvalidInput) as info:
+        build("Mars/Olympus")
+    assert info.value.field == "tz"
+    with pytest.raises(InvalidInput, match="^tz: must be a str or None, got int$"):
+        build(9)
