@@ -79,9 +79,11 @@ def _answerable(text: str) -> str | int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _refusal(raw: bytes) -> JSONRPCError | None:
-    """The JSON-RPC error answering a line the SDK cannot read, or None for a
-    line it reads (or a notification, which gets no answer).
+def _checked(raw: bytes) -> JSONRPCError | dict[str, Any] | None:
+    """The JSON-RPC error answering a line the SDK cannot read; else the
+    line's JSON object (parsed once, here: :class:`_Stdin` notes the
+    requests), or None (no object, or an unreadable notification, which
+    gets no answer); either is passed on.
 
     Invalid UTF-8 is refused (not read with U+FFFD in place of the bytes);
     invalid JSON is a parse error; a lone surrogate or nesting the SDK's
@@ -99,8 +101,11 @@ def _refusal(raw: bytes) -> JSONRPCError | None:
     except ValidationError as exc:
         reason = _unreadable_reason(exc)
     else:  # an id the SDK cannot answer makes it a "notification" (_jsonrpc)
-        bad = invalid_id(json.loads(text))
-        return None if bad is None else _error(None, INVALID_REQUEST, bad)
+        read = json.loads(text)
+        bad = invalid_id(read)
+        if bad is not None:
+            return _error(None, INVALID_REQUEST, bad)
+        return read if isinstance(read, dict) else None
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -144,11 +149,8 @@ class _Stdin:
         self.pending: set[str | int] = set()
         self._answered = anyio.Event()
 
-    def passed(self, text: str) -> None:
+    def passed(self, value: dict[str, Any]) -> None:
         """Note a line passed on: a request's id, or a cancelled one's end."""
-        value = json.loads(text)
-        if not isinstance(value, dict):
-            return
         if "method" in value and isinstance(value.get("id"), (str, int)):
             self.pending.add(value["id"])
         params = value.get("params")
@@ -192,11 +194,11 @@ class _Stdin:
             line = raw.rstrip(b"\r\n")
             if not line.strip():  # a blank line carries no message
                 continue
-            refusal = _refusal(line)
-            if refusal is None:
-                text = str(raw.decode("utf-8"))
-                self.passed(text)
-                return text
+            refusal = _checked(line)
+            if not isinstance(refusal, JSONRPCError):
+                if refusal is not None:
+                    self.passed(refusal)
+                return str(raw.decode("utf-8"))
             await self.ready.wait()
             assert self.answer is not None
             await self.answer(SessionMessage(refusal))
