@@ -19,12 +19,17 @@ from typing import Any, Callable, Final
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
+from mcp.shared.dispatcher import as_request_id, coerce_request_id
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -79,11 +84,11 @@ def _answerable(text: str) -> str | int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _checked(raw: bytes) -> JSONRPCError | dict[str, Any] | None:
+def _checked(raw: bytes) -> JSONRPCError | JSONRPCMessage | None:
     """The JSON-RPC error answering a line the SDK cannot read; else the
-    line's JSON object (parsed once, here: :class:`_Stdin` notes the
-    requests), or None (no object, or an unreadable notification, which
-    gets no answer); either is passed on.
+    message the SDK reads in it (its own parse: :class:`_Stdin` notes the
+    requests), or None (an unreadable notification, which gets no answer);
+    either is passed on.
 
     Invalid UTF-8 is refused (not read with U+FFFD in place of the bytes);
     invalid JSON is a parse error; a lone surrogate or nesting the SDK's
@@ -97,15 +102,12 @@ def _checked(raw: bytes) -> JSONRPCError | dict[str, Any] | None:
             ident, PARSE_ERROR, f"Parse error: invalid UTF-8 at byte {exc.start}"
         )
     try:
-        jsonrpc_message_adapter.validate_json(text, by_name=False)
+        message = jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:
         reason = _unreadable_reason(exc)
     else:  # an id the SDK cannot answer makes it a "notification" (_jsonrpc)
-        read = json.loads(text)
-        bad = invalid_id(read)
-        if bad is not None:
-            return _error(None, INVALID_REQUEST, bad)
-        return read if isinstance(read, dict) else None
+        bad = invalid_id(json.loads(text))
+        return message if bad is None else _error(None, INVALID_REQUEST, bad)
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -143,27 +145,34 @@ class _Stdin:
         self.lines = anyio.wrap_file(sys.stdin.buffer)
         self.answer: Callable[[SessionMessage], Any] | None = None
         self.ready = anyio.Event()
-        # The ids of the requests passed on and not answered yet: when the
-        # client closes stdin, their answers are awaited first (the SDK
-        # cancels what is in flight once its input ends).
+        # The ids of the requests passed on and not answered yet, as the
+        # SDK correlates them ("7" and 7 are one id): when the client closes
+        # stdin, their answers are awaited first (the SDK cancels what is in
+        # flight once its input ends).
         self.pending: set[str | int] = set()
         self._answered = anyio.Event()
 
-    def passed(self, value: dict[str, Any]) -> None:
-        """Note a line passed on: a request's id, or a cancelled one's end."""
-        if "method" in value and isinstance(value.get("id"), (str, int)):
-            self.pending.add(value["id"])
-        params = value.get("params")
-        if value.get("method") == "notifications/cancelled" and isinstance(
-            params, dict
+    def passed(self, message: JSONRPCMessage) -> None:
+        """Note a message passed on, as the SDK parsed it: a request's id
+        (but a listen's, answered only when the connection ends), or the end
+        of one the client cancelled (which the SDK no longer answers)."""
+        if isinstance(message, JSONRPCRequest):
+            if message.method not in _ANSWERED_AT_THE_END:
+                self.pending.add(coerce_request_id(message.id))
+        elif (
+            isinstance(message, JSONRPCNotification)
+            and message.method == "notifications/cancelled"
+            and isinstance(message.params, dict)
         ):
-            self.pending.discard(params.get("requestId"))  # (answered no more)
+            cancelled = as_request_id(message.params.get("requestId"))
+            if cancelled is not None:
+                self.pending.discard(coerce_request_id(cancelled))
 
     def answered(self, message: SessionMessage) -> None:
         """Note a message written: a response or an error ends its request."""
         sent = message.message
-        if not hasattr(sent, "method"):
-            self.pending.discard(getattr(sent, "id", None))
+        if isinstance(sent, (JSONRPCResponse, JSONRPCError)) and sent.id is not None:
+            self.pending.discard(coerce_request_id(sent.id))
             self._answered.set()
 
     async def _drain(self) -> None:
@@ -266,6 +275,9 @@ def run_stdio(server: MCPServer[Any]) -> int:
 # When the client closes stdin, how long the answers of the requests it sent
 # before may take to be written (a first recall reads its namespace whole).
 _ANSWER_GRACE_S: Final = 60.0
+# Requests the SDK answers only when the connection ends (a listen's stream):
+# never waited for.
+_ANSWERED_AT_THE_END: Final = frozenset({"subscriptions/listen"})
 # After Ctrl-C, how long the server may take to stop by itself (an answer
 # being written, stdin closing) before the process exits without it.
 _STOP_GRACE_S: Final = 2.0

@@ -525,3 +525,68 @@ def test_every_request_sent_before_stdin_closed_is_answered(tmp_path):
     assert "result" in answers["three"]
     with poolsplit_memory.open_store(str(db)) as store:
         assert store.get(written["id"])["content"] == "Ada drinks green tea"
+
+
+_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "pipe", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+_RECALL = {"name": "recall", "arguments": {"message": "tea"}}
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [  # a listen is answered only when the connection ends
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/list",
+                "params": {"_meta": _META},
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "subscriptions/listen",
+                "params": {"notifications": {"toolsListChanged": True}, "_meta": _META},
+            },
+        ],
+        [  # cancelled as "7": one id with 7 for the SDK, which never answers it
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {**_RECALL, "_meta": _META},
+            },
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": "7"},
+            },
+        ],
+        [  # a request-shaped error: the SDK reads a response, and drops it
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "method": "ping",
+                "error": {"code": 1, "message": "x"},
+            },
+        ],
+    ],  # fmt: skip
+    ids=["listen", "cancelled-as-a-string", "method-and-error"],
+)
+def test_stdin_closing_waits_only_for_answers_the_sdk_will_write(tmp_path, lines):
+    """What the SDK will never answer is not waited for at stdin's end (a
+    wait would hold every exit for 60 s and name the id on stderr)."""
+    done = subprocess.run(
+        [str(SERVER), "--db", str(tmp_path / "memory.db")],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert b"no answer" not in done.stderr, done.stderr.decode()
