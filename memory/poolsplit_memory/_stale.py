@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from poolsplit import default_is_active, entry_type, parse_created
 
@@ -96,35 +96,39 @@ def _memo(idf: Idf) -> Idf:
     return weigh
 
 
-class _Side(NamedTuple):
-    """What the rule reads of one entry, computed once per entry and idf."""
+class _Side:
+    """What the rule reads of one entry, each part once and only when the
+    rule reaches it (as :func:`paired` reads them): its conditions first,
+    then its terms (``terms_of``), then their weight (``idf``)."""
 
-    entry: Entry
-    text: str
-    terms: Collection[str]
-    weight: float  # W(terms)
-    # (type, quarantined) for an active entry, None for another: two
-    # entries may be paired only when theirs are equal and not None
-    kind: tuple[object, bool] | None
+    __slots__ = ("_idf", "_terms", "_terms_of", "_weight", "entry", "text")
+
+    def __init__(self, entry: Entry, idf: Idf, terms_of: Terms) -> None:
+        self.entry, self.text = entry, _content(entry)
+        self._idf, self._terms_of = idf, terms_of
+        self._terms: Collection[str] | None = None
+        self._weight: float | None = None
+
+    @property
+    def terms(self) -> Collection[str]:
+        if self._terms is None:
+            self._terms = self._terms_of(self.text)
+        return self._terms
+
+    @property
+    def weight(self) -> float:
+        """W(terms)."""
+        if self._weight is None:
+            self._weight = _weight(self.terms, self._idf)
+        return self._weight
 
 
-def _side(entry: Entry, idf: Idf, terms_of: Terms) -> _Side:
-    text = _content(entry)
-    found = terms_of(text)
-    active = default_is_active(entry)
-    kind = (entry_type(entry), is_quarantined(entry)) if active else None
-    return _Side(entry, text, found, _weight(found, idf), kind)
-
-
-def _share(a: _Side, b: _Side, idf: Idf) -> float:
-    """The subject share of two sides (see :func:`subject_share`)."""
-    shared = [term for term in a.terms if term in b.terms]
-    if not shared:
-        return 0.0
-    whole = a.weight * b.weight
+def _ratio(shared: float, a: float, b: float) -> float:
+    """``shared / sqrt(a x b)``, at most 1; 0 when either weighs 0."""
+    whole = a * b
     if whole <= 0.0:
         return 0.0
-    return min(1.0, _weight(shared, idf) / math.sqrt(whole))
+    return min(1.0, shared / math.sqrt(whole))
 
 
 def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
@@ -133,17 +137,33 @@ def subject_share(a: Collection[str], b: Collection[str], idf: Idf) -> float:
     >>> subject_share({"x", "y"}, {"x", "z"}, lambda term: 1.0)
     0.5
     """
-    one = _Side({}, "", a, _weight(a, idf), None)
-    return _share(one, one._replace(terms=b, weight=_weight(b, idf)), idf)
+    shared = [term for term in a if term in b]
+    if not shared:
+        return 0.0
+    return _ratio(_weight(shared, idf), _weight(a, idf), _weight(b, idf))
+
+
+def _comparable(a: Entry, b: Entry) -> bool:
+    """The rule's conditions but the subject and the content."""
+    return (
+        a.get("id") != b.get("id")
+        and entry_type(a) == entry_type(b)
+        and default_is_active(a)
+        and default_is_active(b)
+        and is_quarantined(a) == is_quarantined(b)
+    )
 
 
 def _paired(a: _Side, b: _Side, idf: Idf, threshold: float = SAME_SUBJECT) -> bool:
-    """The module's rule, over two sides (of one ``idf``): two entries (other
-    ids) of one type, both active, both quarantined or neither; about one
-    subject; with contents that differ once whitespace is normalised."""
-    if a.kind is None or a.kind != b.kind or a.entry.get("id") == b.entry.get("id"):
+    """The module's rule over two sides of one ``idf``, read in its order:
+    the conditions, then the subject (:func:`subject_share` over what the
+    sides read once), then the contents."""
+    if not _comparable(a.entry, b.entry):
         return False
-    if _share(a, b, idf) < threshold:
+    shared = [term for term in a.terms if term in b.terms]
+    if not shared:
+        return False  # a share of 0
+    if _ratio(_weight(shared, idf), a.weight, b.weight) < threshold:
         return False
     return " ".join(a.text.split()) != " ".join(b.text.split())
 
@@ -160,8 +180,7 @@ def paired(
     module's rule; symmetric). ``terms_of`` gives a content's terms (a
     store passes its statistics' cached ``terms_of``; the same terms);
     ``threshold`` is for benchmarks/supersedes.py's sweep only."""
-    sides = _side(a, idf, terms_of), _side(b, idf, terms_of)
-    return _paired(*sides, idf, threshold)
+    return _paired(_Side(a, idf, terms_of), _Side(b, idf, terms_of), idf, threshold)
 
 
 def possible_supersedes(
@@ -177,15 +196,15 @@ def possible_supersedes(
     weight (see :func:`near_contents`) is passed over before the rule's
     other sums."""
     weigh = _memo(idf)
-    mine = _side(entry, weigh, terms_of)
+    mine = _Side(entry, weigh, terms_of)
     held = frozenset(mine.terms)
-    least = SAME_SUBJECT**2 * mine.weight * (1.0 - _MARGIN)
+    least = SAME_SUBJECT**2 * _weight(held, weigh) * (1.0 - _MARGIN)
     found: dict[str, None] = {}
     for other in candidates:
-        theirs = terms_of(_content(other))
-        if _weight([term for term in theirs if term in held], weigh) < least:
+        side = _Side(other, weigh, terms_of)
+        if _weight([term for term in side.terms if term in held], weigh) < least:
             continue
-        if _paired(mine, _side(other, weigh, terms_of), weigh):
+        if _paired(mine, side, weigh):
             found[str(other.get("id"))] = None
     return list(found)
 
@@ -257,19 +276,19 @@ def stale_pairs(
     O(n**2) pairs of the same type: for the handful a recall loads; what
     the rule reads of an entry (its terms, their weight) is computed once,
     and each pool's idf of a term once."""
-    # One memo per pool's idf: a bound method (a statistics' idf) by its
-    # object and function, anything else by itself; kept alive, so an id
-    # is never reused while the memo stands.
-    memos: dict[tuple[int, object], tuple[Idf, Idf]] = {}
+    # One memo per pool's idf (equal idfs share it: a statistics' bound
+    # method, asked again, is another object equal to the first); an idf
+    # that cannot be a key is memoised alone.
+    memos: dict[Idf, Idf] = {}
 
     def side(entry: Entry) -> tuple[_Side, Idf]:
         idf = idf_of(entry)
-        key = (id(getattr(idf, "__self__", idf)), getattr(idf, "__func__", None))
-        if key not in memos:
-            memos[key] = (idf, _memo(idf))
-        weigh = memos[key][1]
+        try:
+            weigh = memos.get(idf) or memos.setdefault(idf, _memo(idf))
+        except TypeError:
+            weigh = _memo(idf)
         given = terms if terms_of is None else terms_of(entry)
-        return _side(entry, weigh, given), weigh
+        return _Side(entry, weigh, given), weigh
 
     by_type: dict[str, list[Entry]] = {}
     for entry in entries:

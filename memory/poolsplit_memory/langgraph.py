@@ -118,12 +118,10 @@ def _ranked(read: Prepared, options: _Options) -> Fill:
         at = datetime.now(timezone.utc) if options.now is None else options.now
         parts = Parts(owners(read.pools), options.ranking)
         parts.enter(enumerate(read.entries))
-        zoned = _zoned(at, _zone(options.tz))  # the user's days ("yesterday")
-        relevance = (
-            None
-            if options.ranking == "core"
-            else lexical(message, at, read_times(message, zoned))
-        )
+        relevance = None
+        if options.ranking != "core":  # the times in the user's days, as a store
+            times = read_times(message, _zoned(at, _zone(options.tz)))
+            relevance = lexical(message, at, times)
         context = {"message": message}
         counter = default_token_counter
         got = parts.recall(read.pools, context, now=at, token_counter=counter,

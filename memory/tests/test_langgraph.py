@@ -1485,3 +1485,12 @@ def test_a_bad_time_zone_is_named_when_the_adapter_is_built(build):
     assert info.value.field == "tz"
     with pytest.raises(InvalidInput, match="^tz: must be a str or None, got int$"):
         build(9)
+
+
+def test_the_core_ranking_reads_no_time_so_tz_cannot_fail_it():
+    """As the store: ranking="core" reads no time in the message, so a now
+    that tz would put outside the years 1-9999 is no error there."""
+    first = datetime(1, 1, 1, tzinfo=timezone.utc)
+    got = with_memory([HumanMessage(WALK)], WALKS, ONE, now=first, ranking="core",
+                      tz="America/New_York")  # fmt: skip
+    assert recalled_of(got) is not None

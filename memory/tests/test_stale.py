@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import doctest
 import functools
+import json
 import math
 import re
 import threading
@@ -29,6 +30,7 @@ from poolsplit_memory._stale import (
     paired,
     possible_supersedes,
     stale_pairs,
+    subject_share,
 )
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
@@ -405,3 +407,68 @@ def test_the_remember_tool_answers_possible_supersedes(tmp_path):
     assert first["possible_supersedes"] == [old.id]
     assert any(w.startswith("possible_supersedes:") for w in first["warnings"])
     assert second["possible_supersedes"] == []
+
+
+# --- the rule's order and identity, as the review of its per-entry reads found --
+
+
+def test_the_rule_reads_nothing_more_once_a_condition_fails():
+    """Equal ids or an inactive entry: no term is weighed (a sparse idf that
+    raises on a term it lacks is never asked); no shared term: share 0."""
+    sparse = {}.__getitem__
+    same = [{"id": "x", "content": "zebra"}, {"id": "x", "content": "zebra quagga"}]
+    retired = [{"id": "x", "content": "zebra", "status": "archived"},
+               {"id": "y", "content": "zebra"}]  # fmt: skip
+    assert not paired(*same, sparse)
+    assert not paired(*retired, sparse)
+    assert subject_share({"p"}, {"q"}, sparse) == 0.0
+    assert not paired({"id": "a", "content": "lion"}, {"id": "b", "content": "zebra"},
+                      sparse)  # fmt: skip
+
+
+def test_a_nan_type_is_no_type_of_another_entry():
+    """json reads every NaN as one object: two rows of type NaN are still of
+    no common type (NaN != NaN), by paired and by stale_pairs alike."""
+    rows = json.loads(
+        '[{"id": "a", "type": NaN, "content": "Ada lives in Berlin, in Kreuzberg"},'
+        ' {"id": "b", "type": NaN, "content": "Ada lives in Lisbon now, not Berlin"},'
+        ' {"id": "c", "type": "x", "content": "Ada plays the cello"}]'
+    )
+    idf = Statistics(rows).idf
+    strings = [{**row, "type": "fact"} for row in rows[:2]]  # the same, typed
+    assert paired(*strings, idf)
+    assert not paired(rows[0], rows[1], idf)
+    assert stale_pairs(rows, lambda entry: idf) == []
+
+
+def test_two_idfs_of_one_object_are_two_pools():
+    """Two built-in methods of one dict are two idfs, never one memo."""
+    weights = {"ada": 0.01, "live": 0.01, "berlin": 5.0, "lisbon": 5.0}
+    pool = [  # type x weighed by the weights, type y flat (True is 1)
+        {"id": "1", "type": "x", "content": "Ada lives in Berlin"},
+        {"id": "2", "type": "x", "content": "Ada lives in Lisbon"},
+        {"id": "3", "type": "y", "content": "Ada lives in Berlin"},
+        {"id": "4", "type": "y", "content": "Ada lives in Lisbon"},
+    ]
+
+    def idf_of(entry):
+        return weights.get if entry["type"] == "x" else weights.__contains__
+
+    expected = [
+        (a, b) for i, a in enumerate(pool) for b in pool[i + 1 :]
+        if paired(a, b, idf_of(a))
+    ]  # fmt: skip
+    assert [(o["id"], n["id"]) for o, n in stale_pairs(pool, idf_of)] == [
+        (o["id"], n["id"]) for o, n in expected
+    ]
+
+
+def test_possible_supersedes_bounds_by_the_set_of_terms():
+    """A ``terms_of`` that lists a term twice: the bound that passes over a
+    candidate reads the set of the entry's terms, so it never passes over
+    one the rule pairs."""
+    entry = {"id": "a", "type": "fact", "content": "ada ada ada x"}
+    other = {"id": "b", "type": "fact", "content": "ada"}
+    one = lambda term: 1.0  # noqa: E731
+    assert paired(entry, other, one, terms_of=str.split)
+    assert possible_supersedes(entry, [other], one, terms_of=str.split) == ["b"]
