@@ -492,6 +492,20 @@ def test_a_cursor_belongs_to_its_namespace_and_reveals_no_row_count(tmp_path):
     run(body)
 
 
+def piped(tmp_path, lines) -> subprocess.CompletedProcess[bytes]:
+    """The server on ``tmp_path / "memory.db"`` given ``lines`` (JSON-RPC
+    messages) on stdin, which is then closed, as a script's pipe does."""
+    return subprocess.run(
+        [str(SERVER), "--db", str(tmp_path / "memory.db")],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
+        timeout=120,
+        check=False,
+    )
+
+
 def test_every_request_sent_before_stdin_closed_is_answered(tmp_path):
     """A client that writes its requests and closes stdin at once (a script,
     a pipe) gets every answer, and its memory is stored: before, the SDK
@@ -509,15 +523,7 @@ def test_every_request_sent_before_stdin_closed_is_answered(tmp_path):
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": remember},
         {"jsonrpc": "2.0", "id": "three", "method": "tools/call", "params": recall},
     ]
-    done = subprocess.run(
-        [str(SERVER), "--db", str(db)],
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-        capture_output=True,
-        cwd=tmp_path,
-        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
-        timeout=120,
-        check=False,
-    )
+    done = piped(tmp_path, lines)
     answers = {m["id"]: m for m in map(json.loads, done.stdout.splitlines())}
     assert set(answers) == {1, 2, "three"}, done.stderr.decode()
     assert done.returncode == 0 and b"no answer" not in done.stderr
@@ -579,14 +585,6 @@ _RECALL = {"name": "recall", "arguments": {"message": "tea"}}
 def test_stdin_closing_waits_only_for_answers_the_sdk_will_write(tmp_path, lines):
     """What the SDK will never answer is not waited for at stdin's end (a
     wait would hold every exit for 60 s and name the id on stderr)."""
-    done = subprocess.run(
-        [str(SERVER), "--db", str(tmp_path / "memory.db")],
-        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-        capture_output=True,
-        cwd=tmp_path,
-        env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")},
-        timeout=120,
-        check=False,
-    )
+    done = piped(tmp_path, lines)
     assert done.returncode == 0
     assert b"no answer" not in done.stderr, done.stderr.decode()
