@@ -1,7 +1,7 @@
 """Everyday questions: does a recall load what a person would want loaded?
 
     python benchmarks/everyday.py [--ranking lexical|semantic] [--verbose]
-        [--json FILE] [--persona FILE]
+        [--json FILE] [--persona FILE] [--cosines]
 
 ``everyday/persona.json`` (issue 48's development set, CC0) holds one
 persona's memories (a software engineer with a partner, a dog, a billing
@@ -25,6 +25,14 @@ the always-scope ones. ``--ranking`` may be given twice; by default
 (otherwise skipped, saying so). Nothing is timed or asserted; the exit
 status is 0 when some ranking ran, 2 when none could.
 
+``--cosines`` (the ``semantic`` extra) prints instead what the semantic
+ranking's model alone says: for each question, each wanted and unwanted
+id's cosine with the message and its rank by cosine among the entries of
+its own pool (the default pools', active entries only), and how many
+wanted ids the model ranks
+first in their pool: whether a floor or rule on the model's similarity
+could tell them apart at all.
+
 A test imports this file by path and calls :func:`run`.
 """
 
@@ -40,7 +48,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from poolsplit_memory import InvalidInput, open_store
+from poolsplit_memory import InvalidInput, default_pools, open_store
 
 import poolsplit
 
@@ -280,6 +288,55 @@ def as_json(results: Sequence[Result]) -> dict[str, Any]:
     return out
 
 
+def model_ranks(persona: Path = PERSONA) -> list[str]:
+    """:func:`main`'s ``--cosines`` lines: each question's wanted (``+``) and
+    unwanted (``-``) ids with their cosine and their rank by cosine in their
+    own pool, then the count of wanted ids ranked first in their pool.
+
+    Raises:
+        ImportError: the ``semantic`` extra is missing (its install hint).
+    """
+    from poolsplit_memory._semantic import Embedder, cosines
+
+    data = load(persona)
+    entries = [e for e in data.entries if poolsplit.default_is_active(e)]
+    embedder = Embedder.shared()
+    matrix = embedder.matrix(embedder.passages([str(e["content"]) for e in entries]))
+    pools = default_pools(str(e["type"]) for e in entries)
+    owner = {
+        str(e["id"]): next(
+            p.name for p in pools if p.types is None or e["type"] in p.types
+        )
+        for e in entries
+    }
+    lines, first, wanted = [], 0, 0
+    for question in data.questions:
+        cos = dict(
+            zip(
+                (str(e["id"]) for e in entries),
+                (float(c) for c in cosines(matrix, embedder.query(question.message))),
+            )
+        )
+        lines.append(f"[{question.kind}] {question.message}")
+        for sign, ids in (("+", question.want), ("-", question.not_wanted)):
+            for ident in ids:
+                mates = sorted(
+                    (i for i in cos if owner[i] == owner[ident]),
+                    key=lambda i: -cos[i],
+                )
+                rank = mates.index(ident) + 1
+                lines.append(
+                    f"    {sign} {ident:20s} cos {cos[ident]:.3f}  rank {rank}/"
+                    f"{len(mates)} in {owner[ident]} (best {mates[0]} "
+                    f"{cos[mates[0]]:.3f})"
+                )
+                if sign == "+":
+                    wanted += 1
+                    first += rank == 1
+    lines.append(f"wanted ids the model ranks first in their pool: {first}/{wanted}")
+    return lines
+
+
 # ===========================================================================
 # Command line
 # ===========================================================================
@@ -296,7 +353,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="each failure")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--persona", type=Path, default=PERSONA)
+    parser.add_argument(
+        "--cosines",
+        action="store_true",
+        help="the semantic model's cosines and ranks per pool, instead",
+    )
     args = parser.parse_args(argv)
+    if args.cosines:
+        print("\n".join(model_ranks(args.persona)))
+        return 0
     data = load(args.persona)
     results: list[Result] = []
     for ranking in dict.fromkeys(args.ranking or RANKINGS):

