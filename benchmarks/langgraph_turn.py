@@ -23,9 +23,11 @@ cores). Each turn asks a new question. Two kinds of turn alternate:
 memory put into the namespace just before, untimed, as ``remember_tool``
 does). Five untimed turns warm up. Printed per row: the median of each
 and, per store, the 10,000/100 ratio of the medians. A PoolsplitStore
-recalls through the store's index; any other store is read whole and
-ranked every turn (O(namespace): slower, and expected to be). Nothing is
-asserted; pytest never collects this.
+recalls through the store's index; any other store is read whole every
+turn (O(namespace): slower, and expected to be), and its entries checked
+and split by pool again when the read changed (so an ``after write`` turn
+builds, a ``warm`` one compares). Nothing is asserted; pytest never
+collects this.
 
 PostgreSQL rows live in a schema of their own (``poolsplit_bench_PID``,
 dropped at the end) of the database the DSN names.

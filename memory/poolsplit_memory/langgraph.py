@@ -8,12 +8,15 @@ memories (``("memories", user_id)``) for the latest human message, the
 always-scope ones in ONE ``SystemMessage``, the rest as one framed
 ``HumanMessage`` before the current turn. A :class:`PoolsplitStore` recalls
 through its own index; any other ``BaseStore`` is read whole every turn
-(:func:`load_entries`) and ranked, O(namespace). See docs/langgraph.md.
+(:func:`load_entries`, O(namespace)), checked and split by pool again only
+when the read changed, and ranked. See docs/langgraph.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Final, NamedTuple, Optional, Union
@@ -110,31 +113,91 @@ def _options(
     )
 
 
-def _ranked(read: Prepared, options: _Options) -> Fill:
+class _Built(NamedTuple):
+    """Entries read by the store's rule and split by part, ready to rank."""
+
+    read: Prepared
+    parts: Parts
+    lock: threading.Lock  # (a recall builds a part's index when first asked)
+
+
+def _build(values: Sequence[Any], options: _Options) -> _Built:
+    read = prepare(values, options.pools)
+    parts = Parts(owners(read.pools), options.ranking)
+    parts.enter(enumerate(read.entries))
+    return _Built(read, parts, threading.Lock())
+
+
+def _ranked(built: _Built, options: _Options) -> Fill:
     """The pools over entries read, ranked by the core (lexical: by their
     statistics); a quarantined one enters only the quarantine pool."""
 
     def fill(message: str) -> tuple[Mapping[str, Sequence[Any]], Prepared]:
         at = datetime.now(timezone.utc) if options.now is None else options.now
-        parts = Parts(owners(read.pools), options.ranking)
-        parts.enter(enumerate(read.entries))
         relevance = None
         if options.ranking != "core":  # the times in the user's days, as a store
             times = read_times(message, _zoned(at, _zone(options.tz)))
             relevance = lexical(message, at, times)
         context = {"message": message}
         counter = default_token_counter
-        got = parts.recall(read.pools, context, now=at, token_counter=counter,
-                           relevance=relevance)  # fmt: skip
-        return got, read
+        with built.lock:  # each pool scored by one loop over its part: at
+            # 10,000 entries as fast as a part's index, which would cost a
+            # build of its own (benchmarks/README.md, "Another BaseStore")
+            got = built.parts.recall(
+                built.read.pools,
+                context,
+                now=at,
+                token_counter=counter,
+                relevance=relevance,
+                scan=True,
+            )
+        return got, built.read
 
     return fill
+
+
+# Per store, the last read of its namespaces (at most READS_KEPT a store, the
+# least recently used out): the repr of the values read, and their build.
+READS_KEPT: Final = 4
+_reads: WeakKeyDictionary[BaseStore, OrderedDict[Any, tuple[str, _Built]]] = (
+    WeakKeyDictionary()
+)
+_reads_lock = threading.Lock()
+
+
+def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built:
+    """The namespace read whole (:func:`load_entries`: every write of any
+    process is seen) and built, or the last read's build when the values
+    read are the same: compared by ``repr``, which is exact for the values
+    a store holds (JSON's, datetimes) and tells ``1``, ``1.0`` and ``True``
+    apart; a value changed in place without ``put`` is a change too."""
+    values = load_entries(store, space)
+    seen = repr(values)
+    pools = None if options.pools is None else tuple(options.pools)
+    key = (space, options.ranking, pools)
+    with _reads_lock:
+        try:
+            kept = _reads.setdefault(store, OrderedDict())
+        except TypeError:  # not weakly referable: nothing kept
+            kept = OrderedDict()
+        found = kept.pop(key, None)
+        if found is not None and found[0] == seen:
+            kept[key] = found
+            return found[1]
+        found = None  # (a changed build is let go before the next one)
+    built = _build(values, options)
+    with _reads_lock:
+        kept[key] = (seen, built)
+        kept.move_to_end(key)
+        while len(kept) > READS_KEPT:
+            kept.popitem(last=False)
+    return built
 
 
 def _fill(store: BaseStore, space: tuple[str, ...], options: _Options) -> Fill:
     """A PoolsplitStore's own recall, or the namespace read whole and ranked."""
     if not isinstance(store, PoolsplitStore):
-        return _ranked(prepare(load_entries(store, space), options.pools), options)
+        return _ranked(_read(store, space, options), options)
 
     def fill(message: str) -> tuple[Mapping[str, Sequence[Any]], Prepared]:
         got = store.recall(space, message, pools=options.pools, now=options.now,
@@ -175,7 +238,7 @@ def with_memory(
         InvalidInput: ``tz`` names no time zone.
     """
     options = _options(pools, ("-",), ranking, now, tz)
-    fill = _ranked(prepare(list(entries), options.pools), options)
+    fill = _ranked(_build(list(entries), options), options)
     return _with_memory(messages, fill, prompt, max_history_tokens, headers)
 
 

@@ -1,0 +1,216 @@
+"""Another BaseStore's namespace, read whole every turn and compared with the
+last read: the entries are checked and split by pool again only when the
+values read changed (``repr`` of them), so every write of any process is
+still seen, and an unchanged namespace costs a read instead of a build."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from langgraph.store.memory import InMemoryStore
+from poolsplit import Pool
+
+from poolsplit_memory import langgraph as lg
+from poolsplit_memory.langgraph import READS_KEPT, load_entries
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
+SPACE = ("memories", "ada")
+KEYS = ("k1", "k2", "k3")
+POOLS = [
+    Pool("rules", max_tokens=60, max_entries=2, types=("correction",)),
+    Pool("rest", max_tokens=40, max_entries=2),
+]
+
+
+def options(pools=None, ranking="lexical"):
+    return lg._options(pools, SPACE, ranking, NOW)
+
+
+def outcome(got):
+    """What a turn shows of a fill: the ids per pool, and what was read."""
+    pools, read = got
+    ids = {name: [e["id"] for e in entries] for name, entries in pools.items()}
+    return ids, read.skipped, read.warnings, read.notice, [p.name for p in read.pools]
+
+
+def kept(store, space, chosen):
+    """The turn's fill through the kept reads (what the adapters call)."""
+    return outcome(lg._fill(store, space, chosen)(MESSAGE))
+
+
+def built_now(store, space, chosen):
+    """What a turn gave before reads were kept: this read, built anew."""
+    fresh = lg._build(load_entries(store, space), chosen)
+    return outcome(lg._ranked(fresh, chosen)(MESSAGE))
+
+
+MESSAGE = "how do we deploy the billing service?"
+
+VALUES = st.fixed_dictionaries(
+    {
+        "id": st.sampled_from(["a", "b", "c"]),  # two keys may hold one id
+        "content": st.sampled_from(
+            ["deploy the billing service", "the dog is Biscuit", "billing", ""]
+        ),
+    },
+    optional={
+        "type": st.sampled_from(["fact", "correction", "task", 1]),
+        "base_priority": st.sampled_from([1, 1.0, True, 5, -1, "high"]),
+        "scope": st.sampled_from(["always", "global"]),
+        "status": st.sampled_from(["active", "done"]),
+        "created": st.sampled_from(
+            ["2026-11-30T00:00:00+00:00", "2026-11-30T00:00:00Z", "soon"]
+        ),
+    },
+)
+# In place: a value of the store changed without put (InMemoryStore hands out
+# the dict it holds), to a value equal by == but not the same (1, 1.0, True).
+CHANGES = st.tuples(
+    st.sampled_from(["base_priority", "content", "type", "scope"]),
+    st.sampled_from([1, 1.0, True, "billing", "always", None]),
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.sampled_from(KEYS), VALUES),
+        st.tuples(st.just("delete"), st.sampled_from(KEYS)),
+        st.tuples(st.just("in place"), st.sampled_from(KEYS), CHANGES),
+        st.tuples(st.just("put again"), st.sampled_from(KEYS)),  # equal value
+        st.tuples(
+            st.just("read"),
+        ),
+    ),
+    max_size=12,
+)
+
+
+def apply(store, op):
+    kind, *args = op
+    if kind == "put":
+        store.put(SPACE, args[0], dict(args[1]))
+    elif kind == "delete":
+        store.delete(SPACE, args[0])
+    elif kind in ("in place", "put again"):
+        item = store.get(SPACE, args[0])
+        if item is None:
+            return
+        if kind == "put again":
+            store.put(SPACE, args[0], dict(item.value))
+        else:
+            field, value = args[1]
+            item.value[field] = value
+
+
+@given(
+    ops=OPS,
+    pools=st.sampled_from([None, POOLS]),
+    ranking=st.sampled_from(["lexical", "core"]),
+)
+# (a change in place, to a value the rule refuses; a change == cannot see)
+@example(
+    ops=[
+        ("put", "k1", {"id": "a", "content": "billing"}),
+        ("in place", "k1", ("content", 1)),
+    ],
+    pools=None,
+    ranking="lexical",
+)
+@example(
+    ops=[
+        ("put", "k1", {"id": "a", "content": "billing", "base_priority": 1}),
+        ("in place", "k1", ("base_priority", True)),
+    ],
+    pools=POOLS,
+    ranking="core",
+)
+def test_a_kept_read_gives_what_a_new_build_of_the_same_read_gives(ops, pools, ranking):
+    """After every write, delete, change in place (to 1, 1.0 or True, which
+    == cannot tell apart) or none, the turn's pools, skips, warnings and
+    notice are those of the read built anew."""
+    store = InMemoryStore()
+    chosen = options(pools, ranking)
+    for op in ops:
+        apply(store, op)
+        assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen), op
+
+
+def test_an_unchanged_namespace_is_built_once_and_a_change_builds_again():
+    store = InMemoryStore()
+    chosen = options()
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "deploy billing"})
+    first = lg._read(store, SPACE, chosen)
+    assert lg._read(store, SPACE, chosen) is first
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "deploy billing"})
+    assert lg._read(store, SPACE, chosen) is first  # an equal value put again
+    store.get(SPACE, "k1").value["base_priority"] = True  # in place
+    second = lg._read(store, SPACE, chosen)
+    assert second is not first
+    assert second.read.skipped and second.read.skipped[0]["id"] == "a"
+    store.get(SPACE, "k1").value["base_priority"] = 1  # == True, not the same
+    third = lg._read(store, SPACE, chosen)
+    assert third is not second and not third.read.skipped
+    # other pools or another ranking: a build of their own
+    assert lg._read(store, SPACE, options(POOLS)) is not third
+    assert lg._read(store, SPACE, options(ranking="core")) is not third
+    assert lg._read(store, SPACE, chosen) is third
+
+
+def test_a_store_keeps_its_last_reads_of_READS_KEPT_namespaces():
+    store = InMemoryStore()
+    chosen = options()
+    spaces = [("memories", f"u{n}") for n in range(READS_KEPT + 1)]
+    for space in spaces:
+        store.put(space, "k", {"id": "a", "content": f"note of {space[1]}"})
+    first = [lg._read(store, space, chosen) for space in spaces[:-1]]
+    assert [lg._read(store, space, chosen) for space in spaces[:-1]] == first
+    lg._read(store, spaces[-1], chosen)  # the least recently used one goes
+    assert lg._read(store, spaces[0], chosen) is not first[0]
+    assert lg._read(store, spaces[-2], chosen) is first[-1]
+
+
+class Unhashable(InMemoryStore):
+    __hash__ = None  # type: ignore[assignment]  # no store-keyed state
+
+
+def test_a_store_that_cannot_be_keyed_is_built_every_turn_and_still_right():
+    store = Unhashable()
+    chosen = options()
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "deploy billing"})
+    assert lg._read(store, SPACE, chosen) is not lg._read(store, SPACE, chosen)
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+
+
+def test_a_write_through_another_postgres_store_is_seen_then_kept(pg_url):
+    """LangGraph's PostgresStore hands out new dicts on every read: an
+    unchanged namespace is still built once; another instance's put (another
+    process's) is seen at the next turn."""
+    from langgraph.store.postgres import PostgresStore
+
+    entry = {"id": "a", "type": "fact", "content": "deploy the billing service"}
+    with (
+        PostgresStore.from_conn_string(pg_url) as mine,
+        PostgresStore.from_conn_string(pg_url) as theirs,
+    ):
+        mine.setup()
+        mine.put(SPACE, "k1", entry)
+        chosen = options()
+        first = lg._read(mine, SPACE, chosen)
+        assert lg._read(mine, SPACE, chosen) is first
+        theirs.put(SPACE, "k2", {**entry, "id": "b", "content": "billing broke"})
+        second = lg._read(mine, SPACE, chosen)
+        assert second is not first
+        assert sorted(e["id"] for e in second.read.entries) == ["a", "b"]
+        assert lg._read(mine, SPACE, chosen) is second
+        assert kept(mine, SPACE, chosen) == built_now(mine, SPACE, chosen)
+
+
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+def test_with_memory_builds_its_list_every_call(ranking):
+    """A list of entries (``with_memory``) is never kept: nothing to compare."""
+    entries = [{"id": "a", "type": "fact", "content": "deploy the billing service"}]
+    got = lg.with_memory([], entries, POOLS, now=NOW, ranking=ranking)
+    entries[0]["content"] = "the dog is Biscuit"
+    again = lg.with_memory([], entries, POOLS, now=NOW, ranking=ranking)
+    assert got != again
