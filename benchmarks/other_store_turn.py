@@ -9,15 +9,16 @@ The adapters read another store's namespace whole every turn
 split by pool with each pool's statistics: ``langgraph._build``) when the
 read changed, and score each pool by one loop over its part. This times,
 on an ``InMemoryStore`` of ``--entries`` conversational memories
-(``conversation.memories``), in one process: the read, its ``repr`` (the
-comparison with the last read), the build, and a recall of each of
-``--questions`` new questions two ways on builds of their own, by one loop
-a part (``scan``, what the adapters do) and through each part's index
-(built the first time a question needs it, as the store's recall does),
-the two ways alternating question by question. ``--rounds`` repeats it
-all; printed: medians in CPU milliseconds, and per round the sum over the
-questions of each way (what a build's index costs and saves over its
-questions). Nothing is asserted; pytest never collects this.
+(``conversation.memories``), in one process: the read, what it is
+compared by (``langgraph._seen``: ``json.dumps`` and ``repr``), the
+build, and a recall of each of ``--questions`` new questions two ways on
+builds of their own: by one loop a part (``scan``, what the adapters do),
+and through each part's index (a part builds it at its second recall, as
+in the store's snapshots), the two ways alternating question by
+question. ``--rounds`` repeats it all; printed: medians in CPU
+milliseconds, and per round the sum over the questions of each way (what
+a build's index costs and saves over its questions). Nothing is
+asserted; pytest never collects this.
 """
 
 from __future__ import annotations
@@ -70,13 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     options = adapter._options(None, space, "lexical", None)
     adapter.load_entries(store, space)  # the size hint: one search from now on
     times: dict[str, list[float]] = {
-        k: [] for k in ("read", "repr", "build", "scan", "index")
+        k: [] for k in ("read", "compare", "build", "scan", "index")
     }
     sums = []
     for round_ in range(args.rounds):
         took, values = cpu_ms(adapter.load_entries, store, space)
         times["read"].append(took)
-        times["repr"].append(cpu_ms(repr, values)[0])
+        times["compare"].append(cpu_ms(adapter._seen, values)[0])
         took, scanned = cpu_ms(adapter._build, values, options)
         times["build"].append(took)
         indexed = adapter._build(values, options)
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "questions; CPU ms, medians"
     )
     for name, samples in times.items():
-        print(f"  {name:6} {statistics.median(samples):8.1f}")
+        print(f"  {name:7} {statistics.median(samples):8.1f}")
     for number, total in enumerate(sums):
         print(
             f"  round {number}: the questions' recalls by one loop {total['scan']:.0f}"

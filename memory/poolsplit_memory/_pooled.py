@@ -306,7 +306,9 @@ class Parts:
         """The pools for ``context``: each pool over its own part, with its
         part's relevance (``relevance(part)``; None: the core's scorer),
         through the part's index, or with ``scan`` by one loop scoring every
-        entry of the part (the semantic ranking's: no index bounds it).
+        entry of the part, no part's index asked for or built (the semantic
+        ranking's: no index bounds it; and the LangGraph adapters' over
+        another store, whose kept build serves a few recalls).
 
         The result is ``poolsplit.retrieve_pools`` of every entry with
         :meth:`scorer` and :meth:`floored` pools (the property tests'
@@ -369,7 +371,8 @@ class Parts:
         relevances = {} if relevance is None else self.relevances(relevance)
         floored_pools = self.floored(pools, relevances)
         typed = {n: p for n, p in self.parts.items() if n != QUARANTINE}
-        indexes = {name: part.recall_index() for name, part in typed.items()}
+        # (with scan, no part is asked for its index: asking builds it)
+        indexes = {} if scan else {n: p.recall_index() for n, p in typed.items()}
         if not scan and all(index is not None for index in indexes.values()):
             got = recall_shared(
                 {
@@ -464,7 +467,11 @@ def _one(
     """One pool over its own part."""
     ranked = None if relevance is None else relevance(part)
     pools = [pool] if ranked is None else floored([pool], ranked)
-    if scan and ranked is not None:
+    if scan and ranked is None:  # the core's scorer, by one loop
+        return recall_whole(
+            part.entries, pools, context, now=now, token_counter=token_counter
+        )
+    if scan:
         # the semantic ranking's: only entries that can score above 0
         narrow = getattr(ranked, "candidates", None)
         return recall_by_scores(

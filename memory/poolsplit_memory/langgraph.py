@@ -15,6 +15,7 @@ when the read changed, and ranked. See docs/langgraph.md.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -141,8 +142,8 @@ def _ranked(built: _Built, options: _Options) -> Fill:
         context = {"message": message}
         counter = default_token_counter
         with built.lock:  # each pool scored by one loop over its part: at
-            # 10,000 entries as fast as a part's index, which would cost a
-            # build of its own (benchmarks/README.md, "Another BaseStore")
+            # 10,000 entries about as fast as a part's index, which a kept
+            # build would build (benchmarks/README.md, "Another BaseStore")
             got = built.parts.recall(
                 built.read.pools,
                 context,
@@ -151,28 +152,43 @@ def _ranked(built: _Built, options: _Options) -> Fill:
                 relevance=relevance,
                 scan=True,
             )
-        return got, built.read
+        read = built.read  # (a turn's lists its own: the build is kept)
+        skipped = [dict(item) for item in read.skipped]
+        return got, read._replace(skipped=skipped, warnings=list(read.warnings))
 
     return fill
 
 
-# Per store, the last read of its namespaces (at most READS_KEPT a store, the
-# least recently used out): the repr of the values read, and their build.
-READS_KEPT: Final = 4
+# Per store, the builds of its last reads: the least recently used go
+# while they hold more than KEPT_ENTRIES entries in all (about 18 MiB for
+# 10,000 short memories), the newest always kept.
+KEPT_ENTRIES: Final = 50_000
 _reads: WeakKeyDictionary[BaseStore, OrderedDict[Any, tuple[str, _Built]]] = (
     WeakKeyDictionary()
 )
 _reads_lock = threading.Lock()
 
 
+def _seen(values: list[Any]) -> str | None:
+    """What a read is compared by: the ``repr`` of its values when they are
+    JSON's (dicts, lists, str, int, float, bool, None; no NaN or infinity),
+    exact for those (``1``, ``1.0`` and ``True`` differ, as do ``1`` and
+    ``"1"`` as keys); None for any other value (a datetime, an object, a
+    NaN, a number too long to print), whose read is never kept."""
+    try:
+        json.dumps(values, allow_nan=False)
+        return repr(values)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built:
     """The namespace read whole (:func:`load_entries`: every write of any
     process is seen) and built, or the last read's build when the values
-    read are the same: compared by ``repr``, which is exact for the values
-    a store holds (JSON's, datetimes) and tells ``1``, ``1.0`` and ``True``
-    apart; a value changed in place without ``put`` is a change too."""
+    read are the same (:func:`_seen`): a value changed in place without
+    ``put`` is a change too."""
     values = load_entries(store, space)
-    seen = repr(values)
+    seen = _seen(values)
     pools = None if options.pools is None else tuple(options.pools)
     key = (space, options.ranking, pools)
     with _reads_lock:
@@ -181,16 +197,19 @@ def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built
         except TypeError:  # not weakly referable: nothing kept
             kept = OrderedDict()
         found = kept.pop(key, None)
-        if found is not None and found[0] == seen:
+        if found is not None and seen is not None and found[0] == seen:
             kept[key] = found
             return found[1]
         found = None  # (a changed build is let go before the next one)
     built = _build(values, options)
+    if seen is None:
+        return built
     with _reads_lock:
         kept[key] = (seen, built)
-        kept.move_to_end(key)
-        while len(kept) > READS_KEPT:
-            kept.popitem(last=False)
+        held = sum(len(b.read.entries) for _, b in kept.values())
+        while held > KEPT_ENTRIES and len(kept) > 1:
+            _, (_, dropped) = kept.popitem(last=False)
+            held -= len(dropped.read.entries)
     return built
 
 

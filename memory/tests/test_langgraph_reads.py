@@ -5,6 +5,7 @@ still seen, and an unchanged namespace costs a read instead of a build."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 import pytest
@@ -14,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 from poolsplit import Pool
 
 from poolsplit_memory import langgraph as lg
-from poolsplit_memory.langgraph import READS_KEPT, load_entries
+from poolsplit_memory.langgraph import load_entries
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
 SPACE = ("memories", "ada")
@@ -157,17 +158,27 @@ def test_an_unchanged_namespace_is_built_once_and_a_change_builds_again():
     assert lg._read(store, SPACE, chosen) is third
 
 
-def test_a_store_keeps_its_last_reads_of_READS_KEPT_namespaces():
+def test_a_store_keeps_its_last_reads_while_they_hold_KEPT_ENTRIES(monkeypatch):
+    """The least recently used builds go while the kept ones hold more than
+    KEPT_ENTRIES entries in all; the newest is kept whatever its size; each
+    (namespace, ranking, pools) is a build of its own."""
+    monkeypatch.setattr(lg, "KEPT_ENTRIES", 5)
     store = InMemoryStore()
     chosen = options()
-    spaces = [("memories", f"u{n}") for n in range(READS_KEPT + 1)]
-    for space in spaces:
-        store.put(space, "k", {"id": "a", "content": f"note of {space[1]}"})
-    first = [lg._read(store, space, chosen) for space in spaces[:-1]]
-    assert [lg._read(store, space, chosen) for space in spaces[:-1]] == first
-    lg._read(store, spaces[-1], chosen)  # the least recently used one goes
-    assert lg._read(store, spaces[0], chosen) is not first[0]
-    assert lg._read(store, spaces[-2], chosen) is first[-1]
+    spaces = [("memories", f"u{n}") for n in range(4)]
+    for space, count in zip(spaces, (2, 2, 1, 6)):
+        for n in range(count):
+            store.put(space, f"k{n}", {"id": f"a{n}", "content": f"note {n}"})
+    first = [lg._read(store, space, chosen) for space in spaces[:3]]  # 5 held
+    assert [lg._read(store, space, chosen) for space in spaces[:3]] == first
+    core = lg._read(store, spaces[2], options(ranking="core"))  # 6: u0 goes
+    assert core is not first[2]
+    assert lg._read(store, spaces[1], chosen) is first[1]
+    again = lg._read(store, spaces[0], chosen)
+    assert again is not first[0]  # built again
+    big = lg._read(store, spaces[3], chosen)  # 6 on its own: only it stays
+    assert lg._read(store, spaces[3], chosen) is big
+    assert lg._read(store, spaces[0], chosen) is not again
 
 
 class Unhashable(InMemoryStore):
@@ -209,8 +220,118 @@ def test_a_write_through_another_postgres_store_is_seen_then_kept(pg_url):
 @pytest.mark.parametrize("ranking", ["lexical", "core"])
 def test_with_memory_builds_its_list_every_call(ranking):
     """A list of entries (``with_memory``) is never kept: nothing to compare."""
-    entries = [{"id": "a", "type": "fact", "content": "deploy the billing service"}]
-    got = lg.with_memory([], entries, POOLS, now=NOW, ranking=ranking)
-    entries[0]["content"] = "the dog is Biscuit"
-    again = lg.with_memory([], entries, POOLS, now=NOW, ranking=ranking)
-    assert got != again
+    one = [{"id": "a", "type": "fact", "content": "deploy the billing service"}]
+    other = [{"id": "b", "type": "fact", "content": "the dog is Biscuit"}]
+    for entries, shown, not_shown in (
+        (one, "billing", "Biscuit"),
+        (other, "Biscuit", "billing"),
+    ):
+        got = lg.with_memory([], entries, POOLS, now=NOW, ranking=ranking)
+        text = "\n".join(str(message.content) for message in got)
+        assert shown in text and not_shown not in text
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        10**5000,  # too long to print: repr raises ValueError
+        float("nan"),  # every NaN prints alike
+        datetime(2026, 11, 30, tzinfo=timezone.utc),  # not JSON's
+        ["deep"],  # nested past the recursion limit, below
+    ],
+    ids=["long int", "nan", "datetime", "deep"],
+)
+def test_a_read_with_a_value_json_does_not_hold_is_built_every_turn(odd):
+    """Such a read is never kept (its repr may fail or hide a change), and
+    the turn still gives what a build of its read gives."""
+    if odd == ["deep"]:
+        for _ in range(1200):
+            odd = [odd]
+    store = InMemoryStore()
+    chosen = options()
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "deploy billing"})
+    store.put(SPACE, "k2", {"id": "b", "type": "fact", "content": "billing", "x": odd})
+    assert lg._read(store, SPACE, chosen) is not lg._read(store, SPACE, chosen)
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+
+
+def test_two_nan_ids_read_alike_are_never_compared():
+    """Which NaN object an id is decides the duplicate-id rule; their reprs
+    are alike, so a read holding one is never kept."""
+    n1, n2 = float("nan"), float("nan")
+    store = InMemoryStore()
+    chosen = options()
+    store.put(SPACE, "a", {"id": n1, "type": "fact", "content": "deploy billing"})
+    store.put(SPACE, "b", {"id": n2, "type": "fact", "content": "billing"})
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    store.put(SPACE, "b", {"id": n1, "type": "fact", "content": "billing"})
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    assert built_now(store, SPACE, chosen)[1]  # the duplicate is skipped
+
+
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+@pytest.mark.parametrize(
+    "pools",
+    [None, POOLS, [*POOLS, Pool("again", max_tokens=40, max_entries=1)]],
+    ids=["default", "custom", "sharing a type"],
+)
+def test_a_kept_build_never_builds_an_index(ranking, pools):
+    """Each pool is scored by one loop over its part on every path: a kept
+    build's parts build no index (asking for one a second time builds it)."""
+    store = InMemoryStore()
+    chosen = options(pools, ranking)
+    for n in range(30):
+        kind = "correction" if n % 3 == 0 else "fact"
+        store.put(
+            SPACE, f"k{n}", {"id": f"e{n}", "type": kind, "content": f"billing {n}"}
+        )
+    for _ in range(4):
+        assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    built = lg._read(store, SPACE, chosen)
+    assert built.parts.parts and all(
+        part._index is None for part in built.parts.parts.values()
+    )
+
+
+def test_a_turns_skipped_and_warnings_are_its_own():
+    """A callback that edits one turn's lists changes no later turn's."""
+    store = InMemoryStore()
+    chosen = options([POOLS[0], Pool("facts", 50, 2, types=("fact",))])
+    store.put(
+        SPACE,
+        "k1",
+        {"id": "a", "type": "fact", "content": "billing", "base_priority": "high"},
+    )
+    store.put(
+        SPACE, "k2", {"id": "b", "type": "tip", "scope": "always", "content": "x"}
+    )
+    _, read = lg._fill(store, SPACE, chosen)(MESSAGE)
+    skipped, warnings = [dict(s) for s in read.skipped], list(read.warnings)
+    assert skipped and warnings
+    read.skipped[0]["reason"] = "edited"
+    read.skipped.append({"id": "z", "reason": "added"})
+    read.warnings.append("added by a callback")
+    _, again = lg._fill(store, SPACE, chosen)(MESSAGE)
+    assert again.skipped == skipped and again.warnings == warnings
+
+
+def test_turns_on_one_kept_build_from_many_threads_agree():
+    """The async middleware runs turns in worker threads: at once, on one
+    kept build, each gives what one turn alone gives."""
+    store = InMemoryStore()
+    chosen = options()
+    for n in range(200):
+        store.put(
+            SPACE,
+            f"k{n}",
+            {"id": f"e{n}", "type": "fact", "content": f"billing {n % 7}"},
+        )
+    messages = [f"billing {n}" for n in range(7)]
+    alone = {m: outcome(lg._fill(store, SPACE, chosen)(m)) for m in messages}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(
+            pool.map(
+                lambda m: (m, outcome(lg._fill(store, SPACE, chosen)(m))), messages * 8
+            )
+        )
+    assert all(result == alone[m] for m, result in got)
