@@ -353,6 +353,13 @@ class Parts:
         )
         return {pool.name: got[pool.name] for pool in pools}
 
+    def _typed_keys(self) -> dict[int, str | None]:
+        """Each key's part, but the quarantined entries' (which only the
+        quarantine pool takes: a typed pool's walk must not see them)."""
+        if QUARANTINE not in self.parts:
+            return self._where
+        return {key: name for key, name in self._where.items() if name != QUARANTINE}
+
     def _shared(
         self,
         pools: Sequence[Pool],
@@ -380,7 +387,7 @@ class Parts:
                     for name, index in indexes.items()
                     if index is not None
                 },
-                self._where,
+                self._typed_keys(),
                 floored_pools,
                 context,
                 now=now,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -119,14 +120,15 @@ class _Built(NamedTuple):
 
     read: Prepared
     parts: Parts
-    lock: threading.Lock  # (a recall builds a part's index when first asked)
+    lock: threading.Lock  # (a recall fills a part's caches when first asked)
+    values: int  # how many values were read (loaded, skipped or left out)
 
 
 def _build(values: Sequence[Any], options: _Options) -> _Built:
     read = prepare(values, options.pools)
     parts = Parts(owners(read.pools), options.ranking)
     parts.enter(enumerate(read.entries))
-    return _Built(read, parts, threading.Lock())
+    return _Built(read, parts, threading.Lock(), len(values))
 
 
 def _ranked(built: _Built, options: _Options) -> Fill:
@@ -159,25 +161,46 @@ def _ranked(built: _Built, options: _Options) -> Fill:
     return fill
 
 
-# Per store, the builds of its last reads: the least recently used go
-# while they hold more than KEPT_ENTRIES entries in all (about 18 MiB for
-# 10,000 short memories), the newest always kept.
-KEPT_ENTRIES: Final = 50_000
+# Per store, the builds of its last reads: the least recently used go while
+# there are more than KEPT_READS, or their reads held more than KEPT_VALUES
+# values in all (about 18 MiB a build of 10,000 short memories); the newest
+# is always kept.
+KEPT_READS: Final = 64
+KEPT_VALUES: Final = 50_000
 _reads: WeakKeyDictionary[BaseStore, OrderedDict[Any, tuple[str, _Built]]] = (
     WeakKeyDictionary()
 )
 _reads_lock = threading.Lock()
 
 
-def _seen(values: list[Any]) -> str | None:
-    """What a read is compared by: the ``repr`` of its values when they are
-    JSON's (dicts, lists, str, int, float, bool, None; no NaN or infinity),
-    exact for those (``1``, ``1.0`` and ``True`` differ, as do ``1`` and
-    ``"1"`` as keys); None for any other value (a datetime, an object, a
-    NaN, a number too long to print), whose read is never kept."""
+def _plain(value: Any) -> Any:
+    """A copy of ``value`` when it is made of JSON's values alone, of their
+    exact types (dict with str keys, list, str, int, bool, None, a finite
+    float; no subclass, tuple or NaN); else raise TypeError."""
+    kind = type(value)
+    if kind is dict:
+        if not all(type(key) is str for key in value):
+            raise TypeError("a key that is not a str")
+        return {key: _plain(item) for key, item in value.items()}
+    if kind is list:
+        return [_plain(item) for item in value]
+    if kind is float and not math.isfinite(value):
+        raise TypeError("NaN or infinity")
+    if kind in (str, int, bool, float) or value is None:
+        return value
+    raise TypeError(f"a {kind.__name__}")
+
+
+def _seen(values: list[Any]) -> tuple[str, list[Any]] | None:
+    """What a read is compared by, and the copy of it to build: its values'
+    JSON text, exact for values of JSON's exact types (:func:`_plain`: ``1``,
+    ``1.0`` and ``True`` differ), taken from a copy, so that a value changed
+    in place later is a change and never the build's; None for a read
+    holding any other value, or one nested too deep or a number too long to
+    write, which is never kept."""
     try:
-        json.dumps(values, allow_nan=False)
-        return repr(values)
+        copy = _plain(values)
+        return json.dumps(copy, ensure_ascii=False), copy
     except (TypeError, ValueError, RecursionError):
         return None
 
@@ -185,8 +208,7 @@ def _seen(values: list[Any]) -> str | None:
 def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built:
     """The namespace read whole (:func:`load_entries`: every write of any
     process is seen) and built, or the last read's build when the values
-    read are the same (:func:`_seen`): a value changed in place without
-    ``put`` is a change too."""
+    read are the same (:func:`_seen`)."""
     values = load_entries(store, space)
     seen = _seen(values)
     pools = None if options.pools is None else tuple(options.pools)
@@ -197,19 +219,20 @@ def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built
         except TypeError:  # not weakly referable: nothing kept
             kept = OrderedDict()
         found = kept.pop(key, None)
-        if found is not None and seen is not None and found[0] == seen:
+        if found is not None and seen is not None and found[0] == seen[0]:
             kept[key] = found
             return found[1]
         found = None  # (a changed build is let go before the next one)
-    built = _build(values, options)
     if seen is None:
-        return built
+        return _build(values, options)
+    text, copy = seen
+    built = _build(copy, options)
     with _reads_lock:
-        kept[key] = (seen, built)
-        held = sum(len(b.read.entries) for _, b in kept.values())
-        while held > KEPT_ENTRIES and len(kept) > 1:
+        kept[key] = (text, built)
+        held = sum(1 + b.values for _, b in kept.values())
+        while (held > KEPT_VALUES or len(kept) > KEPT_READS) and len(kept) > 1:
             _, (_, dropped) = kept.popitem(last=False)
-            held -= len(dropped.read.entries)
+            held -= 1 + dropped.values
     return built
 
 

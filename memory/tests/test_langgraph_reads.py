@@ -8,6 +8,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
+import poolsplit
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -135,6 +136,14 @@ def test_a_kept_read_gives_what_a_new_build_of_the_same_read_gives(ops, pools, r
     for op in ops:
         apply(store, op)
         assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen), op
+        if ranking == "core":  # the core itself, over what the read loads
+            got, read = lg._fill(store, SPACE, chosen)(MESSAGE)
+            expected = poolsplit.retrieve_pools(
+                read.entries, read.pools, {"message": MESSAGE}, now=NOW
+            )
+            assert {n: [e["id"] for e in got[n]] for n in got} == {
+                n: [e["id"] for e in expected[n]] for n in expected
+            }
 
 
 def test_an_unchanged_namespace_is_built_once_and_a_change_builds_again():
@@ -158,27 +167,92 @@ def test_an_unchanged_namespace_is_built_once_and_a_change_builds_again():
     assert lg._read(store, SPACE, chosen) is third
 
 
-def test_a_store_keeps_its_last_reads_while_they_hold_KEPT_ENTRIES(monkeypatch):
-    """The least recently used builds go while the kept ones hold more than
-    KEPT_ENTRIES entries in all; the newest is kept whatever its size; each
-    (namespace, ranking, pools) is a build of its own."""
-    monkeypatch.setattr(lg, "KEPT_ENTRIES", 5)
+def test_a_store_keeps_its_last_reads_while_they_hold_KEPT_VALUES(monkeypatch):
+    """The least recently used builds go while the kept reads held more than
+    KEPT_VALUES values (counted one more each, so that empty ones count);
+    the newest is kept whatever its size; each (namespace, ranking, pools)
+    is a build of its own."""
+    monkeypatch.setattr(lg, "KEPT_VALUES", 8)
     store = InMemoryStore()
     chosen = options()
     spaces = [("memories", f"u{n}") for n in range(4)]
     for space, count in zip(spaces, (2, 2, 1, 6)):
         for n in range(count):
             store.put(space, f"k{n}", {"id": f"a{n}", "content": f"note {n}"})
-    first = [lg._read(store, space, chosen) for space in spaces[:3]]  # 5 held
+    first = [lg._read(store, space, chosen) for space in spaces[:3]]  # 3+3+2
     assert [lg._read(store, space, chosen) for space in spaces[:3]] == first
-    core = lg._read(store, spaces[2], options(ranking="core"))  # 6: u0 goes
+    core = lg._read(store, spaces[2], options(ranking="core"))  # 10: u0 goes
     assert core is not first[2]
     assert lg._read(store, spaces[1], chosen) is first[1]
     again = lg._read(store, spaces[0], chosen)
     assert again is not first[0]  # built again
-    big = lg._read(store, spaces[3], chosen)  # 6 on its own: only it stays
+    big = lg._read(store, spaces[3], chosen)  # 7 on its own: only it stays
     assert lg._read(store, spaces[3], chosen) is big
     assert lg._read(store, spaces[0], chosen) is not again
+
+
+def test_values_that_do_not_load_count_toward_KEPT_VALUES(monkeypatch):
+    """A read's values count whether they load or not (done, skipped)."""
+    monkeypatch.setattr(lg, "KEPT_VALUES", 4)
+    store = InMemoryStore()
+    chosen = options()
+    for n in range(3):
+        store.put(
+            ("m", "done"), f"k{n}", {"id": f"d{n}", "content": "x", "status": "done"}
+        )
+    store.put(("m", "one"), "k", {"id": "a", "content": "note"})
+    done = lg._read(store, ("m", "done"), chosen)  # 4
+    assert not done.read.entries
+    lg._read(store, ("m", "one"), chosen)  # 2 more: the done one goes
+    assert lg._read(store, ("m", "done"), chosen) is not done
+
+
+def test_a_store_keeps_at_most_KEPT_READS_builds(monkeypatch):
+    """Empty namespaces (users with no memory yet) count too."""
+    monkeypatch.setattr(lg, "KEPT_READS", 2)
+    store = InMemoryStore()
+    chosen = options()
+    spaces = [("memories", f"u{n}") for n in range(3)]
+    first = [lg._read(store, space, chosen) for space in spaces]
+    assert lg._read(store, spaces[2], chosen) is first[2]
+    assert lg._read(store, spaces[1], chosen) is first[1]
+    assert lg._read(store, spaces[0], chosen) is not first[0]
+
+
+class Masked(str):
+    def __repr__(self):
+        return "'***'"
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [(1, 2), {1: "x"}, Masked("billing"), True],
+    ids=["tuple", "int key", "str subclass", "bool"],
+)
+def test_only_a_read_of_jsons_exact_types_is_kept(odd):
+    """A tuple, a key that is not a str, a subclass (whose repr may hide its
+    value) make the read one that is built every turn; a bool is JSON's."""
+    store = InMemoryStore()
+    chosen = options()
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "billing", "x": odd})
+    first = lg._read(store, SPACE, chosen)
+    assert (lg._read(store, SPACE, chosen) is first) == (odd is True)
+
+
+def test_a_kept_build_is_of_its_own_copy_of_the_read():
+    """A value the store no longer holds (an equal one was put in its place),
+    changed in place, changes no later turn: the build is of a copy."""
+    store = InMemoryStore()
+    chosen = options()
+    store.put(SPACE, "k1", {"id": "a", "type": "fact", "content": "deploy the billing"})
+    old = store.get(SPACE, "k1").value
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    store.put(SPACE, "k1", dict(old))
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    old["content"] = "the dog is Biscuit"
+    assert kept(store, SPACE, chosen) == built_now(store, SPACE, chosen)
+    ids, *_ = kept(store, SPACE, chosen)
+    assert ids["facts"] == ["a"]
 
 
 class Unhashable(InMemoryStore):

@@ -233,6 +233,31 @@ def test_a_quarantined_flood_takes_at_most_its_pools_room(open_):
     assert "quarantine: the entries of writers nobody vouched for" in table
 
 
+@pytest.mark.parametrize("ranking", ["lexical", "core"])
+def test_pools_sharing_a_type_recall_again_beside_quarantined_entries(open_, ranking):
+    """With a later pool sharing an earlier one's types, every recall after
+    the first (the one the parts' indexes serve) raised KeyError
+    'quarantine': the typed pools' walk was handed the quarantined keys.
+    Each recall now gives the first one's pools, the quarantined entries in
+    the quarantine pool only."""
+    pools = [Pool("rules", 600, 20, ("correction",)), Pool("rest", 400, 20)]
+    lead = open_("t", writer="lead", pools=pools, ranking=ranking)
+    bot = lead.acting_as(BOT)
+    for i in range(30):
+        (bot if i % 3 == 0 else lead).remember(
+            f"billing note {i}", type="fact", now=NOW
+        )
+    first = lead.recall("billing", now=NOW)
+    for _ in range(3):
+        got = lead.recall("billing", now=NOW)
+        assert got.pools == first.pools
+    assert first.pools["quarantine"] and len(first.pools["rest"]) == 20
+    for name, entries in first.pools.items():
+        assert all(
+            bool(e.get("quarantined")) == (name == "quarantine") for e in entries
+        )
+
+
 def test_the_quarantine_pool_is_sized_like_any_pool(open_):
     pools = [
         Pool("facts", 400, 4, ("fact", "task", "correction")),
