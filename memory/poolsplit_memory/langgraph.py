@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Final, NamedTuple, Optional, Union
+from typing import Any, Final, NamedTuple, Optional, TypeVar, Union
 from weakref import WeakKeyDictionary
 
 try:
@@ -91,6 +91,9 @@ Namespace = Union[tuple[str, ...], Callable[[RunnableConfig], tuple[str, ...]]]
 """A namespace, or a function of the run's config that returns one."""
 Fill = Callable[[str], "tuple[Mapping[str, Sequence[Any]], Prepared]"]
 """The pools for a message, and what was read (skipped, notice, warnings)."""
+
+
+_T = TypeVar("_T")
 
 
 class _Options(NamedTuple):
@@ -214,10 +217,7 @@ def _read(store: BaseStore, space: tuple[str, ...], options: _Options) -> _Built
     pools = None if options.pools is None else tuple(options.pools)
     key = (space, options.ranking, pools)
     with _reads_lock:
-        try:
-            kept = _reads.setdefault(store, OrderedDict())
-        except TypeError:  # not weakly referable: nothing kept
-            kept = OrderedDict()
+        kept = _of_store(_reads, store, OrderedDict)
         found = kept.pop(key, None)
         if found is not None and seen is not None and found[0] == seen[0]:
             kept[key] = found
@@ -400,12 +400,21 @@ def _namespace(namespace: Namespace, config: RunnableConfig) -> tuple[str, ...]:
 _sizes: WeakKeyDictionary[BaseStore, dict[tuple[str, ...], int]] = WeakKeyDictionary()
 
 
+def _of_store(
+    table: WeakKeyDictionary[BaseStore, _T], store: BaseStore, new: Callable[[], _T]
+) -> _T:
+    """``table``'s state for ``store`` (``new()`` the first time); a fresh
+    one, kept nowhere, for a store that cannot be a key (not hashable or
+    weakly referable): nothing is remembered of it."""
+    try:
+        return table.setdefault(store, new())
+    except TypeError:
+        return new()
+
+
 def _hint(store: BaseStore, space: tuple[str, ...]) -> tuple[dict[Any, int], int]:
     _name(space)
-    try:
-        sizes = _sizes.setdefault(store, {})
-    except TypeError:  # not hashable or weakly referable: no hint
-        sizes = {}
+    sizes: dict[Any, int] = _of_store(_sizes, store, dict)
     return sizes, max(FIRST_LIMIT, 2 * sizes.get(space, 0))
 
 
