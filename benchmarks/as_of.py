@@ -20,10 +20,17 @@ of a message helps either side), medians of ``--turns``:
   does not evict the warm one's;
 - *as_of*: ``recall(message, as_of=T)``, T the moment between the import
   and the history's writes (every update, retirement and forget after T
-  undone), ranked at the same ``now`` as the others.
+  undone: about a tenth of the entries changed since), ranked at the
+  same ``now`` as the others;
+- *recent*: the same, T before the history's last tenth of writes (about
+  one entry in a hundred changed since: yesterday's recall replayed);
+- *built*: *as_of* again with the derived way turned off
+  (``_past.DERIVE_AT_MOST`` below 0: a snapshot of T of its own, read and
+  built from every candidate row): the A/B of ``_past.derived``.
 
-Printed: each median and as_of over warm and over cold (issue 49's
-target: as_of at most 3 times a plain recall; state the figure). Nothing
+Printed: each median, and as_of and recent over warm, as_of over cold
+(issue 49's target: as_of at most 3 times a plain recall; state the
+figure). Nothing
 is asserted; pytest never collects this. ``--quick``: 1,000 entries, 3
 turns.
 """
@@ -45,16 +52,16 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from conversation import memories, sentence
-from poolsplit_memory import open_store
+from poolsplit_memory import _past, open_store
 from poolsplit_memory.store import set_snapshot_budget
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
-def fill(url: str, entries: int) -> datetime:
+def fill(url: str, entries: int) -> tuple[datetime, datetime]:
     """The import, then its history: updates, retirements and forgets; the
-    time between the two (the history is dated by the clock of the writes,
-    not by ``created``)."""
+    time between the two, and a time before the history's last tenth (the
+    history is dated by the clock of the writes, not by ``created``)."""
     lines = []
     for n, entry in enumerate(memories(entries)):
         entry["created"] = (NOW - timedelta(hours=n % 4000)).isoformat()
@@ -65,7 +72,12 @@ def fill(url: str, entries: int) -> datetime:
         time.sleep(0.01)
         between = datetime.now(timezone.utc)
         time.sleep(0.01)
+        recent = between
         for n, ident in enumerate(ids):
+            if n == len(ids) * 9 // 10:
+                time.sleep(0.01)
+                recent = datetime.now(timezone.utc)
+                time.sleep(0.01)
             if n % 100 == 3:
                 store.forget(ident)
             elif n % 50 == 1:
@@ -78,7 +90,7 @@ def fill(url: str, entries: int) -> datetime:
                 assert new.id
             elif n % 20 == 0:
                 store.update(ident, content=f"updated {n}: {lines[n][:60]}")
-    return between
+    return between, recent
 
 
 def median_ms(samples: list[float]) -> float:
@@ -93,9 +105,11 @@ def timed(call: Callable[[], Any]) -> float:
 
 def one_backend(url: str, entries: int, turns: int) -> list[str]:
     started = time.perf_counter()
-    as_of = fill(url, entries)
+    as_of, recent = fill(url, entries)
     took = time.perf_counter() - started
-    times: dict[str, list[float]] = {"warm": [], "cold": [], "as_of": []}
+    names = ("warm", "cold", "as_of", "recent", "built")
+    times: dict[str, list[float]] = {name: [] for name in names}
+    derive = _past.DERIVE_AT_MOST
     question = iter(range(10**6))
 
     def message() -> str:
@@ -110,14 +124,26 @@ def one_backend(url: str, entries: int, turns: int) -> list[str]:
             times["as_of"].append(
                 timed(lambda: warm.recall(message(), as_of=as_of, now=NOW))
             )
+            times["recent"].append(
+                timed(lambda: warm.recall(message(), as_of=recent, now=NOW))
+            )
+            _past.DERIVE_AT_MOST = -1.0  # the A/B: a snapshot of its own
+            try:
+                times["built"].append(
+                    timed(lambda: warm.recall(message(), as_of=as_of, now=NOW))
+                )
+            finally:
+                _past.DERIVE_AT_MOST = derive
     got = {name: median_ms(samples) for name, samples in times.items()}
     backend = "postgresql" if url.startswith("postgresql") else "sqlite"
     rows = [f"{backend}: {entries:,} entries and their history, filled in {took:.1f} s"]
-    for name in ("warm", "cold", "as_of"):
+    for name in names:
         rows.append(f"  {name:<6} recall ms  {got[name]:9.1f}")
     rows.append(
         f"  as_of / warm x{got['as_of'] / got['warm']:.1f}, "
-        f"as_of / cold x{got['as_of'] / got['cold']:.2f}"
+        f"as_of / cold x{got['as_of'] / got['cold']:.2f}, "
+        f"recent / warm x{got['recent'] / got['warm']:.1f}, "
+        f"as_of derived / built x{got['as_of'] / got['built']:.2f}"
     )
     return rows
 

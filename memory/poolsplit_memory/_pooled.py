@@ -253,6 +253,25 @@ class Parts:
     def has(self, key: int) -> bool:
         return key in self._where
 
+    def indexes_aside(self) -> dict[str | None, tuple[Index | None, bool]]:
+        """Take each part's recall index out (and whether one was asked
+        for): until :meth:`indexes_back`, a change does not touch them, and
+        a recall must scan (``scan=True``)."""
+        aside = {}
+        for name, part in self.parts.items():
+            aside[name] = (part._index, part._asked)
+            part._index = None
+        return aside
+
+    def indexes_back(
+        self, aside: Mapping[str | None, tuple[Index | None, bool]]
+    ) -> None:
+        """Put back what :meth:`indexes_aside` took, once every part holds
+        again the very entries it held then."""
+        for name, (index, asked) in aside.items():
+            part = self.parts[name]
+            part._index, part._asked = index, asked
+
     def __len__(self) -> int:
         return len(self._where)
 

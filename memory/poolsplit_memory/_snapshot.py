@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from poolsplit import Pool, entry_type
@@ -68,6 +69,7 @@ class _Snapshot:
         self._always: dict[int, tuple[Stored, object]] = {}  # always-scope rows
         self.warnings: builtins.list[str] = []
         self.always_skipped: builtins.list[Skipped] = []
+        self.half_changed = False  # an exchange failed half way: drop it
 
     @property
     def entries(self) -> builtins.list[dict[str, Any]]:
@@ -121,6 +123,38 @@ class _Snapshot:
                 always_changed = True
         if always_changed:
             self._load_always()
+
+    @contextlib.contextmanager
+    def exchanged(
+        self, changed: Iterable[int], rows: Sequence[Stored]
+    ) -> Iterator[None]:
+        """This snapshot as :meth:`apply` of ``changed`` and ``rows`` makes
+        it, for the block (a recall in it must scan: the recall indexes are
+        set aside), then exactly as before, however the block ends: the
+        very entries it held put back, each part's index with them. If
+        this raises, :attr:`half_changed` says whether the snapshot may be
+        half changed (then drop it)."""
+        self.half_changed = True
+        touched = set(changed) | {row.seq for row in rows}
+        held = sorted(seq for seq in touched if self.parts.has(seq))
+        entries = [self.parts.entry(seq) for seq in held]
+        skipped = {seq: self._skipped[seq] for seq in touched if seq in self._skipped}
+        always, said = dict(self._always), (self.warnings, self.always_skipped)
+        aside = self.parts.indexes_aside()
+        try:
+            self.apply(touched, rows)
+            yield
+        finally:
+            for seq in touched:
+                if self.parts.has(seq):
+                    self._leave(seq)
+                self._skipped.pop(seq, None)
+            self._enter(held, entries)
+            self._skipped.update(skipped)
+            self._always = always
+            self.warnings, self.always_skipped = said
+            self.parts.indexes_back(aside)
+            self.half_changed = False
 
     def _load_always(self) -> None:
         """The warnings and the always-scope rows not loaded: ``loadable``

@@ -15,8 +15,8 @@ NULL, who and when). ``delete`` sets the body of every version of the ids
 it deletes to NULL, files those versions under a digest of the id
 (:func:`forgotten_id`: a forget leaves no trace of an id in the files, as
 the change log never names one) and appends a tombstone there: forgetting
-wins over history. Only ``history`` and ``as_of`` read it; a recall never
-does.
+wins over history. Only ``history`` and ``past`` (``as_of``) read it; a
+recall never does.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 from poolsplit_memory._types import (
     KEEP_CHANGES,
     Change,
+    Past,
     Row,
     Since,
     Stored,
@@ -54,6 +55,18 @@ def forgotten_id(ident: str) -> str:
     id (``history(id)`` computes it to find them), never the id itself."""
     digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).hexdigest()
     return f"forgotten:{digest[:32]}"
+
+
+def candidate(
+    status: str | None,
+    kind: str | None,
+    scope: str | None,
+    kinds: frozenset[str] | None,
+) -> bool:
+    """Whether a row of these columns is one :meth:`SqlTx.candidates` reads
+    for the types ``kinds`` (None: every type): active, and of one of them
+    or always-scope (that method's SQL says the same)."""
+    return status == "active" and (kinds is None or kind in kinds or scope == "always")
 
 
 SCHEMA_TABLE = "poolsplit_schema"
@@ -246,9 +259,7 @@ class SqlTx:
         rows = [
             Stored(int(r[1]), r[3], r[4], r[5])
             for r in logged
-            if r[3] is not None
-            and r[6] == "active"
-            and (kinds is None or r[7] in kinds or r[4] == "always")
+            if r[3] is not None and candidate(r[6], r[7], r[4], kinds)
         ]
         rows.sort(key=lambda row: row.seq)
         return Since(signal, position, [int(r[1]) for r in logged], rows)
@@ -346,27 +357,42 @@ class SqlTx:
             for r in cursor.fetchall()
         ]
 
-    def as_of(self, at: str) -> list[Stored]:
-        """The rows of this namespace as they were at ``at`` (a time as the
-        history writes it): each id's last version at or before ``at``,
-        left out when it has no body (a tombstone, or scrubbed by a forget
-        since), with the seq its row had then, in ``seq`` order. Its scope
-        is left None: the caller reads it from the body (what the store
-        wrote in the column)."""
+    def past(self, at: str) -> Past:
+        """What may differ in this namespace from the history's state at
+        ``at`` (a time as the history writes it), in one statement: the ids
+        with a version after ``at``, and those whose row has no history or
+        no ``memory_hash`` (the store writes one with every body; any other
+        change of a body clears it, and a row written by another tool has
+        none); each one's last version at or before ``at`` when it has a
+        body (a tombstone's, or one scrubbed by a forget since, has none),
+        with its seq then; and the seqs of the rows they have now."""
         ns = self._namespace
-        sql = (
-            f"SELECT h.seq, h.id, h.body FROM {HISTORY} h JOIN ("
-            f"SELECT id, max(version) AS version FROM {HISTORY} "
-            "WHERE namespace = ? AND changed_at <= ? GROUP BY id) last "
-            "ON h.id = last.id AND h.version = last.version "
-            "WHERE h.namespace = ? AND h.body IS NOT NULL ORDER BY h.seq"
+        changed = (
+            f"SELECT id FROM {HISTORY} WHERE namespace = ? AND changed_at > ? "
+            f"UNION SELECT e.id FROM {TABLE} e WHERE e.namespace = ? AND ("
+            "e.memory_hash IS NULL OR NOT EXISTS (SELECT 1 FROM "
+            f"{HISTORY} h WHERE h.namespace = ? AND h.id = e.id))"
         )
-        rows = [
-            Stored(int(r[0]), r[1], None, r[2])
-            for r in self._run(sql, (ns, at, ns)).fetchall()
-        ]
-        self._counter.rows_read += len(rows)
-        return rows
+        sql = (
+            f"WITH changed (id) AS ({changed}) "
+            "SELECT 0, h.seq, h.id, h.body "
+            f"FROM {HISTORY} h JOIN changed c ON h.id = c.id "
+            "WHERE h.namespace = ? AND h.body IS NOT NULL AND h.version = ("
+            f"SELECT max(x.version) FROM {HISTORY} x "
+            "WHERE x.namespace = ? AND x.id = h.id AND x.changed_at <= ?) "
+            f"UNION ALL SELECT 1, e.seq, e.id, NULL FROM {TABLE} e "
+            "JOIN changed c ON e.id = c.id WHERE e.namespace = ? "
+            "UNION ALL SELECT 2, NULL, id, NULL FROM changed"
+        )
+        found = self._run(sql, (ns, at, ns, ns, ns, ns, at, ns)).fetchall()
+        then = [Stored(int(r[1]), r[2], None, r[3]) for r in found if r[0] == 0]
+        self._counter.rows_read += len(then)
+        then.sort(key=lambda row: row.seq)
+        return Past(
+            frozenset(r[2] for r in found if r[0] == 2),
+            then,
+            sorted(int(r[1]) for r in found if r[0] == 1),
+        )
 
     def memories(
         self, kinds: Sequence[str], digests: Sequence[str]

@@ -150,6 +150,18 @@ class Stored(NamedTuple):
     body: str
 
 
+class Past(NamedTuple):
+    """What :meth:`ReadTx.past` reads of a namespace for a time T: the ids
+    whose row may differ from its state at T (a version after T, or a body
+    the store did not write), each such id's version at T that has a body
+    (``then``: its seq then, scope None), and the seqs of the rows those
+    ids have now (``gone``)."""
+
+    changed: frozenset[str]
+    then: list[Stored]
+    gone: list[int]
+
+
 class Since(NamedTuple):
     """What changed in a namespace after a change-log position, as one
     read (or a write, at its end) sees it: the backend's version and the
@@ -218,7 +230,7 @@ class ReadTx(Protocol):
     ) -> list[Stored]: ...
     def every(self) -> list[Stored]: ...
     def history(self, ident: str) -> list[Version]: ...
-    def as_of(self, at: str) -> list[Stored]: ...
+    def past(self, at: str) -> Past: ...
     def secret(self, name: str) -> str | None: ...
     def vectors(
         self, model: str, idents: Sequence[str]

@@ -93,11 +93,13 @@ Decisions where the issue is silent:
   ``as_of`` before it sees none of them). ``forget`` empties every version
   of what it deletes and leaves a tombstone, all filed under a digest of
   the id (``_sql.forgotten_id``), so no forgotten id stays in the files.
-  ``as_of`` reads each entry's last version at or before it, filtered as
-  the candidate query filters the rows (active; of the pools' types or
-  always-scope); a replay equals the recall made then unless an entry
-  stored then was forgotten since (an entry that did not load still
-  weighs in its pool's lexical statistics).
+  ``as_of`` reads, for each id changed since (a version after it, or a
+  row the store did not write), its last version at or before it, and
+  every other row as it is now (``_past.py``), filtered as the candidate
+  query filters the rows (active; of the pools' types or always-scope);
+  a replay equals the recall made then unless an entry stored then was
+  forgotten since (an entry that did not load still weighs in its pool's
+  lexical statistics).
   The semantic ranking refuses ``as_of`` (past contents have no vectors).
 - Types, scopes, projects and statuses must be strings (a store filters on
   them); NUL characters, lone surrogates and non-finite numbers are refused
@@ -127,7 +129,7 @@ import shutil
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import IO, Any, Final, TypeVar, Union, overload
 
@@ -181,6 +183,7 @@ from ._loadable import (
     Loadable,
     loadable,
 )
+from ._past import built, derived, derives
 from ._pooled import Part, lexical
 from ._postgres import PostgresBackend
 from ._ranking import (
@@ -197,7 +200,6 @@ from ._results import (
     Written,
 )
 from ._rows import (
-    _columns,
     _dumps,
     _json_kind,
     _parse,
@@ -235,7 +237,8 @@ from ._types import (
     Change,
     InvalidInput,
     NotGranted,
-    ReadTx,  # noqa: F401 (store.ReadTx names it, as before _types)
+    Past,
+    ReadTx,
     Row,  # noqa: F401 (store.Row names it, as before _types)
     Since,
     Stored,
@@ -1105,14 +1108,16 @@ class Store:
         in ``now``'s time zone (UTC when ``now`` is None or naive).
 
         ``as_of`` (an aware datetime) answers as the store would have at
-        that moment: from the history (never from the cached snapshot),
-        the entries and versions stored then, retired or not as they were
-        then, ranked at ``now=as_of`` unless ``now`` is given; an entry
-        forgotten since is not there (forgetting wins over history).
-        ``store.recall(m, now=T)`` made at T and ``store.recall(m,
-        as_of=T)`` later give the same ids, order and text, as long as
-        nothing stored at T was forgotten since. It reads the namespace's
-        history whole (O(versions)); the lexical and core rankings only.
+        that moment: the entries and versions stored then, retired or not
+        as they were then, ranked at ``now=as_of`` unless ``now`` is
+        given; an entry forgotten since is not there (forgetting wins over
+        history). ``store.recall(m, now=T)`` made at T and
+        ``store.recall(m, as_of=T)`` later give the same ids, order and
+        text, as long as nothing stored at T was forgotten since. It reads
+        the ids changed since T (O(the history's versions since T, and the
+        namespace's rows) in SQL) and brings the cached snapshot back by
+        them for the call (``_past.py``); the lexical and core rankings
+        only.
 
         Raises:
             InvalidInput: a bad context, ``pools``, ``tz`` or ``as_of``
@@ -1130,12 +1135,7 @@ class Store:
         times = self._times(message, now, tz)  # parsed before the lock
         query = None if self._embedder is None else Query(self._embedder, message)
         # (as of a time: a snapshot of its own, built from the history)
-        with self._cache_lock if at is None else contextlib.nullcontext():
-            snap = (
-                self._snapshot(chosen_pools)
-                if at is None
-                else self._snapshot_at(at, chosen_pools)
-            )
+        with self._cache_lock, self._snapshot_now_or_at(at, chosen_pools) as snap:
             pools_now = self._pools_for(snap, chosen_pools, quarantine)
             # Each pool over its own part: lexical by the part's recall
             # index, bounded by its relevance's factors; semantic by one
@@ -1147,7 +1147,8 @@ class Store:
                 now=now,
                 token_counter=self._token_counter,
                 relevance=self._relevance(snap, context, now, times, query),
-                scan=self.ranking == "semantic",
+                # (as of a time: the indexes are set aside, _past.derived)
+                scan=self.ranking == "semantic" or at is not None,
             )
             recalled = _recalled(got, snap, self.writer.name)
             recalled.warnings.extend(_stale_warnings(got, snap))
@@ -1188,10 +1189,7 @@ class Store:
             now = as_of
         at = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, at, tz)  # parsed before the lock
-        with self._cache_lock if moment is None else contextlib.nullcontext():
-            snap = (
-                self._snapshot() if moment is None else self._snapshot_at(moment, None)
-            )
+        with self._cache_lock, self._snapshot_now_or_at(moment, None) as snap:
             pools, unused = self._explained_pools(snap)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
@@ -1266,28 +1264,55 @@ class Store:
             )
         return _moment(as_of, "as_of")
 
-    def _snapshot_at(self, at: str, pools: Sequence[Pool] | None) -> _Snapshot:
+    def _snapshot_now_or_at(
+        self, at: str | None, pools: Sequence[Pool] | None
+    ) -> contextlib.AbstractContextManager[_Snapshot]:
+        """The snapshot of now (:meth:`_snapshot`), or of ``at``
+        (:meth:`_snapshot_at`), for a block; the caller holds ``_cache_lock``."""
+        if at is None:
+            return contextlib.nullcontext(self._snapshot(pools))
+        return self._snapshot_at(at, pools)
+
+    @contextlib.contextmanager
+    def _snapshot_at(
+        self, at: str, pools: Sequence[Pool] | None
+    ) -> Iterator[_Snapshot]:
         """The candidates for ``pools`` (None: the store's) as they were at
-        ``at``, from the history: each id's version then, filtered as
-        :meth:`SqlTx.candidates` filters the rows now (active; of the
-        pools' types, or always-scope). Never cached, never the cache's."""
+        ``at`` (``_past.py``'s rule), for the block; the caller holds
+        ``_cache_lock``. One read transaction brings the cached snapshot
+        forward (as :meth:`_snapshot` does) and reads what differs from
+        the history's state at ``at``: when few rows do, the cached
+        snapshot is brought back to ``at`` for the block and forward again
+        after it (``_past.derived``; dropped from the cache if that fails
+        half way), else a snapshot of its own is built and never cached."""
         pools = self.pools if pools is None else tuple(pools)
+        cached: _Snapshot | None = snapshots.get((self._owner, pools))
         types = _candidate_types(pools)
-        kinds = None if types is None else frozenset(types)
-        rows = []
-        for stored in self._backend.read(self.namespace, lambda tx: tx.as_of(at)):
-            value = _parse(stored)
-            if not isinstance(value, dict):  # kept: recall names it skipped
-                rows.append(stored)
-                continue
-            kind, status, scope = _columns(value)
-            if status == "active" and (
-                kinds is None or kind in kinds or scope == _ALWAYS
-            ):
-                rows.append(stored._replace(scope=scope))
-        snap = _Snapshot(pools, ranking=self.ranking)
-        snap.apply([], rows)
-        return snap
+        after = None if cached is None else cached.position
+        most = 0 if cached is None else _most_changes(cached)
+
+        def work(tx: ReadTx) -> tuple[Since, Past, builtins.list[Stored] | None]:
+            since = tx.since(after, types, most)
+            past = tx.past(at)
+            if since.changed is None:  # read whole: every candidate row now
+                return since, past, since.rows
+            if cached is not None and derives(past, cached):
+                return since, past, None
+            return since, past, tx.candidates(types)
+
+        since, past, candidates = self._backend.read(self.namespace, work)
+        snap = self._brought(pools, cached, since)
+        if candidates is not None and not derives(past, snap):
+            yield built(past, pools, self.ranking, candidates)
+            return
+        key = (self._owner, pools)
+
+        def drop() -> None:  # half applied: the next recall reads anew
+            if snapshots.get(key) is snap:
+                snapshots.drop(key)
+
+        with derived(snap, past, pools, drop) as then:
+            yield then
 
     def _explained_pools(
         self, snap: _Snapshot
@@ -1462,9 +1487,16 @@ class Store:
         types = _candidate_types(pools)
         after = None if cached is None else cached.position
         most = 0 if cached is None else _most_changes(cached)
-        signal, position, changed, rows = self._backend.since(
-            self.namespace, after, types, most
-        )
+        since = self._backend.since(self.namespace, after, types, most)
+        return self._brought(pools, cached, since)
+
+    def _brought(
+        self, pools: tuple[Pool, ...] | None, cached: _Snapshot | None, since: Since
+    ) -> _Snapshot:
+        """``cached`` (None: none yet) brought to ``since``, read after its
+        position (or whole), and kept in the cache; the caller holds
+        ``_cache_lock``."""
+        signal, position, changed, rows = since
         whole = changed is None or cached is None
         # A snapshot built from a whole read: one at a time per process, so
         # that 16 cold tenants at once do not hold 16 half-built snapshots
