@@ -60,9 +60,6 @@ def _decrement(counts: dict[Any, int], key: object) -> None:
 # ===========================================================================
 
 
-_DROPPED = 2048  # the terms of the contents last dropped, kept per Statistics
-
-
 class Statistics:
     """Document count, total length and document frequencies of a namespace.
 
@@ -101,11 +98,6 @@ class Statistics:
         # length -> how many distinct contents of that many terms (a few
         # keys): the shortest bounds a relevance's pruning (Relevance)
         self._length_counts: dict[int, int] = {}
-        # content -> its terms, for the contents no counted entry holds any
-        # more, the latest _DROPPED of them: a content counted again soon
-        # (an as_of recall puts back what it took out, an update undone)
-        # is not read again (terms() is a pure function of the content)
-        self._dropped: dict[str, frozenset[str]] = {}
         self.add_many(entries)
 
     @property
@@ -149,16 +141,14 @@ class Statistics:
         batch = list(entries)
         # Each content read first: a str() that raises changes nothing.
         texts = [_content(entry) for entry in batch]
-        contents, features, dropped = self._contents, self._features, self._dropped
+        contents, features = self._contents, self._features
         types, always_types = self._types, self._always_types
         counted: list[frozenset[str]] = []  # each entry's terms
         fresh: list[str] = []  # the contents not counted yet
         for entry, content in zip(batch, texts):
             record = contents.get(content)
             if record is None:
-                known = dropped.pop(content, None)
-                found = terms(content) if known is None else known
-                record = contents[content] = [found, 0]
+                record = contents[content] = [terms(content), 0]
                 fresh.append(content)
             record[1] += 1
             counted.append(record[0])
@@ -212,10 +202,6 @@ class Statistics:
         record[1] -= 1
         if record[1] == 0:
             del self._contents[content]
-            dropped = self._dropped
-            dropped[content] = found
-            if len(dropped) > _DROPPED:
-                del dropped[next(iter(dropped))]
             _decrement(self._length_counts, len(found))
             length, by_length = len(found), self._by_length
             for term in found:

@@ -21,7 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import _ranking, _statistics, _subset
+from poolsplit_memory import _ranking, _subset
 from poolsplit_memory._ranking import (
     Statistics,
     floored,
@@ -304,10 +304,9 @@ def test_a_common_term_no_content_can_win_with_is_not_visited():
     removed=st.lists(st.integers(0, 11), max_size=12),
     context=contexts,
     at_once=st.booleans(),
-    again=st.booleans(),
 )
 def test_property_add_and_remove_keep_what_a_rebuild_computes(
-    entries, removed, context, at_once, again
+    entries, removed, context, at_once
 ):
     stats = Statistics()
     half = len(entries) // 2
@@ -326,10 +325,6 @@ def test_property_add_and_remove_keep_what_a_rebuild_computes(
     for i in sorted(gone):
         stats.remove(entries[i])
     kept = [e for i, e in enumerate(entries) if i not in gone]
-    if again:  # counted again: their terms from the dropped contents' memo
-        back = [entries[i] for i in sorted(gone)]
-        stats.add_many(back)
-        kept += back
     rebuilt = Statistics(kept)
     assert (stats.count, stats.total_length) == (rebuilt.count, rebuilt.total_length)
     assert stats._frequency == rebuilt._frequency
@@ -367,23 +362,6 @@ def test_property_split_parts_items_by_the_holders_that_hold_them(items, holders
     held_by = [{tuple(x in h for h in holders) for x in part} for part in parts]
     assert all(len(signatures) == 1 for signatures in held_by)
     assert len({min(signatures) for signatures in held_by}) == len(parts)
-
-
-def test_the_terms_of_dropped_contents_are_kept_up_to_a_bound(monkeypatch):
-    monkeypatch.setattr(_statistics, "_DROPPED", 3)
-    entries = [{"content": f"paints sunset number{n}"} for n in range(5)]
-    stats = Statistics(entries)
-    for e in entries:
-        stats.remove(e)
-    assert list(stats._dropped) == [oracle_text(e) for e in entries[2:]]
-    calls = []
-    monkeypatch.setattr(
-        _statistics, "terms", lambda text: calls.append(text) or terms(text)
-    )
-    stats.add_many(entries)
-    assert calls == [oracle_text(e) for e in entries[:2]]  # the others: kept
-    assert stats._frequency == Statistics(entries)._frequency
-    assert not stats._dropped.keys() & {oracle_text(e) for e in entries}
 
 
 def test_removing_an_entry_never_added_names_it():
