@@ -20,6 +20,8 @@ from ._snapshot import _Snapshot
 from ._stale import near_contents, possible_supersedes, stale_pairs
 from ._trust import is_quarantined
 from ._types import (
+    ADOPTED,
+    Change,
     Stored,
     WriteTx,
 )
@@ -27,16 +29,20 @@ from ._validate import _content_text
 
 
 def _twins(
-    tx: WriteTx, kinds: Sequence[str], digests: Sequence[str]
+    tx: WriteTx, kinds: Sequence[str], digests: Sequence[str], at: str
 ) -> builtins.list[Stored]:
     """The active rows of ``kinds`` that may be one of the memories of
     ``digests``, in ``seq`` order: those with one of the digests (an index
     probe each) and those without a digest (written by hand, by another
     tool, by 0.1.0, or edited since), which get theirs here, in the write's
-    own transaction, so each is read this way once."""
+    own transaction, so each is read this way once; one whose body the
+    history does not hold as its last version is adopted into it, dated
+    ``at``, by nobody (``SqlTx.set_digests``)."""
     rows, loose = tx.memories(kinds, digests)
     if loose:
-        tx.set_digests([(row, _stored_digest(row)) for row in loose])
+        tx.set_digests(
+            [(row, _stored_digest(row)) for row in loose], Change(ADOPTED, None, at)
+        )
     return sorted([*rows, *loose], key=lambda row: row.seq)
 
 
@@ -48,12 +54,14 @@ def _stored_digest(stored: Stored) -> str:
 def _duplicate(
     tx: WriteTx,
     entry: Mapping[str, Any],
+    at: str,
     ignore: Iterable[str] = (),
     *,
     vouched: bool = True,
 ) -> dict[str, Any] | None:
     """The active stored entry that is the same memory as ``entry`` (see
-    :func:`_memory_key`), read in the write's own transaction; None if none.
+    :func:`_memory_key`), read in the write's own transaction; None if none
+    (``at``: the write's time, for a row :func:`_twins` adopts).
     For a ``vouched`` writer a quarantined entry is no twin: what it
     remembers must load in its own pool, not stay in quarantine.
 
@@ -63,7 +71,7 @@ def _duplicate(
     if key is None:
         return None
     skip = set(ignore)
-    for stored in _twins(tx, [key[0]], [_memory_digest(key)]):
+    for stored in _twins(tx, [key[0]], [_memory_digest(key)], at):
         if stored.id in skip:
             continue
         value = _parse(stored)
@@ -78,6 +86,7 @@ def _stored_memories(
     tx: WriteTx,
     keys: Iterable[tuple[str, object, str] | None],
     ignore: Container[str],
+    at: str,
     *,
     vouched: bool = True,
 ) -> dict[tuple[str, object, str], str]:
@@ -88,7 +97,7 @@ def _stored_memories(
     kinds = sorted({key[0] for key in memories})
     digests = sorted({_memory_digest(key) for key in memories})
     stored: dict[tuple[str, object, str], str] = {}
-    for row in _twins(tx, kinds, digests) if kinds else ():
+    for row in _twins(tx, kinds, digests, at) if kinds else ():
         value = _parse(row)
         key = _memory_key(value) if isinstance(value, dict) else None
         # a hand-written row's scope may be a list: never one of the keys

@@ -2,10 +2,13 @@
 
 The rule (:func:`rows_then`). An id is *changed since T* when it has a
 version after T, or its row has no history at all, or no ``memory_hash``
-(the store writes one with every body it writes; any other change of a
-body clears it). The row of an id not changed since T is read as the
-entries table holds it now (its columns too: what another tool changed
-in them in place, without a version, is taken as it is now). A changed
+(the store writes one with every body it writes, and appends a body
+another tool wrote to the history, ``adopted``, when it gives it one:
+``SqlTx.set_digests``; any change of a body clears it). So a row with a
+digest and a history is its id's last version. The row of an id not
+changed since T is read as the entries table holds it now (its columns
+too: what another tool changed in them in place, without a version, is
+taken as it is now). A changed
 id is read from the history: its last version at or before T, when that
 has a body (a tombstone has none; nor has any version of an entry
 forgotten since: forgetting wins over history), with the seq its row had
@@ -32,9 +35,12 @@ from ._snapshot import _candidate_types, _Snapshot
 from ._sql import candidate
 from ._types import Past, Stored
 
-# Derived while at most this share of a snapshot's entries changed since T
-# (past it, a snapshot of its own costs about the same: measured in
-# benchmarks/README.md, "History and as_of").
+# Derived while at most this share of a snapshot's entries changed since T:
+# each changed id costs the derived way two changes of the snapshot (back
+# to T, then forward), a snapshot of its own one load of every entry. With
+# a tenth changed, derived costs x0.27 of built (benchmarks/README.md,
+# "History and as_of"); the crossing point is not measured: a half is a
+# bound on the work, not a measured optimum.
 DERIVE_AT_MOST = 0.5
 
 

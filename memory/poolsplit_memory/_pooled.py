@@ -253,23 +253,33 @@ class Parts:
     def has(self, key: int) -> bool:
         return key in self._where
 
-    def indexes_aside(self) -> dict[str | None, tuple[Index | None, bool]]:
-        """Take each part's recall index out (and whether one was asked
-        for): until :meth:`indexes_back`, a change does not touch them, and
-        a recall must scan (``scan=True``)."""
+    def set_aside(self) -> dict[str | None, tuple[Part, Index | None, bool]]:
+        """Each part, with its recall index taken out (and whether one was
+        asked for): until :meth:`indexes_back`, a change does not touch
+        them, and a recall must scan (``scan=True``)."""
         aside = {}
         for name, part in self.parts.items():
-            aside[name] = (part._index, part._asked)
+            aside[name] = (part, part._index, part._asked)
             part._index = None
         return aside
 
-    def indexes_back(
-        self, aside: Mapping[str | None, tuple[Index | None, bool]]
+    def parts_back(
+        self, aside: Mapping[str | None, tuple[Part, Index | None, bool]]
     ) -> None:
-        """Put back what :meth:`indexes_aside` took, once every part holds
-        again the very entries it held then."""
-        for name, (index, asked) in aside.items():
-            part = self.parts[name]
+        """Once every entry that entered since :meth:`set_aside` has left:
+        the parts it set aside that were emptied (and dropped) since, put
+        back (empty), so that their entries enter them again, not new ones."""
+        for name, (part, _, _) in aside.items():
+            if name not in self.parts:
+                self.parts[name] = part
+
+    def indexes_back(
+        self, aside: Mapping[str | None, tuple[Part, Index | None, bool]]
+    ) -> None:
+        """Put back the indexes :meth:`set_aside` took, once every part
+        holds again the very entries it held then."""
+        for name, (part, index, asked) in aside.items():
+            assert self.parts[name] is part
             part._index, part._asked = index, asked
 
     def __len__(self) -> int:

@@ -131,24 +131,27 @@ class _Snapshot:
         """This snapshot as :meth:`apply` of ``changed`` and ``rows`` makes
         it, for the block (a recall in it must scan: the recall indexes are
         set aside), then exactly as before, however the block ends: the
-        very entries it held put back, each part's index with them. If
-        this raises, :attr:`half_changed` says whether the snapshot may be
-        half changed (then drop it)."""
+        very entries it held put back in the very parts, each part's index
+        with them. If this raises, :attr:`half_changed` says whether the
+        snapshot may be half changed (then drop it): an error while
+        applying (a ``MemoryError`` half way through a part's statistics)
+        or while putting back."""
         self.half_changed = True
         touched = set(changed) | {row.seq for row in rows}
         held = sorted(seq for seq in touched if self.parts.has(seq))
         entries = [self.parts.entry(seq) for seq in held]
         skipped = {seq: self._skipped[seq] for seq in touched if seq in self._skipped}
         always, said = dict(self._always), (self.warnings, self.always_skipped)
-        aside = self.parts.indexes_aside()
+        aside = self.parts.set_aside()
+        self.apply(touched, rows)  # (raising: left half changed)
         try:
-            self.apply(touched, rows)
             yield
         finally:
             for seq in touched:
                 if self.parts.has(seq):
                     self._leave(seq)
                 self._skipped.pop(seq, None)
+            self.parts.parts_back(aside)
             self._enter(held, entries)
             self._skipped.update(skipped)
             self._always = always

@@ -361,30 +361,33 @@ class SqlTx:
         """What may differ in this namespace from the history's state at
         ``at`` (a time as the history writes it), in one statement: the ids
         with a version after ``at``, and those whose row has no history or
-        no ``memory_hash`` (the store writes one with every body; any other
-        change of a body clears it, and a row written by another tool has
-        none); each one's last version at or before ``at`` when it has a
-        body (a tombstone's, or one scrubbed by a forget since, has none),
-        with its seq then; and the seqs of the rows they have now."""
+        no ``memory_hash`` (the store writes one with every body, and
+        adopts a body another tool wrote when it gives it one: see
+        :meth:`set_digests`; any other change of a body clears it); each
+        one's last version at or before ``at`` when it has a body (a
+        tombstone's, or one scrubbed by a forget since, has none), with its
+        seq then; and the seqs of the rows they have now. O(the namespace's
+        versions and rows) in SQL, each read by an index."""
         ns = self._namespace
-        changed = (
+        sql = (
+            "WITH changed (id) AS ("
             f"SELECT id FROM {HISTORY} WHERE namespace = ? AND changed_at > ? "
             f"UNION SELECT e.id FROM {TABLE} e WHERE e.namespace = ? AND ("
             "e.memory_hash IS NULL OR NOT EXISTS (SELECT 1 FROM "
-            f"{HISTORY} h WHERE h.namespace = ? AND h.id = e.id))"
-        )
-        sql = (
-            f"WITH changed (id) AS ({changed}) "
-            "SELECT 0, h.seq, h.id, h.body "
-            f"FROM {HISTORY} h JOIN changed c ON h.id = c.id "
-            "WHERE h.namespace = ? AND h.body IS NOT NULL AND h.version = ("
-            f"SELECT max(x.version) FROM {HISTORY} x "
-            "WHERE x.namespace = ? AND x.id = h.id AND x.changed_at <= ?) "
+            f"{HISTORY} h WHERE h.namespace = ? AND h.id = e.id))), "
+            # (CROSS JOIN: SQLite walks the changed ids, each by the key)
+            "then_version (id, version) AS ("
+            f"SELECT h.id, max(h.version) FROM changed c CROSS JOIN {HISTORY} h "
+            "WHERE h.namespace = ? AND h.id = c.id AND h.changed_at <= ? "
+            "GROUP BY h.id) "
+            f"SELECT 0, h.seq, h.id, h.body FROM {HISTORY} h "
+            "JOIN then_version t ON h.id = t.id AND h.version = t.version "
+            "WHERE h.namespace = ? AND h.body IS NOT NULL "
             f"UNION ALL SELECT 1, e.seq, e.id, NULL FROM {TABLE} e "
             "JOIN changed c ON e.id = c.id WHERE e.namespace = ? "
             "UNION ALL SELECT 2, NULL, id, NULL FROM changed"
         )
-        found = self._run(sql, (ns, at, ns, ns, ns, ns, at, ns)).fetchall()
+        found = self._run(sql, (ns, at, ns, ns, ns, at, ns, ns)).fetchall()
         then = [Stored(int(r[1]), r[2], None, r[3]) for r in found if r[0] == 0]
         self._counter.rows_read += len(then)
         then.sort(key=lambda row: row.seq)
@@ -425,17 +428,24 @@ class SqlTx:
             [row for row, bare in rows if bare],
         )
 
-    def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None:
+    def set_digests(
+        self, digests: Sequence[tuple[Stored, str]], change: Change
+    ) -> None:
         """Write each row's ``memory_hash``, unless its body changed since it
         was read (PostgreSQL: another transaction may have committed an edit
-        in between; its digest stays NULL)."""
+        in between; its digest stays NULL). A row so digested whose body is
+        not its id's last version in the history (another tool wrote it, or
+        changed it in place) is adopted: its body is appended as a version
+        of ``change``. So a row with a digest is its id's last version,
+        which :meth:`past` relies on."""
+        written: list[tuple[str, str]] = []
         for start in range(0, len(digests), _ROWS_PER_INSERT):
             chunk = digests[start : start + _ROWS_PER_INSERT]
             cases = " ".join("WHEN ? THEN ?" for _ in chunk)
             sql = (
                 f"UPDATE {TABLE} SET memory_hash = CASE seq {cases} END "
                 f"WHERE namespace = ? AND seq IN ({self._marks(len(chunk))}) "
-                f"AND body = CASE seq {cases} END"
+                f"AND body = CASE seq {cases} END RETURNING id, body"
             )
             params: list[Any] = []
             for row, digest in chunk:
@@ -444,7 +454,27 @@ class SqlTx:
             params.extend(row.seq for row, _ in chunk)
             for row, _ in chunk:
                 params.extend((row.seq, row.body))
-            self._run(sql, params)
+            written.extend((r[0], r[1]) for r in self._run(sql, params).fetchall())
+        last = self._last_bodies([ident for ident, _ in written])
+        adopted = [(i, body) for i, body in written if last.get(i, None) != body]
+        if adopted:
+            self._record(sorted(adopted), change)
+
+    def _last_bodies(self, idents: Sequence[str]) -> dict[str, str | None]:
+        """id -> the body of its last version in the history (ids with none
+        left out)."""
+        found: dict[str, str | None] = {}
+        for start in range(0, len(idents), _CHUNK):
+            chunk = list(idents[start : start + _CHUNK])
+            sql = (
+                f"SELECT h.id, h.body FROM {HISTORY} h WHERE h.namespace = ? "
+                f"AND h.id IN ({self._marks(len(chunk))}) AND h.version = ("
+                f"SELECT max(x.version) FROM {HISTORY} x "
+                "WHERE x.namespace = ? AND x.id = h.id)"
+            )
+            rows = self._run(sql, (self._namespace, *chunk, self._namespace))
+            found.update((r[0], r[1]) for r in rows.fetchall())
+        return found
 
     def secret(self, name: str) -> str | None:
         """The database's secret ``name`` (shared by every process), or None."""

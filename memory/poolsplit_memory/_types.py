@@ -117,10 +117,14 @@ class Row(NamedTuple):
     written_by: str | None = None  # the body's, stamped by the store (issue 51)
 
 
+ADOPTED = "adopted"  # the history's operation for a body another tool wrote
+
+
 class Change(NamedTuple):
     """What a write records in the history beside each row it writes (issue
     49): the operation (``remember``, ``update``, ``supersede``, ``import``,
-    ``forget``), who (the writer's name) and when (the store's clock, UTC,
+    ``forget``; ``adopted``, by nobody: a body another tool wrote, as the
+    store first read it), who (the writer's name) and when (the store's clock, UTC,
     ISO 8601 with microseconds: the text order is the time order)."""
 
     operation: str
@@ -199,7 +203,9 @@ class WriteTx(Protocol):
     def memories(
         self, kinds: Sequence[str], digests: Sequence[str]
     ) -> tuple[list[Stored], list[Stored]]: ...
-    def set_digests(self, digests: Sequence[tuple[Stored, str]]) -> None: ...
+    def set_digests(
+        self, digests: Sequence[tuple[Stored, str]], change: Change
+    ) -> None: ...
     def keep_secret(self, name: str, value: str) -> str: ...
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, bytes]]

@@ -484,7 +484,8 @@ def history(
     id: Annotated[str, Field(description="an entry's id")],
 ) -> Annotated[CallToolResult, HistoryResult]:
     """Every version of one entry, oldest first: the entry as it was after
-    each operation (remember, update, supersede, import, migrated), who
+    each operation (remember, update, supersede, import, migrated;
+    adopted: a body another tool wrote, when the store first read it), who
     and when; forget leaves a tombstone and no content in any version.
     Empty when this namespace never held the id."""
     return _result({"versions": _store(ctx).history(id)})

@@ -90,7 +90,9 @@ Decisions where the issue is silent:
   can skip it). The new entry of a ``supersedes`` is a ``remember``, the
   retired one a ``supersede``. Rows older than migration 6 are version 1
   ``migrated``, by nobody, dated by the migration (history begins there:
-  ``as_of`` before it sees none of them). ``forget`` empties every version
+  ``as_of`` before it sees none of them). A body another tool wrote (or
+  changed in place) is appended as ``adopted``, by nobody, when the store
+  first gives it its digest (``SqlTx.set_digests``). ``forget`` empties every version
   of what it deletes and leaves a tombstone, all filed under a digest of
   the id (``_sql.forgotten_id``), so no forgotten id stays in the files.
   ``as_of`` reads, for each id changed since (a version after it, or a
@@ -598,7 +600,11 @@ class Store:
     def _change(self, operation: str) -> Change:
         """What a write of ``operation`` records in the history: this
         writer, the store's clock now (read in the write's transaction)."""
-        return Change(operation, self.writer.name, _moment(self._clock(), "now"))
+        return Change(operation, self.writer.name, self._now())
+
+    def _now(self) -> str:
+        """The store's clock now, as the history writes times."""
+        return _moment(self._clock(), "now")
 
     def __enter__(self) -> Store:
         return self
@@ -671,7 +677,9 @@ class Store:
                 first = tx.by_key(self._writers_key(key))
                 if first is not None:
                     return self._replay(first, entry, key)
-            same = _duplicate(tx, entry, vouched=not self.writer.quarantine)
+            same = _duplicate(
+                tx, entry, self._now(), vouched=not self.writer.quarantine
+            )
             if same is not None:
                 return self._existing(tx, same, supersedes, warnings)
             if tx.get(entry["id"]) is not None:
@@ -829,7 +837,11 @@ class Store:
                     "writer holding pin vouches for an entry by changing it"
                 )
             same = _duplicate(
-                tx, entry, ignore=(id,), vouched=not self.writer.quarantine
+                tx,
+                entry,
+                self._now(),
+                ignore=(id,),
+                vouched=not self.writer.quarantine,
             )
             if same is not None:
                 raise InvalidInput(
@@ -1135,7 +1147,7 @@ class Store:
         times = self._times(message, now, tz)  # parsed before the lock
         query = None if self._embedder is None else Query(self._embedder, message)
         # (as of a time: a snapshot of its own, built from the history)
-        with self._cache_lock, self._snapshot_now_or_at(at, chosen_pools) as snap:
+        with self._locked_snapshot(at, chosen_pools) as snap:
             pools_now = self._pools_for(snap, chosen_pools, quarantine)
             # Each pool over its own part: lexical by the part's recall
             # index, bounded by its relevance's factors; semantic by one
@@ -1189,7 +1201,7 @@ class Store:
             now = as_of
         at = datetime.now(timezone.utc) if now is None else now
         times = self._times(message, at, tz)  # parsed before the lock
-        with self._cache_lock, self._snapshot_now_or_at(moment, None) as snap:
+        with self._locked_snapshot(moment, None) as snap:
             pools, unused = self._explained_pools(snap)
             only = filters["ids"]
             skipped = [s for s in snap.skipped if only is None or s.id in only]
@@ -1264,55 +1276,63 @@ class Store:
             )
         return _moment(as_of, "as_of")
 
-    def _snapshot_now_or_at(
+    @contextlib.contextmanager
+    def _locked_snapshot(
         self, at: str | None, pools: Sequence[Pool] | None
-    ) -> contextlib.AbstractContextManager[_Snapshot]:
-        """The snapshot of now (:meth:`_snapshot`), or of ``at``
-        (:meth:`_snapshot_at`), for a block; the caller holds ``_cache_lock``."""
-        if at is None:
-            return contextlib.nullcontext(self._snapshot(pools))
-        return self._snapshot_at(at, pools)
+    ) -> Iterator[_Snapshot]:
+        """For a block: the snapshot of now (:meth:`_snapshot`) under
+        ``_cache_lock``, or of ``at`` (:meth:`_snapshot_at`: under the lock
+        while it is the store's own, brought back to ``at``)."""
+        if at is not None:
+            with self._snapshot_at(at, pools) as then:
+                yield then
+            return
+        with self._cache_lock:
+            yield self._snapshot(pools)
 
     @contextlib.contextmanager
     def _snapshot_at(
         self, at: str, pools: Sequence[Pool] | None
     ) -> Iterator[_Snapshot]:
         """The candidates for ``pools`` (None: the store's) as they were at
-        ``at`` (``_past.py``'s rule), for the block; the caller holds
-        ``_cache_lock``. One read transaction brings the cached snapshot
-        forward (as :meth:`_snapshot` does) and reads what differs from
-        the history's state at ``at``: when few rows do, the cached
-        snapshot is brought back to ``at`` for the block and forward again
-        after it (``_past.derived``; dropped from the cache if that fails
-        half way), else a snapshot of its own is built and never cached."""
+        ``at`` (``_past.py``'s rule), for the block. Under ``_cache_lock``,
+        one read transaction brings the cached snapshot forward (as
+        :meth:`_snapshot` does) and reads what differs from the history's
+        state at ``at``: when few rows do, the cached snapshot is brought
+        back to ``at`` for the block, which runs under the lock, and
+        forward again after it (``_past.derived``; dropped from the cache if
+        that fails half way); else a snapshot of its own is built, never
+        cached, and the block runs on it without the lock (a build of
+        10,000 entries takes most of a second: no other recall waits)."""
         pools = self.pools if pools is None else tuple(pools)
-        cached: _Snapshot | None = snapshots.get((self._owner, pools))
-        types = _candidate_types(pools)
-        after = None if cached is None else cached.position
-        most = 0 if cached is None else _most_changes(cached)
-
-        def work(tx: ReadTx) -> tuple[Since, Past, builtins.list[Stored] | None]:
-            since = tx.since(after, types, most)
-            past = tx.past(at)
-            if since.changed is None:  # read whole: every candidate row now
-                return since, past, since.rows
-            if cached is not None and derives(past, cached):
-                return since, past, None
-            return since, past, tx.candidates(types)
-
-        since, past, candidates = self._backend.read(self.namespace, work)
-        snap = self._brought(pools, cached, since)
-        if candidates is not None and not derives(past, snap):
-            yield built(past, pools, self.ranking, candidates)
-            return
         key = (self._owner, pools)
+        with self._cache_lock:
+            cached: _Snapshot | None = snapshots.get(key)
+            types = _candidate_types(pools)
+            after = None if cached is None else cached.position
+            most = 0 if cached is None else _most_changes(cached)
 
-        def drop() -> None:  # half applied: the next recall reads anew
-            if snapshots.get(key) is snap:
-                snapshots.drop(key)
+            def work(tx: ReadTx) -> tuple[Since, Past, builtins.list[Stored] | None]:
+                since = tx.since(after, types, most)
+                past = tx.past(at)
+                if since.changed is None:  # read whole: every candidate row
+                    return since, past, since.rows
+                if cached is not None and derives(past, cached):
+                    return since, past, None
+                return since, past, tx.candidates(types)
 
-        with derived(snap, past, pools, drop) as then:
-            yield then
+            since, past, candidates = self._backend.read(self.namespace, work)
+            snap = self._brought(pools, cached, since)
+            if candidates is None or derives(past, snap):
+
+                def drop() -> None:  # half applied: the next recall reads anew
+                    if snapshots.get(key) is snap:
+                        snapshots.drop(key)
+
+                with derived(snap, past, pools, drop) as then:
+                    yield then
+                return
+        yield built(past, pools, self.ranking, candidates)
 
     def _explained_pools(
         self, snap: _Snapshot
@@ -1754,7 +1774,11 @@ class Store:
         is restored as it was written."""
         keys = {ident: _memory_key(entry) for ident, entry in entries.items()}
         stored = _stored_memories(
-            tx, keys.values(), entries, vouched=not self.writer.quarantine
+            tx,
+            keys.values(),
+            entries,
+            self._now(),
+            vouched=not self.writer.quarantine,
         )
         same_as = {
             ident: stored[key]

@@ -1,10 +1,13 @@
 """``recall(..., as_of=T)`` by its two ways (issue 49), on SQLite and PostgreSQL.
 
-The rule (``_past.py``, the README's "Recall as of a time"): an id with a
-version after T, a row with no history or no ``memory_hash`` (a body the
-store did not write) is read from the history, its last version at or
+The rule (``_past.py``, docs/store.md's "History and as_of"): an id with
+a version after T, or whose row is not its last version (another tool
+wrote or changed it), is read from the history, its last version at or
 before T that has a body; every other row as the entries table holds it
-now. The oracle here writes that rule plainly from raw SQL reads, plants
+now. The oracle checks "not its last version" by seq and body; the store
+by ``memory_hash`` and the presence of a history (the store adopts a body
+another tool wrote when it gives it a digest), which agree unless a tool
+forges a digest. The oracle here writes that rule plainly from raw SQL reads, plants
 exactly those rows in a namespace of their own and recalls it at T: an
 ``as_of`` recall must give the same ids, text and skipped rows, whether
 derived from the store's snapshot or built anew, and the store's own
@@ -23,11 +26,11 @@ from typing import Any
 
 import pytest
 from conftest import execute_raw, plant
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from poolsplit import Pool
 
-from poolsplit_memory import InvalidInput, _past, open_store
+from poolsplit_memory import InvalidInput, _past, _statistics, open_store
 from poolsplit_memory._shared import snapshots
 
 START = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
@@ -54,6 +57,13 @@ def _raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ..
 
 def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+@pytest.fixture(autouse=True)
+def _derived(monkeypatch: Any) -> None:
+    """Every as_of here derived from the store's snapshot (however many rows
+    changed), unless a test says otherwise."""
+    monkeypatch.setattr(_past, "DERIVE_AT_MOST", 10.0**9)
 
 
 # --- the oracle: the rule, written plainly ------------------------------------
@@ -92,14 +102,17 @@ def rows_at(url: str, namespace: str, moment: datetime) -> list[tuple[Any, ...]]
     )
     entries = _raw(
         url,
-        "SELECT seq, id, type, status, scope, body, memory_hash "
-        "FROM poolsplit_entries WHERE namespace = ?",
+        "SELECT seq, id, type, status, scope, body FROM poolsplit_entries "
+        "WHERE namespace = ?",
         (namespace,),
     )
-    with_history = {v[0] for v in versions}
+    last = {}  # id -> its last version's (seq, body)
+    for ident, _, seq, body, _ in sorted(versions, key=lambda v: v[1]):
+        last[ident] = (seq, body)
     changed = {v[0] for v in versions if v[4] > at}
-    changed |= {e[1] for e in entries if e[6] is None or e[1] not in with_history}
-    rows = [tuple(e[:6]) for e in entries if e[1] not in changed]
+    # a row that is not its id's last version: another tool wrote it
+    changed |= {e[1] for e in entries if last.get(e[1]) != (e[0], e[5])}
+    rows = [tuple(e) for e in entries if e[1] not in changed]
     for ident in changed:
         then = [v for v in versions if v[0] == ident and v[4] <= at]
         if not then:
@@ -135,6 +148,9 @@ def _entry(draw: Any) -> dict[str, Any]:
         ),
         **draw(st.sampled_from([{}, {"scope": "always"}, {"status": "done"}])),
     }
+
+
+_PLANTED = {"id": "x1", "type": "fact", "content": "coffee"}
 
 
 @st.composite
@@ -244,6 +260,14 @@ def _same(got: Any, expected: Any) -> None:
 
 @pytest.mark.parametrize("pools", [None, PICKY], ids=["default", "picky"])
 @settings(max_examples=max(settings().max_examples // 2, 10))
+@example(  # another tool changes a body after T; a remember then digests it
+    history=[
+        ("remember", 0, "coffee paris", "fact", _PLANTED, None),
+        ("body", 0, "tea berlin", "fact", _PLANTED, None),
+        ("remember", 1, "database bug", "fact", _PLANTED, None),
+    ],
+    message=["coffee", "tea"],
+)
 @given(
     history=steps(), message=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)
 )
@@ -298,14 +322,24 @@ def _filled(open_: Any, count: int = 40) -> Any:
     return store
 
 
-def _held(store: Any) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def _held(store: Any) -> list[tuple[Any, Any]]:
+    """The snapshot's entries by key and each part's objects, by name: the
+    objects themselves (their ids could be another's once one is freed)."""
     snap = snapshots.get((store._owner, store.pools))
-    parts = snap.parts.parts
-    entries = {
-        key: id(part._held[key]) for part in parts.values() for key in part._held
-    }
-    indexes = {name: (id(part._index), part._asked) for name, part in parts.items()}
-    return entries, indexes
+    held: list[tuple[Any, Any]] = []
+    for name, part in sorted(snap.parts.parts.items(), key=lambda item: str(item[0])):
+        held.append((name, (part, part.stats, part._index, part._asked)))
+        held.extend((key, part._held[key]) for key in sorted(part._held))
+    return held
+
+
+def _same_objects(got: list[tuple[Any, Any]], expected: list[tuple[Any, Any]]) -> None:
+    assert [name for name, _ in got] == [name for name, _ in expected]
+    for (_, mine), (_, theirs) in zip(got, expected):
+        if isinstance(mine, tuple):
+            assert all(a is b for a, b in zip(mine, theirs)), (mine, theirs)
+        else:
+            assert mine is theirs
 
 
 def test_the_snapshot_keeps_its_very_entries_and_indexes(open_):
@@ -315,10 +349,25 @@ def test_the_snapshot_keeps_its_very_entries_and_indexes(open_):
     for n, ident in enumerate(e["id"] for e in store.list(limit=10).entries):
         store.update(ident, content=f"changed words {n}")
     before = _held(store)
-    assert all(index is not None for index, _ in before[1].values())
+    assert all(v[2] is not None for _, v in before if isinstance(v, tuple))
     got = store.recall("deploy", as_of=START + timedelta(hours=1))
     assert got.ids()
-    assert _held(store) == before
+    _same_objects(_held(store), before)
+
+
+def test_a_part_emptied_as_of_a_time_comes_back_as_the_same_part(open_):
+    """Every fact changed since T: the facts' part is emptied in the block
+    and must come back as the same object (its index reads its statistics)."""
+    store = _filled(open_, count=6)
+    store._clock = lambda: START + timedelta(days=1)
+    for n, ident in enumerate(e["id"] for e in store.list(limit=10).entries):
+        store.update(ident, type="task" if n % 2 else "skill", content=f"now {n}")
+    store.remember("deploy fact today", type="fact", now=START)
+    store.recall("deploy", now=START)
+    store.recall("deploy", now=START)
+    before = _held(store)
+    store.recall("deploy", as_of=START + timedelta(hours=1))
+    _same_objects(_held(store), before)
 
 
 def test_a_recall_that_raises_as_of_a_time_leaves_the_snapshot_whole(
@@ -338,7 +387,7 @@ def test_a_recall_that_raises_as_of_a_time_leaves_the_snapshot_whole(
         store.recall("deploy", as_of=START + timedelta(hours=1))
     monkeypatch.undo()
     assert snapshots.get((store._owner, store.pools)) is not None
-    assert _held(store) == before
+    _same_objects(_held(store), before)
 
 
 def test_a_snapshot_that_fails_half_way_back_leaves_the_cache(
@@ -366,3 +415,100 @@ def test_a_snapshot_that_fails_half_way_back_leaves_the_cache(
     assert snapshots.get((store._owner, store.pools)) is None
     with open_store(store_url, namespace="t") as fresh:
         _same(store.recall("deploy", now=moment), fresh.recall("deploy", now=moment))
+
+
+def test_an_error_half_way_back_to_the_time_drops_the_snapshot(
+    open_, store_url, monkeypatch
+):
+    """A MemoryError while a version of T is being counted leaves a part's
+    statistics half changed: the snapshot leaves the cache, and the next
+    recalls are a fresh store's."""
+    store = _filled(open_, count=6)
+    ident = store.remember("zebra crossing", type="fact", now=START).id
+    moment = START + timedelta(days=1)
+    store._clock = lambda: moment
+    store.update(ident, content="giraffe neck")
+    store.recall("zebra", now=moment)
+    real = _statistics._features
+
+    def features(entry: Any) -> Any:
+        if entry.get("content") == "zebra crossing":
+            raise MemoryError
+        return real(entry)
+
+    monkeypatch.setattr(_statistics, "_features", features)
+    with pytest.raises(MemoryError):
+        store.recall("zebra", as_of=START + timedelta(hours=1))
+    monkeypatch.undo()
+    assert snapshots.get((store._owner, store.pools)) is None
+    store.remember("zebra crossing", type="fact", now=moment)
+    with open_store(store_url, namespace="t") as fresh:
+        _same(store.recall("zebra", now=moment), fresh.recall("zebra", now=moment))
+
+
+def test_the_always_scope_state_comes_back_after_the_time(open_, store_url):
+    """An always-scope note no pool admitted at T, a fact since: after an
+    as_of, the warm store warns as a fresh one does (the always-scope rows
+    and their warnings are the snapshot's as they were)."""
+    pools = [Pool("facts", 200, 5, ("fact",)), Pool("work", 200, 5, ("task",))]
+    store = open_("n", pools=pools)
+    store._clock = lambda: START
+    store.remember("deploy fact", type="fact", now=START)
+    note = store.remember("always a note", type="note", scope="always", now=START)
+    later = START + timedelta(days=1)
+    store._clock = lambda: later
+    store.update(note.id, type="fact")
+    store.recall("deploy", now=later)
+    store.recall("deploy", now=later)
+    then = store.recall("deploy", as_of=START + timedelta(hours=1))
+    assert any(note.id in w for w in then.warnings), then.warnings
+    store.remember("always a task", type="task", scope="always", now=later)
+    with open_store(store_url, namespace="n", pools=pools) as fresh:
+        _same(store.recall("deploy", now=later), fresh.recall("deploy", now=later))
+
+
+def test_a_body_another_tool_changed_is_adopted_when_the_store_digests_it(
+    open_, store_url
+):
+    """Another tool changes a body after T; the next remember of its type
+    gives the row its digest and appends the body as an ``adopted`` version
+    (by nobody): as_of T still reads the store's version of T."""
+    store = open_("n")
+    store._clock = lambda: START
+    ident = store.remember("coffee in paris", type="fact", now=START).id
+    later = START + timedelta(hours=2)
+    store._clock = lambda: later
+    edited = {"id": ident, "type": "fact", "content": "tea in berlin"}
+    execute_raw(
+        store_url,
+        "UPDATE poolsplit_entries SET body = ? WHERE namespace = ? AND id = ?",
+        (json.dumps(edited), "n", ident),
+    )
+    moment = START + timedelta(hours=1)
+    assert "coffee in paris" in store.recall("coffee tea", as_of=moment).text
+    store.remember("database bug", type="fact", now=later)  # digests the row
+    assert "coffee in paris" in store.recall("coffee tea", as_of=moment).text
+    assert "tea in berlin" in store.recall("coffee tea", now=later).text
+    versions = store.history(ident)
+    assert [(v["operation"], v["by"]) for v in versions][-1] == ("adopted", None)
+    assert versions[-1]["entry"]["content"] == "tea in berlin"
+
+
+def test_a_snapshot_of_its_own_is_built_without_the_stores_lock(open_, monkeypatch):
+    """The built way (most of the snapshot changed since T) builds and
+    recalls on a snapshot no one else holds: other recalls do not wait."""
+    from poolsplit_memory import store as module
+
+    store = _filled(open_)
+    monkeypatch.setattr(_past, "DERIVE_AT_MOST", -1.0)
+    locked = []
+    real = module.built
+
+    def built(*args: Any, **kwargs: Any) -> Any:
+        locked.append(store._cache_lock.locked())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "built", built)
+    assert store.recall("deploy", as_of=START + timedelta(hours=1)).ids()
+    assert locked == [False]
+    assert not store._cache_lock.locked()
