@@ -8,12 +8,12 @@ another tool wrote to the history, ``adopted``, when it gives it one:
 digest and a history is its id's last version. The row of an id not
 changed since T is read as the entries table holds it now (its columns
 too: what another tool changed in them in place, without a version, is
-taken as it is now). A changed
-id is read from the history: its last version at or before T, when that
-has a body (a tombstone has none; nor has any version of an entry
-forgotten since: forgetting wins over history), with the seq its row had
-then, filtered as ``SqlTx.candidates`` filters rows (active; of the
-pools' types, or always-scope) by the columns its body gives.
+taken as it is now). A changed id is read from the history: its last
+version at or before T, when that has a body (a tombstone has none; nor
+has any version of an entry forgotten since: forgetting wins over
+history), with the seq its row had then, filtered as
+``SqlTx.candidates`` filters rows (active; of the pools' types, or
+always-scope) by the columns its body gives.
 
 Two ways to the snapshot of those candidates, one rule: :func:`built`
 loads them into a new snapshot (from every candidate row now), and
