@@ -1009,8 +1009,10 @@ class Store:
         Each version is ``{"version": N, "operation": ..., "entry": {...}
         or None, "by": writer or None, "at": ISO 8601 UTC}``: the entry as
         it was after the operation (``remember``, ``update``,
-        ``supersede``: the retired entry's version, ``import``, and
-        ``migrated``: its state when the database gained its history);
+        ``supersede``: the retired entry's version, ``import``,
+        ``migrated``: its state when the database gained its history, and
+        ``adopted``, by None: a body another tool wrote, when the store
+        first read it);
         ``forget`` is a tombstone, and once an entry is forgotten every
         version of it has ``entry`` None (forgetting wins over history).
         One read of the history by its primary key; no recall reads it.
