@@ -92,9 +92,10 @@ Decisions where the issue is silent:
   ``migrated``, by nobody, dated by the migration (history begins there:
   ``as_of`` before it sees none of them). A body another tool wrote (or
   changed in place) is appended as ``adopted``, by nobody, when the store
-  first gives it its digest (``SqlTx.set_digests``). ``forget`` empties every version
-  of what it deletes and leaves a tombstone, all filed under a digest of
-  the id (``_sql.forgotten_id``), so no forgotten id stays in the files.
+  first gives it its digest (``SqlTx.set_digests``). ``forget`` empties
+  every version of what it deletes and leaves a tombstone, all filed under
+  a digest of the id (``_sql.forgotten_id``), so no forgotten id stays in
+  the files.
   ``as_of`` reads, for each id changed since (a version after it, or a
   row the store did not write), its last version at or before it, and
   every other row as it is now (``_past.py``), filtered as the candidate
@@ -1128,10 +1129,9 @@ class Store:
         history). ``store.recall(m, now=T)`` made at T and
         ``store.recall(m, as_of=T)`` later give the same ids, order and
         text, as long as nothing stored at T was forgotten since. It reads
-        the ids changed since T (O(the history's versions since T, and the
-        namespace's rows) in SQL) and brings the cached snapshot back by
-        them for the call (``_past.py``); the lexical and core rankings
-        only.
+        the ids changed since T (O(the namespace's versions and rows) in
+        SQL, each by an index) and brings the cached snapshot back by them
+        for the call (``_past.py``); the lexical and core rankings only.
 
         Raises:
             InvalidInput: a bad context, ``pools``, ``tz`` or ``as_of``
@@ -1148,7 +1148,8 @@ class Store:
             now = datetime.now(timezone.utc) if as_of is None else as_of
         times = self._times(message, now, tz)  # parsed before the lock
         query = None if self._embedder is None else Query(self._embedder, message)
-        # (as of a time: a snapshot of its own, built from the history)
+        # (as of a time: the cached snapshot brought back to it for the
+        # block, or a snapshot of its own: _past.py)
         with self._locked_snapshot(at, chosen_pools) as snap:
             pools_now = self._pools_for(snap, chosen_pools, quarantine)
             # Each pool over its own part: lexical by the part's recall
